@@ -1,0 +1,477 @@
+// Closed-loop HTTP/1.1 load generator for bench/run.ts: N keep-alive connections to one loopback server, each
+// with exactly one request in flight (send, wait for the whole response, send again), for a warm-up and then a
+// measured window. Two clients: 'net' (raw node:net, one pre-built request buffer written per request, a minimal
+// response parser) and 'undici' (a Pool with pipelining 1). Runs on the bench process's main thread; every run
+// ends by itself after warm-up + duration + drain, and closes all its sockets.
+import net from 'node:net';
+import { performance } from 'node:perf_hooks';
+import { build, type Histogram } from 'hdr-histogram-js';
+import { Pool } from 'undici';
+
+export type ClientKind = 'net' | 'undici';
+
+/** One request shape, sent unchanged on every connection for the whole run. */
+export interface LoadRequest {
+  method: 'POST';
+  path: string;
+  /** Header names in lower case; host and content-length are added by the client. */
+  headers: Record<string, string>;
+  body: Buffer;
+}
+
+export interface LoadOptions {
+  /** Shown on progress lines. */
+  label: string;
+  /** http://127.0.0.1:PORT (plain HTTP only). */
+  url: string;
+  request: LoadRequest;
+  connections: number;
+  warmupMs: number;
+  durationMs: number;
+  client: ClientKind;
+  /** Status that counts as success; every other status is an error, counted by status. */
+  expectedStatus: number;
+  /** After the window, how long to wait for requests still in flight before closing their sockets. */
+  drainTimeoutMs?: number;
+  /** Stops the run early (e.g. the server died); the result then covers what was measured. */
+  signal?: AbortSignal;
+  /** Called right when the measured window opens and closes (server CPU is sampled there). */
+  onWindowStart?: () => void;
+  onWindowEnd?: () => void;
+  /** Receives one progress line a second. */
+  onProgress?: (line: string) => void;
+}
+
+export interface LatencySummaryMs {
+  p50: number;
+  p90: number;
+  p99: number;
+  p999: number;
+  max: number;
+  mean: number;
+}
+
+export interface LoadResult {
+  label: string;
+  client: ClientKind;
+  connections: number;
+  /** Length of the measured window as it happened, ms. */
+  windowMs: number;
+  /** Responses with any status completed inside the window. */
+  responses: number;
+  /** Responses with expectedStatus inside the window. */
+  okResponses: number;
+  /** Responses inside the window by status ("202": n, ...). */
+  statusCounts: Record<string, number>;
+  /** Everything that is not expectedStatus: other statuses by number, transport failures by error code. */
+  errorCounts: Record<string, number>;
+  /** Latency of responses completed inside the window (all statuses), from write to last byte. */
+  latencyMs: LatencySummaryMs;
+  /** The bench process's own CPU over the window: % of one core, and µs per response. */
+  clientCpuPercent: number;
+  clientCpuUsPerResponse: number;
+  /** TCP connections opened over the whole run (connections, plus reconnects after closes). */
+  connectionsOpened: number;
+  /** Requests still in flight when the drain timeout ran out (their sockets were destroyed). */
+  abandonedInFlight: number;
+}
+
+const drainTimeoutMsDefault = 10_000;
+/** Pause before reconnecting after a failed connection, so a dead server does not make a hot loop. */
+const reconnectDelayMs = 50;
+/** A response head larger than this is treated as a protocol error. */
+const responseHeadBytesMax = 64 * 1024;
+
+type Phase = 'warmup' | 'measure' | 'drain' | 'done';
+
+/** Shared counters of one run; the clients report every response and failure here. */
+class RunState {
+  phase: Phase = 'warmup';
+  inFlight = 0;
+  connectionsOpened = 0;
+  completedTotal = 0;
+  windowStartMs = 0;
+  windowEndMs = 0;
+  readonly histogramUs: Histogram = build({ bitBucketSize: 32, numberOfSignificantValueDigits: 3, autoResize: true });
+  /** Index = HTTP status; cheaper than a map on the hot path. */
+  readonly statusInWindow = new Float64Array(600);
+  readonly failuresInWindow = new Map<string, number>();
+  onDrained: (() => void) | null = null;
+
+  constructor(readonly expectedStatus: number) {}
+
+  get sending(): boolean {
+    return this.phase === 'warmup' || this.phase === 'measure';
+  }
+
+  /** A whole response arrived for a request written at startedMs. */
+  complete(startedMs: number, status: number): void {
+    this.inFlight--;
+    this.completedTotal++;
+    if (this.phase === 'measure') {
+      const now = performance.now();
+      this.histogramUs.recordValue(Math.max(1, Math.round((now - startedMs) * 1000)));
+      this.statusInWindow[status >= 0 && status < 600 ? status : 0]!++;
+    }
+    if (this.inFlight === 0 && this.onDrained !== null) this.onDrained();
+  }
+
+  /** The request in flight failed without a response (reset, closed, protocol error). */
+  fail(code: string): void {
+    this.inFlight--;
+    if (this.phase === 'measure') this.failuresInWindow.set(code, (this.failuresInWindow.get(code) ?? 0) + 1);
+    if (this.inFlight === 0 && this.onDrained !== null) this.onDrained();
+  }
+}
+
+interface ClientHandle {
+  /** Destroys every socket; requests still in flight are abandoned. */
+  close(): Promise<void>;
+}
+
+export async function runLoad(options: LoadOptions): Promise<LoadResult> {
+  const state = new RunState(options.expectedStatus);
+  const client = options.client === 'net' ? startNetClient(options, state) : startUndiciClient(options, state);
+  const progress = startProgress(options, state);
+  let cpuStart = process.cpuUsage();
+  const abort = abortPromise(options.signal);
+  await Promise.race([sleep(options.warmupMs), abort]);
+  state.phase = 'measure';
+  state.windowStartMs = performance.now();
+  cpuStart = process.cpuUsage();
+  options.onWindowStart?.();
+  await Promise.race([sleep(options.durationMs), abort]);
+  state.phase = 'drain';
+  state.windowEndMs = performance.now();
+  const cpu = process.cpuUsage(cpuStart);
+  options.onWindowEnd?.();
+  await waitForDrain(state, options.drainTimeoutMs ?? drainTimeoutMsDefault);
+  const abandonedInFlight = state.inFlight;
+  state.phase = 'done';
+  clearInterval(progress);
+  await client.close();
+  return summarize(options, state, cpu, abandonedInFlight);
+}
+
+function summarize(options: LoadOptions, state: RunState, cpu: NodeJS.CpuUsage, abandonedInFlight: number): LoadResult {
+  const windowMs = state.windowEndMs - state.windowStartMs;
+  const statusCounts: Record<string, number> = {};
+  const errorCounts: Record<string, number> = {};
+  let responses = 0;
+  state.statusInWindow.forEach((count, status) => {
+    if (count === 0) return;
+    responses += count;
+    statusCounts[String(status)] = count;
+    if (status !== options.expectedStatus) errorCounts[String(status)] = count;
+  });
+  for (const [code, count] of state.failuresInWindow) errorCounts[code] = count;
+  const h = state.histogramUs;
+  const ms = (us: number): number => us / 1000;
+  const cpuUs = cpu.user + cpu.system;
+  return {
+    label: options.label,
+    client: options.client,
+    connections: options.connections,
+    windowMs,
+    responses,
+    okResponses: statusCounts[String(options.expectedStatus)] ?? 0,
+    statusCounts,
+    errorCounts,
+    latencyMs: {
+      p50: ms(h.getValueAtPercentile(50)),
+      p90: ms(h.getValueAtPercentile(90)),
+      p99: ms(h.getValueAtPercentile(99)),
+      p999: ms(h.getValueAtPercentile(99.9)),
+      max: ms(h.maxValue),
+      mean: ms(h.mean),
+    },
+    clientCpuPercent: windowMs > 0 ? (cpuUs / 1000 / windowMs) * 100 : 0,
+    clientCpuUsPerResponse: responses > 0 ? cpuUs / responses : 0,
+    connectionsOpened: state.connectionsOpened,
+    abandonedInFlight,
+  };
+}
+
+function startProgress(options: LoadOptions, state: RunState): NodeJS.Timeout {
+  const startedMs = performance.now();
+  let lastCompleted = 0;
+  let lastMs = startedMs;
+  let windowCompletedAtStart = -1;
+  return setInterval(() => {
+    const now = performance.now();
+    const delta = state.completedTotal - lastCompleted;
+    const rate = (delta * 1000) / (now - lastMs);
+    lastCompleted = state.completedTotal;
+    lastMs = now;
+    let average = '';
+    if (state.phase === 'measure') {
+      if (windowCompletedAtStart < 0) windowCompletedAtStart = state.completedTotal - delta;
+      const inWindow = state.completedTotal - windowCompletedAtStart;
+      average = `  avg ${formatInt((inWindow * 1000) / Math.max(1, now - state.windowStartMs))} req/s`;
+    }
+    const elapsedSec = Math.round((now - startedMs) / 1000);
+    options.onProgress?.(`  [${options.label}] ${state.phase.padEnd(7)} ${String(elapsedSec).padStart(3)}s  ` +
+      `${formatInt(rate).padStart(9)} req/s${average}  in flight ${state.inFlight}`);
+  }, 1000);
+}
+
+function waitForDrain(state: RunState, timeoutMs: number): Promise<void> {
+  if (state.inFlight === 0) return Promise.resolve();
+  return new Promise<void>((resolve) => {
+    const timer = setTimeout(done, timeoutMs);
+    state.onDrained = done;
+    function done(): void {
+      clearTimeout(timer);
+      state.onDrained = null;
+      resolve();
+    }
+  });
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Raw node:net client.
+
+/** The whole request (head and body) as one buffer, written as-is for every request. */
+function buildRequestBuffer(url: URL, request: LoadRequest): Buffer {
+  const lines = [`${request.method} ${request.path} HTTP/1.1`, `host: ${url.host}`];
+  for (const [name, value] of Object.entries(request.headers)) lines.push(`${name}: ${value}`);
+  lines.push(`content-length: ${request.body.length}`, '', '');
+  return Buffer.concat([Buffer.from(lines.join('\r\n'), 'latin1'), request.body]);
+}
+
+function startNetClient(options: LoadOptions, state: RunState): ClientHandle {
+  const url = new URL(options.url);
+  const target = { host: url.hostname, port: Number(url.port || 80) };
+  const requestBuffer = buildRequestBuffer(url, options.request);
+  const connections: NetConnection[] = [];
+  for (let i = 0; i < options.connections; i++) connections.push(new NetConnection(target, requestBuffer, state));
+  return {
+    async close() {
+      for (const connection of connections) connection.destroy();
+    },
+  };
+}
+
+/** Where the response parser is within the current response. */
+const enum ParseState {
+  Head,
+  Body,
+  ChunkSize,
+  ChunkData,
+  Trailer,
+}
+
+/** One keep-alive connection with at most one request in flight; reconnects while the run is sending. */
+class NetConnection {
+  private socket: net.Socket | null = null;
+  private pending: Buffer | null = null;
+  private parse = ParseState.Head;
+  private status = 0;
+  private remaining = 0;
+  private closeAfter = false;
+  private startedMs = 0;
+  private inFlight = false;
+  private lastError: string | null = null;
+  private destroyed = false;
+
+  constructor(private readonly target: { host: string; port: number }, private readonly requestBuffer: Buffer,
+    private readonly state: RunState) {
+    this.connect();
+  }
+
+  destroy(): void {
+    this.destroyed = true;
+    this.socket?.destroy();
+  }
+
+  private connect(): void {
+    if (this.destroyed || !this.state.sending) return;
+    const socket = net.connect(this.target);
+    this.socket = socket;
+    this.pending = null;
+    this.parse = ParseState.Head;
+    socket.setNoDelay(true);
+    socket.on('connect', () => {
+      this.state.connectionsOpened++;
+      this.send();
+    });
+    socket.on('data', (chunk: Buffer) => this.onData(chunk));
+    socket.on('error', (error: NodeJS.ErrnoException) => {
+      this.lastError = error.code ?? 'socket_error';
+    });
+    socket.on('close', () => this.onClose(socket));
+  }
+
+  private send(): void {
+    if (!this.state.sending || this.socket === null) return;
+    this.inFlight = true;
+    this.state.inFlight++;
+    this.startedMs = performance.now();
+    this.socket.write(this.requestBuffer);
+  }
+
+  private onClose(socket: net.Socket): void {
+    if (socket !== this.socket) return;
+    this.socket = null;
+    if (this.inFlight) {
+      this.inFlight = false;
+      this.state.fail(this.lastError ?? 'connection_closed');
+    } else if (this.lastError !== null && this.state.phase === 'measure') {
+      // A connect that failed: no request was in flight, but the reader should see it.
+      this.state.failuresInWindow.set(this.lastError, (this.state.failuresInWindow.get(this.lastError) ?? 0) + 1);
+    }
+    const delay = this.lastError === null ? 0 : reconnectDelayMs;
+    this.lastError = null;
+    if (!this.destroyed && this.state.sending) setTimeout(() => this.connect(), delay);
+  }
+
+  private protocolError(code: string): void {
+    this.lastError = code;
+    this.socket?.destroy();
+  }
+
+  /** Parses as many response bytes as arrived; on a whole response, reports it and sends the next request. */
+  private onData(chunk: Buffer): void {
+    let buffer = chunk;
+    if (this.pending !== null) {
+      buffer = Buffer.concat([this.pending, chunk]);
+      this.pending = null;
+    }
+    let offset = 0;
+    while (offset < buffer.length) {
+      const next = this.step(buffer, offset);
+      if (next < 0) {
+        this.pending = buffer.subarray(offset);
+        if (this.pending.length > responseHeadBytesMax) this.protocolError('response_head_too_large');
+        return;
+      }
+      offset = next;
+    }
+  }
+
+  /** Advances the parser from offset; returns the new offset, or -1 when more bytes are needed. */
+  private step(buffer: Buffer, offset: number): number {
+    switch (this.parse) {
+      case ParseState.Head:
+        return this.stepHead(buffer, offset);
+      case ParseState.Body: {
+        const take = Math.min(this.remaining, buffer.length - offset);
+        this.remaining -= take;
+        if (this.remaining === 0) this.finishResponse();
+        return offset + take;
+      }
+      case ParseState.ChunkSize: {
+        const end = buffer.indexOf('\r\n', offset, 'latin1');
+        if (end < 0) return -1;
+        const size = parseInt(buffer.toString('latin1', offset, end), 16);
+        if (!Number.isFinite(size) || size < 0) {
+          this.protocolError('bad_chunk_size');
+          return buffer.length;
+        }
+        this.parse = size === 0 ? ParseState.Trailer : ParseState.ChunkData;
+        this.remaining = size + 2;
+        return end + 2;
+      }
+      case ParseState.ChunkData: {
+        const take = Math.min(this.remaining, buffer.length - offset);
+        this.remaining -= take;
+        if (this.remaining === 0) this.parse = ParseState.ChunkSize;
+        return offset + take;
+      }
+      case ParseState.Trailer: {
+        const end = buffer.indexOf('\r\n', offset, 'latin1');
+        if (end < 0) return -1;
+        if (end === offset) this.finishResponse();
+        return end + 2;
+      }
+    }
+  }
+
+  private stepHead(buffer: Buffer, offset: number): number {
+    const end = buffer.indexOf('\r\n\r\n', offset, 'latin1');
+    if (end < 0) return -1;
+    const head = buffer.toString('latin1', offset, end);
+    this.status = Number(head.slice(9, 12));
+    if (!this.inFlight || !head.startsWith('HTTP/1.') || !Number.isInteger(this.status)) {
+      this.protocolError(this.inFlight ? 'bad_response' : 'unexpected_response');
+      return buffer.length;
+    }
+    this.closeAfter = /\r\nconnection:[^\r]*close/i.test(head);
+    if (/\r\ntransfer-encoding:[^\r]*chunked/i.test(head)) {
+      this.parse = ParseState.ChunkSize;
+      return end + 4;
+    }
+    const length = /\r\ncontent-length:\s*(\d+)/i.exec(head);
+    this.remaining = length ? Number(length[1]) : 0;
+    this.parse = ParseState.Body;
+    if (this.remaining === 0) this.finishResponse();
+    return end + 4;
+  }
+
+  private finishResponse(): void {
+    this.parse = ParseState.Head;
+    this.inFlight = false;
+    this.state.complete(this.startedMs, this.status);
+    if (this.closeAfter) {
+      this.socket?.end();
+      return;
+    }
+    this.send();
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// undici client.
+
+function startUndiciClient(options: LoadOptions, state: RunState): ClientHandle {
+  const pool = new Pool(options.url, {
+    connections: options.connections,
+    pipelining: 1,
+    keepAliveTimeout: 60_000,
+    keepAliveMaxTimeout: 60_000,
+  });
+  pool.on('connect', () => {
+    state.connectionsOpened++;
+  });
+  const { request } = options;
+  const loops: Promise<void>[] = [];
+  const loop = async (): Promise<void> => {
+    while (state.sending) {
+      state.inFlight++;
+      const startedMs = performance.now();
+      try {
+        const response = await pool.request({ method: request.method, path: request.path, headers: request.headers,
+          body: request.body });
+        await response.body.dump();
+        state.complete(startedMs, response.statusCode);
+      } catch (error) {
+        state.fail((error as { code?: string }).code ?? 'request_error');
+        await sleep(reconnectDelayMs);
+      }
+    }
+  };
+  for (let i = 0; i < options.connections; i++) loops.push(loop());
+  return {
+    async close() {
+      await pool.destroy();
+      await Promise.allSettled(loops);
+    },
+  };
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/** Never resolves without a signal; resolves once the signal aborts. */
+function abortPromise(signal: AbortSignal | undefined): Promise<void> {
+  if (signal === undefined) return new Promise<void>(() => undefined);
+  if (signal.aborted) return Promise.resolve();
+  return new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
+}
+
+export function formatInt(value: number): string {
+  return Math.round(value).toLocaleString('en-US');
+}

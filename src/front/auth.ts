@@ -1,0 +1,77 @@
+// HTTP Basic authentication on the front thread (spec §5.1-5.3). bcrypt runs in a piscina pool with
+// auth.verify_slots threads; a verified credential is cached under a SHA-256 of the Authorization value
+// together with the user's credential version, so bcrypt runs once per password and version, not per
+// request, and a password change invalidates the entry at once (the version moves). Lives as long as the node.
+import { createHash } from 'node:crypto';
+import { Piscina } from 'piscina';
+import { errors } from '../errors.js';
+import type { UserRecord } from '../raft/metadata/state.js';
+import type { BcryptTask } from '../pool/bcrypt_task.js';
+import type { MetadataReplica } from './metadata_replica.js';
+
+interface CachedCredential {
+  username: string;
+  credentialVersion: number;
+}
+
+/** Bounds the cache's memory; a full cache starts over (a miss costs one bcrypt). */
+const cachedCredentialsMax = 65_536;
+
+/** A valid bcrypt hash that no password matches, compared for unknown users so they take as long as known ones. */
+const unknownUserHash = '$2a$10$CwTycUXWue0Thq9StjUM0uJ8.c/FBDmSXz1hJFZ6mJsY4zO0C2n7e';
+
+export class Authenticator {
+  private readonly cache = new Map<string, CachedCredential>();
+  private readonly verifying = new Map<string, Promise<UserRecord>>();
+
+  constructor(
+    private readonly replica: MetadataReplica,
+    private readonly pool: Piscina,
+  ) {}
+
+  /** The user named by a valid Authorization header; synchronous when cached. Throws or rejects 401. */
+  check(authorization: string): UserRecord | Promise<UserRecord> {
+    const cacheKey = createHash('sha256').update(authorization).digest('base64');
+    const cached = this.cache.get(cacheKey);
+    if (cached !== undefined) {
+      const user = this.replica.state.users.get(cached.username);
+      if (user !== undefined && user.credentialVersion === cached.credentialVersion) return user;
+      this.cache.delete(cacheKey);
+    }
+    let pending = this.verifying.get(cacheKey);
+    if (pending === undefined) {
+      pending = this.verify(authorization, cacheKey).finally(() => this.verifying.delete(cacheKey));
+      this.verifying.set(cacheKey, pending);
+    }
+    return pending;
+  }
+
+  private async verify(authorization: string, cacheKey: string): Promise<UserRecord> {
+    const credentials = parseBasic(authorization);
+    if (credentials === null) throw errors.unauthorized();
+    const user = this.replica.state.users.get(credentials.username);
+    const hash = user?.passwordHash ?? unknownUserHash;
+    let matches: boolean;
+    try {
+      matches = (await this.pool.run({ op: 'compare', password: credentials.password, hash } satisfies BcryptTask)) as boolean;
+    } catch {
+      throw errors.authenticationUnavailable();
+    }
+    if (!matches || user === undefined) throw errors.unauthorized();
+    // Re-read: the user may have changed while bcrypt ran; cache only what was verified.
+    const current = this.replica.state.users.get(user.username);
+    if (current === undefined || current.passwordHash !== user.passwordHash) throw errors.unauthorized();
+    if (this.cache.size >= cachedCredentialsMax) this.cache.clear();
+    this.cache.set(cacheKey, { username: current.username, credentialVersion: current.credentialVersion });
+    return current;
+  }
+}
+
+export function parseBasic(authorization: string): { username: string; password: string } | null {
+  const match = /^Basic +([A-Za-z0-9+/=]+) *$/i.exec(authorization);
+  if (match === null) return null;
+  const decoded = Buffer.from(match[1]!, 'base64').toString('utf8');
+  const colon = decoded.indexOf(':');
+  if (colon <= 0) return null;
+  return { username: decoded.slice(0, colon), password: decoded.slice(colon + 1) };
+}

@@ -1,0 +1,108 @@
+// Reading a request body on the front thread with its cap (spec §8) and, for batch produce bodies over
+// 1 MiB, a share of the node's batch body budget (http.max_batch_body_bytes_in_flight). Reading starts
+// synchronously in the uWS handler, because uWS drops data that arrives before onData is attached.
+import type { HttpResponse } from 'uWebSockets.js';
+import { BrokerError, errors } from '../errors.js';
+import type { BodyRule } from './routes.js';
+
+/** Bytes shared by every batch produce body over 1 MiB that is being read or worked on (spec §8, v3.2.0). */
+export class ByteBudget {
+  private usedBytes = 0;
+  constructor(private readonly bytesMax: number) {}
+
+  tryTake(bytes: number): boolean {
+    if (this.usedBytes + bytes > this.bytesMax) return false;
+    this.usedBytes += bytes;
+    return true;
+  }
+
+  give(bytes: number): void {
+    this.usedBytes -= bytes;
+    if (this.usedBytes < 0) throw new Error('byte budget: gave back more than taken');
+  }
+
+  get used(): number {
+    return this.usedBytes;
+  }
+}
+
+export interface BudgetShare {
+  budget: ByteBudget;
+  /** Bodies up to this size never touch the budget. */
+  freeBytesMax: number;
+}
+
+/**
+ * Collects one body. `done` settles once: with the bytes, or with the BrokerError that the handler answers
+ * (413/400 over the cap, 503 budget full). Whatever was taken from the budget stays taken until release().
+ */
+export class BodyReader {
+  readonly done: Promise<Uint8Array>;
+  /** True while the client is still sending: an early answer must then close the connection. */
+  receiving = true;
+  private takenBytes = 0;
+
+  constructor(res: HttpResponse, contentLength: number | null, rule: BodyRule, private readonly share?: BudgetShare) {
+    this.done = new Promise<Uint8Array>((resolve, reject) => {
+      const tooLarge = (): BrokerError =>
+        rule.oversizeStatus === 400 ? errors.bodyTooLargeAs400(rule.bytesMax) : errors.bodyTooLarge(rule.bytesMax);
+      let failed: BrokerError | null = null;
+      if (contentLength !== null && contentLength > rule.bytesMax) failed = tooLarge();
+      else if (contentLength !== null && !this.takeBudget(contentLength)) failed = errors.batchBudgetFull();
+      if (failed !== null) {
+        // Answer without reading: the caller closes the connection so the rest of the body is never parsed.
+        reject(failed);
+        res.onData((_chunk, isLast) => {
+          if (isLast) this.receiving = false;
+        });
+        return;
+      }
+      let buffer: Uint8Array = new Uint8Array(contentLength ?? 0);
+      let length = 0;
+      res.onData((chunk, isLast) => {
+        if (failed === null) {
+          const bytes = new Uint8Array(chunk);
+          const needed = length + bytes.byteLength;
+          if (needed > rule.bytesMax) {
+            failed = tooLarge();
+            reject(failed);
+          } else if (contentLength === null && !this.takeBudget(needed)) {
+            failed = errors.batchBudgetFull();
+            reject(failed);
+          } else {
+            if (needed > buffer.byteLength) buffer = grow(buffer, length, needed);
+            // uWS neuters the chunk after this callback: copy now.
+            buffer.set(bytes, length);
+            length = needed;
+          }
+        }
+        if (isLast) {
+          this.receiving = false;
+          if (failed === null) resolve(length === buffer.byteLength ? buffer : buffer.subarray(0, length));
+        }
+      });
+    });
+    // The handler may answer before awaiting the body (401, 404): keep an unobserved rejection quiet.
+    this.done.catch(() => undefined);
+  }
+
+  /** Gives back the budget share; called once when the request is answered. */
+  release(): void {
+    if (this.share !== undefined && this.takenBytes > 0) this.share.budget.give(this.takenBytes);
+    this.takenBytes = 0;
+  }
+
+  private takeBudget(totalBytes: number): boolean {
+    if (this.share === undefined || totalBytes <= this.share.freeBytesMax || totalBytes <= this.takenBytes) return true;
+    const more = totalBytes - this.takenBytes;
+    if (!this.share.budget.tryTake(more)) return false;
+    this.takenBytes = totalBytes;
+    return true;
+  }
+}
+
+function grow(buffer: Uint8Array, length: number, needed: number): Uint8Array {
+  const next = new Uint8Array(Math.max(needed, buffer.byteLength * 2, 16 * 1024));
+  next.set(buffer.subarray(0, length));
+  return next;
+}

@@ -1,0 +1,109 @@
+// The front thread's side of the partition workers: it hands every synced ingress group to the workers,
+// tracks how far each has made it durable (so the ingress log can drop what every owner holds), and
+// carries request/reply messages (read, stats) with request ids. One instance per node.
+import type { Worker } from 'node:worker_threads';
+import { BrokerError } from '../errors.js';
+import { workerForPartition } from '../protocol/ownership.js';
+import { assertNever, type FromWorker, type ToWorker } from '../protocol/thread_messages.js';
+
+type Reply = Extract<FromWorker, { reqId: number }>;
+type WorkerRequest = Extract<ToWorker, { reqId: number }>;
+type RequestBody = WorkerRequest extends infer R ? (R extends { reqId: number } ? Omit<R, 'reqId'> : never) : never;
+
+export class PartitionWorkers {
+  private nextReqId = 1;
+  private readonly pending = new Map<number, (reply: Reply) => void>();
+  private readonly durableSeq: number[];
+  private readonly readyWaiters: Promise<void>[];
+  private readonly closedWaiters = new Map<number, () => void>();
+  /** Called with the highest ingress seq that every worker holds durably. */
+  onAllDurable: (seqUpTo: number) => void = () => undefined;
+
+  constructor(private readonly workers: Worker[]) {
+    this.durableSeq = workers.map(() => 0);
+    this.readyWaiters = workers.map(
+      (worker, index) =>
+        new Promise<void>((resolve) => {
+          worker.on('message', (message: FromWorker) => {
+            if (message.kind === 'ready') resolve();
+            else this.onMessage(index, message);
+          });
+        }),
+    );
+  }
+
+  get count(): number {
+    return this.workers.length;
+  }
+
+  whenReady(): Promise<void> {
+    return Promise.all(this.readyWaiters).then(() => undefined);
+  }
+
+  ownerOf(topicId: string, partition: number): number {
+    return workerForPartition(topicId, partition, this.workers.length);
+  }
+
+  /** Sends one synced ingress group to every worker; each stores the records of the partitions it owns. */
+  dispatch(frames: Uint8Array, lastSeq: number, metaIndex: number): void {
+    for (let i = 0; i < this.workers.length; i++) {
+      const last = i === this.workers.length - 1;
+      // The last worker takes the bytes themselves; the others get copies (a transferred buffer is gone).
+      const bytes = last && frames.byteOffset === 0 && frames.byteLength === frames.buffer.byteLength ? frames : frames.slice();
+      const message: ToWorker = { kind: 'dispatch', metaIndex, frames: bytes, lastSeq };
+      this.workers[i]!.postMessage(message, [bytes.buffer as ArrayBuffer]);
+    }
+  }
+
+  request(workerIndex: number, body: RequestBody): Promise<Reply> {
+    const reqId = this.nextReqId++;
+    return new Promise((resolve) => {
+      this.pending.set(reqId, resolve);
+      this.workers[workerIndex]!.postMessage({ ...body, reqId } as ToWorker);
+    });
+  }
+
+  /** Asks every worker to finish and close its files. */
+  async shutdown(): Promise<void> {
+    await Promise.all(
+      this.workers.map(
+        (worker, index) =>
+          new Promise<void>((resolve) => {
+            this.closedWaiters.set(index, resolve);
+            worker.once('exit', () => resolve());
+            worker.postMessage({ kind: 'shutdown' } satisfies ToWorker);
+          }),
+      ),
+    );
+  }
+
+  private onMessage(workerIndex: number, message: FromWorker): void {
+    switch (message.kind) {
+      case 'durable': {
+        this.durableSeq[workerIndex] = message.seqUpTo;
+        this.onAllDurable(Math.min(...this.durableSeq));
+        return;
+      }
+      case 'readResult':
+      case 'statsResult':
+      case 'failed': {
+        const resolve = this.pending.get(message.reqId);
+        this.pending.delete(message.reqId);
+        resolve?.(message);
+        return;
+      }
+      case 'closed':
+        this.closedWaiters.get(workerIndex)?.();
+        return;
+      case 'ready':
+        return;
+      default:
+        assertNever(message);
+    }
+  }
+}
+
+/** Turns a worker's 'failed' answer into the error the handler throws. */
+export function workerFailure(reply: Reply): BrokerError | null {
+  return reply.kind === 'failed' ? new BrokerError(reply.status, reply.error) : null;
+}

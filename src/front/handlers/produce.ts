@@ -1,0 +1,129 @@
+// Produce routes (spec §4 Produce, §1.2, §8): single and batch. A 202 is answered only after the ingress
+// log's fdatasync covering the request's frame (a batch is one frame: all or none); the synced group then
+// goes to the partition workers in the background. Front thread.
+import { limits } from '../../config.js';
+import { errors, BrokerError } from '../../errors.js';
+import { encodeIngressEntry, type IngressRecord } from '../../protocol/ingress_frame.js';
+import { parseBatchBody, partitionForKey, partitionUnassigned, type BatchParse } from '../../protocol/batch_produce_body.js';
+import { classifyPayload, decodeBase64 } from '../../protocol/payload.js';
+import type { TopicRecord } from '../../raft/metadata/state.js';
+import type { BatchTask, BodyEncoding } from '../../pool/batch_task.js';
+import { InFlightPerIdentity } from '../in_flight.js';
+import { jsonReply, type Reply } from '../respond.js';
+import type { RequestContext } from '../request_context.js';
+import type { FrontServices } from '../services.js';
+
+const textEncoder = new TextEncoder();
+const accepted: Reply = { status: 202 };
+
+export function produceHandlers(services: FrontServices) {
+  const { config, replica, ingress, metrics } = services;
+  const produceInFlight = new InFlightPerIdentity();
+  const produceCapMax = config['http.max_produce_in_flight_per_identity'];
+  /** Per topic id: where the next message without key and pin goes (spread, docs/decisions.md). */
+  const roundRobin = new Map<string, number>();
+  replica.onApplied((command) => {
+    if (command.type === 'topic.delete') {
+      roundRobin.delete(command.id);
+      metrics.forgetTopic(command.name);
+    }
+  });
+
+  function lookup(name: string): TopicRecord {
+    const topic = replica.state.topics.get(name);
+    if (topic === undefined) throw errors.topicNotFound(name);
+    return topic;
+  }
+
+  function nextPartition(topic: TopicRecord): number {
+    const next = (roundRobin.get(topic.id) ?? 0) % topic.partitions;
+    roundRobin.set(topic.id, next + 1);
+    return next;
+  }
+
+  function takeProduceSlot(ctx: RequestContext, weight: number): void {
+    if (produceCapMax === 0) return;
+    const taken = produceInFlight.tryTake(ctx.identity, weight, produceCapMax);
+    if (taken === null) throw errors.tooManyProduces();
+    ctx.onDone(() => produceInFlight.give(ctx.identity, taken));
+  }
+
+  /** Writes one ingress frame and resolves once it is synced: the moment a 202 may be answered. */
+  async function store(topic: TopicRecord, records: IngressRecord[]): Promise<void> {
+    if (ingress.failed) throw errors.ingressFailed();
+    const seq = ingress.takeSeq();
+    const body = encodeIngressEntry({ seq, topicId: topic.id, timestampSec: Math.floor(Date.now() / 1000), records });
+    try {
+      await ingress.append(body, seq);
+    } catch (error) {
+      metrics.latchIngressFailed();
+      services.log.error({ err: error }, 'ingress log write failed: every produce answers 500 until restart');
+      throw errors.ingressFailed();
+    }
+    for (const record of records) metrics.countProduced(topic.name, record.partition);
+  }
+
+  async function onProduce(ctx: RequestContext): Promise<Reply> {
+    const topic = lookup(ctx.param(0));
+    const { query } = ctx;
+    const keyText = query.get('key');
+    const keyEncoding = query.get('key_encoding');
+    const payloadEncoding = query.get('payload_encoding');
+    const pin = query.integer('partition', 0, topic.partitions - 1, `must be an integer from 0 to ${topic.partitions - 1}`);
+    if (keyEncoding !== undefined && keyEncoding !== 'base64') throw errors.invalid('key_encoding', 'must be base64');
+    if (payloadEncoding !== undefined && payloadEncoding !== 'base64') throw errors.invalid('payload_encoding', 'must be base64');
+    let key: Uint8Array | null = null;
+    if (keyText !== undefined && keyText !== '') {
+      key = keyEncoding === 'base64' ? decodeBase64(keyText) : textEncoder.encode(keyText);
+      if (key === null) throw errors.invalid('key', 'invalid base64');
+      if (key.byteLength === 0) key = null;
+    }
+    takeProduceSlot(ctx, 1);
+    let payload = await ctx.body();
+    if (payloadEncoding === 'base64') {
+      const decoded = decodeBase64(Buffer.from(payload.buffer, payload.byteOffset, payload.byteLength).toString('latin1').trim());
+      if (decoded === null) throw errors.invalid('body', 'invalid base64 (payload_encoding=base64)');
+      payload = decoded;
+    }
+    if (payload.byteLength === 0) throw errors.invalid('body', 'empty: a message needs a payload');
+    const partition = pin ?? (key !== null ? partitionForKey(key, topic.partitions) : nextPartition(topic));
+    await store(topic, [{ partition, key, payload, payloadKind: classifyPayload(payload) }]);
+    return accepted;
+  }
+
+  async function onProduceBatch(ctx: RequestContext): Promise<Reply> {
+    const topic = lookup(ctx.param(0));
+    if (ctx.query.has('key')) throw errors.invalid('key', 'not allowed in the query of a batch produce (set it per message)');
+    if (ctx.query.has('partition')) throw errors.invalid('partition', 'not allowed in the query of a batch produce (set it per message)');
+    const encoding = bodyEncoding(ctx.headers.contentEncoding);
+    const body = await ctx.body();
+    const batchLimits = { messagesMax: limits.batch_produce_messages_max, payloadBytesMax: limits.payload_bytes_max };
+    let parsed: BatchParse;
+    if (encoding === 'identity' && body.byteLength <= limits.request_body_bytes_max) {
+      parsed = parseBatchBody(body, topic.partitions, batchLimits);
+    } else {
+      const task: BatchTask = { body, encoding, partitions: topic.partitions, limits: batchLimits, decodedBytesMax: limits.batch_produce_body_bytes_max };
+      parsed = (await services.workPool.run(task)) as BatchParse;
+    }
+    if (!parsed.ok) throw new BrokerError(parsed.status, parsed.error);
+    // The topic may have been deleted or grown while the pool worked; a deleted one is 404 now.
+    const current = lookup(topic.name);
+    if (current.id !== topic.id) throw errors.topicNotFound(topic.name);
+    const records = parsed.records;
+    takeProduceSlot(ctx, records.length);
+    for (const record of records) {
+      if (record.partition === partitionUnassigned) record.partition = nextPartition(current);
+    }
+    await store(current, records);
+    return jsonReply(202, { accepted: records.length });
+  }
+
+  return { onProduce, onProduceBatch };
+}
+
+function bodyEncoding(header: string): BodyEncoding {
+  const value = header.trim().toLowerCase();
+  if (value === '' || value === 'identity') return 'identity';
+  if (value === 'gzip' || value === 'zstd') return value;
+  throw errors.unsupportedContentEncoding(value);
+}

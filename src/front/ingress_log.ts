@@ -1,0 +1,435 @@
+// The node's ingress log (DESIGN "Write path", step 2): one frame per produce request in
+// `<dir>/<first seq, 20 digits>.wal` segments. Group commit makes one write + fdatasync answer every
+// append that arrived meanwhile. Runs on the front thread, so it never blocks: all file work is async
+// on libuv's pool. The front opens it once at boot (open replays what is retained), appends from the
+// produce handlers, calls markDurable on workers' 'durable' reports, and closes it at shutdown.
+import assert from 'node:assert/strict';
+import { mkdir, open, readdir, readFile, unlink, type FileHandle } from 'node:fs/promises';
+import path from 'node:path';
+import { decodeIngressEntry } from '../protocol/ingress_frame.js';
+import { frameHeaderBytes, scanFrames, writeFrame, type FrameScan } from '../util/frame.js';
+
+/** A replay chunk is one re-dispatch message, so its size stays near this; one bigger frame is a chunk alone. */
+const replayChunkBytesMax = 4 * 1024 * 1024;
+/** Zero-padded so that the names sort in seq order. */
+const segmentNameDigits = 20;
+const segmentNamePattern = /^(\d{20})\.wal$/;
+
+export interface IngressLogOptions {
+  dir: string;
+  /** The active segment rolls once it holds this many bytes; a group never splits, so a segment may exceed it. */
+  segmentBytesMax: number;
+  /** Named fault points for tests: return an Error to make that step fail. */
+  faults?: { write?: () => Error | undefined; sync?: () => Error | undefined };
+}
+
+export interface IngressRecovery {
+  log: IngressLog;
+  /** Frames of every retained segment, in order, as chunks of whole frames (each chunk at most ~4 MiB unless
+   *  one frame is larger), exactly the bytes on disk, for re-dispatch. Each chunk owns its ArrayBuffer, so it
+   *  can be transferred. */
+  replay: Uint8Array[];
+  /** Last seq found in each chunk, parallel to replay. */
+  replayLastSeq: number[];
+}
+
+/** The one place that builds a segment's file name. */
+export function segmentFileName(baseSeq: number): string {
+  assert(Number.isSafeInteger(baseSeq), 'segment base seq must be a safe integer');
+  assert(baseSeq >= 1, 'segment base seq must be at least 1');
+  return `${String(baseSeq).padStart(segmentNameDigits, '0')}.wal`;
+}
+
+/** The one place that parses a segment's file name; undefined for a file that is not a segment. */
+export function parseSegmentFileName(name: string): number | undefined {
+  const match = segmentNamePattern.exec(name);
+  if (match === null) return undefined;
+  const baseSeq = Number(match[1]);
+  if (!Number.isSafeInteger(baseSeq) || baseSeq < 1) {
+    throw new Error(`ingress log: segment name out of range: ${name}`);
+  }
+  return baseSeq;
+}
+
+/** Appends waiting for one write + fdatasync. All of them share one promise, so an append allocates nothing
+ *  beyond its body's slot in `bodies`. */
+interface Group {
+  bodies: Uint8Array[];
+  /** Frame bytes of all bodies: the exact size of the group's write. */
+  frameBytes: number;
+  firstSeq: number;
+  lastSeq: number;
+  done: Promise<void>;
+  resolve: () => void;
+  reject: (err: Error) => void;
+}
+
+interface Segment {
+  baseSeq: number;
+  /** Highest seq in the segment; baseSeq - 1 while it is empty. */
+  lastSeq: number;
+  /** Set while its unlink is in flight, so markDurable does not issue it twice. */
+  deleting: boolean;
+}
+
+interface IngressLogState {
+  dir: string;
+  segmentBytesMax: number;
+  faults: NonNullable<IngressLogOptions['faults']>;
+  /** Ordered by seq; the last one is the active segment. */
+  segments: Segment[];
+  activeHandle: FileHandle;
+  activeBytes: number;
+}
+
+function onSyncedUnset(): void {
+  throw new Error('ingress log: onSynced was not set');
+}
+
+export class IngressLog {
+  /** Called once per synced group, BEFORE the group's append promises resolve, with the exact bytes written
+   *  (their own ArrayBuffer, never touched again here) and the group's last seq: the front dispatches these
+   *  bytes to partition workers. It must not throw: an exception here is a programmer error and ends the
+   *  process through the unhandled rejection (fail-stop), leaving the group unanswered. */
+  onSynced: (group: Uint8Array, lastSeq: number) => void = onSyncedUnset;
+
+  private readonly dir: string;
+  private readonly segmentBytesMax: number;
+  private readonly faults: NonNullable<IngressLogOptions['faults']>;
+  private readonly segments: Segment[];
+  private activeHandle: FileHandle;
+  private activeBytes: number;
+  private nextSeq: number;
+  private lastAppendedSeq: number;
+  /** The group the next write takes; appends join it while another group is being written and synced. */
+  private pending: Group | null = null;
+  /** Set from the first append of an idle log until the drain finds nothing more to write. */
+  private drainRun: Promise<void> | null = null;
+  private failure: Error | null = null;
+  private closing = false;
+  private readonly deletions = new Set<Promise<void>>();
+  private syncs = 0;
+
+  private constructor(state: IngressLogState) {
+    this.dir = state.dir;
+    this.segmentBytesMax = state.segmentBytesMax;
+    this.faults = state.faults;
+    this.segments = state.segments;
+    this.activeHandle = state.activeHandle;
+    this.activeBytes = state.activeBytes;
+    this.nextSeq = this.active().lastSeq + 1;
+    this.lastAppendedSeq = this.nextSeq - 1;
+  }
+
+  /** Recovers the log in opts.dir (creating it when missing) and returns it with every retained frame. */
+  static async open(opts: IngressLogOptions): Promise<IngressRecovery> {
+    assert(Number.isSafeInteger(opts.segmentBytesMax), 'segmentBytesMax must be an integer');
+    assert(opts.segmentBytesMax > 0, 'segmentBytesMax must be positive');
+    await ensureDir(opts.dir);
+    const baseSeqs = await listSegments(opts.dir);
+    const recovered: RecoveredFrames = { replay: [], replayLastSeq: [], lastSeq: 0 };
+    const segments: Segment[] = [];
+    for (const baseSeq of baseSeqs.slice(0, -1)) {
+      const fileName = segmentFileName(baseSeq);
+      const bytes = await readFile(path.join(opts.dir, fileName));
+      const scan = scanFrames(bytes);
+      if (scan.validBytes !== bytes.byteLength) {
+        // Only the last segment can hold an unsynced tail; a bad frame before it was once synced.
+        throw new Error(`ingress log: corrupt frame in ${fileName} at byte ${scan.validBytes} of ${bytes.byteLength}`);
+      }
+      recoverFrames(fileName, bytes, scan, baseSeq, recovered);
+      segments.push({ baseSeq, lastSeq: Math.max(recovered.lastSeq, baseSeq - 1), deleting: false });
+    }
+    const lastBaseSeq = baseSeqs.at(-1) ?? 1;
+    const active = await openActiveSegment(opts.dir, lastBaseSeq, baseSeqs.length > 0, recovered);
+    segments.push({ baseSeq: lastBaseSeq, lastSeq: Math.max(recovered.lastSeq, lastBaseSeq - 1), deleting: false });
+    const log = new IngressLog({
+      dir: opts.dir,
+      segmentBytesMax: opts.segmentBytesMax,
+      faults: opts.faults ?? {},
+      segments,
+      activeHandle: active.handle,
+      activeBytes: active.bytes,
+    });
+    return { log, replay: recovered.replay, replayLastSeq: recovered.replayLastSeq };
+  }
+
+  get failed(): boolean {
+    return this.failure !== null;
+  }
+
+  /** fdatasyncs of groups done, for tests and the bench. */
+  get syncCount(): number {
+    return this.syncs;
+  }
+
+  /** Reserves the next ingress sequence (strictly increasing across restarts). Take the seq and append it in
+   *  the same synchronous step: appends must arrive in seq order. */
+  takeSeq(): number {
+    const seq = this.nextSeq;
+    this.nextSeq = seq + 1;
+    return seq;
+  }
+
+  /** Appends one frame whose body the caller encoded with that seq. Resolves after the fdatasync covering it;
+   *  appends of one group share the returned promise. Rejects when the log has failed (then `failed` is true
+   *  forever: every produce answers 500 until restart), or once close has begun. */
+  append(body: Uint8Array, seq: number): Promise<void> {
+    if (this.failure !== null) return Promise.reject(this.failure);
+    if (this.closing) return Promise.reject(new Error('ingress log closed'));
+    assert(seq > this.lastAppendedSeq, 'ingress log: seqs must be appended in increasing order');
+    assert(seq < this.nextSeq, 'ingress log: append of a seq that takeSeq never gave');
+    assert(body.byteLength > 0, 'ingress log: empty frame body');
+    assert(this.onSynced !== onSyncedUnset, 'ingress log: onSynced must be set before the first append');
+    this.lastAppendedSeq = seq;
+    let group = this.pending;
+    if (group === null) {
+      group = newGroup(seq);
+      this.pending = group;
+      // While a drain runs, it takes this group as soon as its current sync is done. When idle, wait for the
+      // check phase so every request this loop turn delivers shares the first write.
+      this.drainRun ??= nextLoopTurn().then(() => this.drain());
+    }
+    group.bodies.push(body);
+    group.frameBytes += frameHeaderBytes + body.byteLength;
+    group.lastSeq = seq;
+    return group.done;
+  }
+
+  /** Every partition owner holds everything up to seqUpTo: delete sealed segments whose frames are all
+   *  <= seqUpTo. The active segment stays. A failed unlink leaves the segment for the next call to retry. */
+  markDurable(seqUpTo: number): void {
+    assert(seqUpTo < this.nextSeq, 'ingress log: durable report past every seq given');
+    if (this.closing) return;
+    for (const segment of this.segments) {
+      if (segment === this.active() || segment.lastSeq > seqUpTo) return;
+      if (!segment.deleting) this.deleteSegment(segment);
+    }
+  }
+
+  /** Waits for the in-flight group, the pending appends and segment deletions, then closes the file. Every
+   *  written byte was already fdatasynced before its group resolved, so no further sync is needed. */
+  async close(): Promise<void> {
+    assert(!this.closing, 'ingress log: close called twice');
+    this.closing = true;
+    if (this.drainRun !== null) await this.drainRun;
+    assert(this.pending === null, 'ingress log: appends left after the last drain');
+    await Promise.all(this.deletions);
+    await this.activeHandle.close();
+  }
+
+  private active(): Segment {
+    const segment = this.segments.at(-1);
+    assert(segment !== undefined, 'ingress log: no active segment');
+    return segment;
+  }
+
+  /** Writes groups one after another until no append is waiting; each sync covers exactly one group. */
+  private async drain(): Promise<void> {
+    for (let group = this.pending; group !== null; group = this.pending) {
+      this.pending = null;
+      const bytes = new Uint8Array(group.frameBytes);
+      let at = 0;
+      for (const body of group.bodies) at += writeFrame(bytes, at, body);
+      assert(at === bytes.byteLength, 'ingress log: group size mismatch');
+      try {
+        await this.writeGroup(bytes, group.firstSeq);
+      } catch (err) {
+        this.fail(err, group);
+        break;
+      }
+      this.active().lastSeq = group.lastSeq;
+      this.onSynced(bytes, group.lastSeq);
+      group.resolve();
+    }
+    this.drainRun = null;
+  }
+
+  private async writeGroup(bytes: Uint8Array, firstSeq: number): Promise<void> {
+    if (this.activeBytes >= this.segmentBytesMax) await this.roll(firstSeq);
+    const writeFault = this.faults.write?.();
+    if (writeFault !== undefined) throw writeFault;
+    let written = 0;
+    while (written < bytes.byteLength) {
+      const position = this.activeBytes + written;
+      const { bytesWritten } = await this.activeHandle.write(bytes, written, bytes.byteLength - written, position);
+      if (bytesWritten <= 0) throw new Error(`ingress log: write made no progress at byte ${position}`);
+      written += bytesWritten;
+    }
+    this.activeBytes += written;
+    const syncFault = this.faults.sync?.();
+    if (syncFault !== undefined) throw syncFault;
+    await this.activeHandle.datasync();
+    this.syncs += 1;
+  }
+
+  /** Seals the active segment and starts one named by the next group's first seq, between two groups. */
+  private async roll(baseSeq: number): Promise<void> {
+    assert(baseSeq > this.active().lastSeq, 'ingress log: new segment must start past the sealed one');
+    const handle = await createSegmentFile(this.dir, baseSeq);
+    const sealed = this.activeHandle;
+    this.activeHandle = handle;
+    this.activeBytes = 0;
+    this.segments.push({ baseSeq, lastSeq: baseSeq - 1, deleting: false });
+    await sealed.close();
+  }
+
+  /** Latches the failure: the file's state past the last sync is unknown, so nothing is written again. */
+  private fail(cause: unknown, inFlight: Group): void {
+    const failure = new Error('ingress log failed', { cause });
+    this.failure = failure;
+    inFlight.reject(failure);
+    this.pending?.reject(failure);
+    this.pending = null;
+  }
+
+  private deleteSegment(segment: Segment): void {
+    segment.deleting = true;
+    const forget = (): void => {
+      const index = this.segments.indexOf(segment);
+      assert(index >= 0, 'ingress log: deleted segment already forgotten');
+      assert(index < this.segments.length - 1, 'ingress log: the active segment must never be deleted');
+      this.segments.splice(index, 1);
+    };
+    const deletion: Promise<void> = unlink(path.join(this.dir, segmentFileName(segment.baseSeq)))
+      .then(forget, (err: NodeJS.ErrnoException) => {
+        if (err.code === 'ENOENT') forget();
+        else segment.deleting = false;
+      })
+      .finally(() => this.deletions.delete(deletion));
+    this.deletions.add(deletion);
+  }
+}
+
+function newGroup(firstSeq: number): Group {
+  let resolve!: () => void;
+  let reject!: (err: Error) => void;
+  const done = new Promise<void>((res, rej) => {
+    resolve = res;
+    reject = rej;
+  });
+  return { bodies: [], frameBytes: 0, firstSeq, lastSeq: firstSeq, done, resolve, reject };
+}
+
+function nextLoopTurn(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
+}
+
+interface RecoveredFrames {
+  replay: Uint8Array[];
+  replayLastSeq: number[];
+  /** Highest seq recovered so far across segments; 0 before the first frame. */
+  lastSeq: number;
+}
+
+/** Checks the seqs of one segment's valid frames and appends them to the replay as copied chunks. */
+function recoverFrames(fileName: string, bytes: Uint8Array, scan: FrameScan, baseSeq: number, out: RecoveredFrames): void {
+  assert(baseSeq > out.lastSeq, `ingress log: ${fileName} starts at or below seq ${out.lastSeq}`);
+  let chunkStart = 0;
+  let chunkLastSeq = 0;
+  scan.bodies.forEach((body, i) => {
+    const frameStart = scan.positions[i];
+    assert(frameStart !== undefined, 'scanFrames: positions parallel to bodies');
+    const seq = decodeSeq(fileName, frameStart, body);
+    assert(seq >= baseSeq, `ingress log: ${fileName} at byte ${frameStart} holds seq ${seq} below its base`);
+    assert(seq > out.lastSeq, `ingress log: ${fileName} at byte ${frameStart} holds seq ${seq} out of order`);
+    const frameEnd = frameStart + frameHeaderBytes + body.byteLength;
+    if (frameEnd - chunkStart > replayChunkBytesMax && frameStart > chunkStart) {
+      out.replay.push(copyOwned(bytes.subarray(chunkStart, frameStart)));
+      out.replayLastSeq.push(chunkLastSeq);
+      chunkStart = frameStart;
+    }
+    chunkLastSeq = seq;
+    out.lastSeq = seq;
+  });
+  if (scan.validBytes > chunkStart) {
+    out.replay.push(copyOwned(bytes.subarray(chunkStart, scan.validBytes)));
+    out.replayLastSeq.push(chunkLastSeq);
+  }
+}
+
+/** A copy with its own ArrayBuffer (Buffer#slice would share the file's), so the front can transfer each chunk. */
+function copyOwned(view: Uint8Array): Uint8Array {
+  return new Uint8Array(view);
+}
+
+function decodeSeq(fileName: string, frameStart: number, body: Uint8Array): number {
+  let seq: unknown;
+  try {
+    seq = decodeIngressEntry(body).seq;
+  } catch (err) {
+    throw new Error(`ingress log: undecodable frame in ${fileName} at byte ${frameStart}`, { cause: err });
+  }
+  if (typeof seq !== 'number' || !Number.isSafeInteger(seq) || seq < 1) {
+    throw new Error(`ingress log: frame in ${fileName} at byte ${frameStart} has no valid seq`);
+  }
+  return seq;
+}
+
+/** Opens the last segment for writing (or creates segment 1 in a new log), recovering its frames and
+ *  truncating a torn or corrupt tail: a frame past the last valid one was never synced, so never answered. */
+async function openActiveSegment(
+  dir: string,
+  baseSeq: number,
+  exists: boolean,
+  out: RecoveredFrames,
+): Promise<{ handle: FileHandle; bytes: number }> {
+  if (!exists) return { handle: await createSegmentFile(dir, baseSeq), bytes: 0 };
+  const fileName = segmentFileName(baseSeq);
+  const handle = await open(path.join(dir, fileName), 'r+');
+  try {
+    const bytes = await handle.readFile();
+    const scan = scanFrames(bytes);
+    recoverFrames(fileName, bytes, scan, baseSeq, out);
+    if (scan.validBytes < bytes.byteLength) {
+      await handle.truncate(scan.validBytes);
+      await handle.sync();
+    }
+    return { handle, bytes: scan.validBytes };
+  } catch (err) {
+    await handle.close();
+    throw err;
+  }
+}
+
+/** Creates an empty segment and syncs the directory, since otherwise the new entry can vanish on power loss. */
+async function createSegmentFile(dir: string, baseSeq: number): Promise<FileHandle> {
+  const handle = await open(path.join(dir, segmentFileName(baseSeq)), 'wx');
+  try {
+    await syncDir(dir);
+  } catch (err) {
+    await handle.close();
+    throw err;
+  }
+  return handle;
+}
+
+async function listSegments(dir: string): Promise<number[]> {
+  const baseSeqs: number[] = [];
+  for (const name of await readdir(dir)) {
+    const baseSeq = parseSegmentFileName(name);
+    if (baseSeq !== undefined) baseSeqs.push(baseSeq);
+  }
+  return baseSeqs.sort((a, b) => a - b);
+}
+
+/** Creates dir when missing and syncs the parent of every directory created, so the path survives power loss. */
+async function ensureDir(dir: string): Promise<void> {
+  const target = path.resolve(dir);
+  const firstCreated = await mkdir(target, { recursive: true });
+  if (firstCreated === undefined) return;
+  const top = path.resolve(firstCreated);
+  for (let created = target; ; created = path.dirname(created)) {
+    await syncDir(path.dirname(created));
+    if (created === top || path.dirname(created) === created) return;
+  }
+}
+
+async function syncDir(dir: string): Promise<void> {
+  const handle = await open(dir, 'r');
+  try {
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+}

@@ -1,0 +1,88 @@
+// The node's Prometheus registry (svc_* series, spec §4 Health and metrics). Hot paths count into plain
+// maps and the registry reads them at scrape time, so a produce pays a map increment, not a label lookup.
+// Front thread; one instance per node.
+import { Counter, Gauge, Registry } from 'prom-client';
+import type { MetadataReplica } from './metadata_replica.js';
+
+export class Metrics {
+  readonly registry = new Registry();
+  private readonly requests = new Map<string, number>();
+  private readonly produced = new Map<string, number>();
+  private ingressFailed = 0;
+
+  constructor(replica: MetadataReplica) {
+    const requests = this.requests;
+    const produced = this.produced;
+    new Counter({
+      name: 'svc_http_requests_total',
+      help: 'HTTP requests answered, by matched route pattern (unmatched otherwise), method and status.',
+      labelNames: ['route', 'method', 'status'],
+      registers: [this.registry],
+      collect() {
+        this.reset();
+        for (const [key, count] of requests) {
+          const [route, method, status] = key.split(' ');
+          this.labels(route!, method!, status!).inc(count);
+        }
+      },
+    });
+    new Counter({
+      name: 'svc_messages_produced_total',
+      help: 'Messages accepted (answered 202) on this node, by topic and partition.',
+      labelNames: ['topic', 'partition'],
+      registers: [this.registry],
+      collect() {
+        this.reset();
+        for (const [key, count] of produced) {
+          const split = key.lastIndexOf(' ');
+          this.labels(key.slice(0, split), key.slice(split + 1)).inc(count);
+        }
+      },
+    });
+    const self = this;
+    new Gauge({
+      name: 'svc_ingress_wal_failed',
+      help: '1 once an ingress log write failed: every produce on this node answers 500 until restart.',
+      registers: [this.registry],
+      collect() {
+        this.set(self.ingressFailed);
+      },
+    });
+    new Gauge({
+      name: 'svc_topics_total',
+      help: 'Topics in this node\'s metadata copy.',
+      registers: [this.registry],
+      collect() {
+        this.set(replica.state.topics.size);
+      },
+    });
+    new Gauge({
+      name: 'svc_partitions_total',
+      help: 'Partitions of all topics in this node\'s metadata copy.',
+      registers: [this.registry],
+      collect() {
+        let partitions = 0;
+        for (const topic of replica.state.topics.values()) partitions += topic.partitions;
+        this.set(partitions);
+      },
+    });
+  }
+
+  countRequest(route: string, method: string, status: number): void {
+    const key = `${route} ${method} ${status}`;
+    this.requests.set(key, (this.requests.get(key) ?? 0) + 1);
+  }
+
+  countProduced(topic: string, partition: number): void {
+    const key = `${topic} ${partition}`;
+    this.produced.set(key, (this.produced.get(key) ?? 0) + 1);
+  }
+
+  latchIngressFailed(): void {
+    this.ingressFailed = 1;
+  }
+
+  forgetTopic(topic: string): void {
+    for (const key of this.produced.keys()) if (key.startsWith(`${topic} `)) this.produced.delete(key);
+  }
+}

@@ -1,0 +1,54 @@
+// One HTTP request as handlers see it (front thread): everything uWS offers only synchronously (method,
+// path, headers, remote address) is copied in before the first await. Lives until the reply is written.
+import type { UserRecord } from '../raft/metadata/state.js';
+import type { BodyReader } from './body.js';
+import type { Query } from './query.js';
+
+export interface RequestHeaders {
+  authorization: string;
+  contentType: string;
+  contentEncoding: string;
+  /** null when absent: its presence alone satisfies the content-type rule (spec §5.6). */
+  svcClient: string | null;
+}
+
+export class RequestContext {
+  aborted = false;
+  /** The authenticated user; undefined with security off. */
+  user: UserRecord | undefined;
+  /** Username, or the client IP with security off (spec §5.5, §8 limits per identity). */
+  identity = '';
+  bodyReader: BodyReader | undefined;
+  /** Work to undo when the reply is written (budget shares, in-flight counts). */
+  private readonly cleanups: (() => void)[] = [];
+
+  constructor(
+    readonly method: string,
+    readonly path: string,
+    readonly params: string[],
+    readonly query: Query,
+    readonly headers: RequestHeaders,
+    readonly remoteIp: string,
+  ) {}
+
+  param(index: number): string {
+    const value = this.params[index];
+    if (value === undefined) throw new Error(`route has no param ${index}`);
+    return value;
+  }
+
+  body(): Promise<Uint8Array> {
+    if (this.bodyReader === undefined) throw new Error('body read on a route without a body rule');
+    return this.bodyReader.done;
+  }
+
+  onDone(cleanup: () => void): void {
+    this.cleanups.push(cleanup);
+  }
+
+  finish(): void {
+    for (const cleanup of this.cleanups.splice(0)) cleanup();
+    this.bodyReader?.release();
+  }
+}
+

@@ -1,0 +1,57 @@
+// The one place that writes HTTP responses (front thread). Every write is corked so status, headers and body
+// leave in one syscall, and skipped when the client went away. Error bodies are {"error": "..."} except the
+// plain-text answers the spec names (404 unknown route, 405, 431).
+import type { HttpResponse } from 'uWebSockets.js';
+import { BrokerError } from '../errors.js';
+
+const statusLines: Record<number, string> = {
+  200: '200 OK', 201: '201 Created', 202: '202 Accepted', 204: '204 No Content',
+  400: '400 Bad Request', 401: '401 Unauthorized', 403: '403 Forbidden', 404: '404 Not Found',
+  405: '405 Method Not Allowed', 409: '409 Conflict', 410: '410 Gone', 413: '413 Payload Too Large',
+  415: '415 Unsupported Media Type', 429: '429 Too Many Requests', 431: '431 Request Header Fields Too Large',
+  500: '500 Internal Server Error', 501: '501 Not Implemented', 502: '502 Bad Gateway', 503: '503 Service Unavailable',
+};
+
+export function statusLine(status: number): string {
+  return statusLines[status] ?? String(status);
+}
+
+/** What a handler answers; the server writes it. */
+export interface Reply {
+  status: number;
+  /** JSON text, raw bytes or plain text; absent for an empty body. */
+  body?: string | Uint8Array;
+  contentType?: string;
+  headers?: Readonly<Record<string, string>>;
+}
+
+export const jsonType = 'application/json';
+export const textType = 'text/plain; charset=utf-8';
+
+export function jsonReply(status: number, value: unknown, headers?: Record<string, string>): Reply {
+  return { status, body: JSON.stringify(value), contentType: jsonType, headers };
+}
+
+export function errorReply(error: BrokerError): Reply {
+  return { status: error.status, body: JSON.stringify({ error: error.message }), contentType: jsonType, headers: error.headers };
+}
+
+export function plainReply(status: number, text: string, headers?: Record<string, string>): Reply {
+  return { status, body: text, contentType: textType, headers };
+}
+
+/** Writes a reply; must run inside res.cork when called after an await (the caller corks). */
+export function writeReply(res: HttpResponse, reply: Reply, closeConnection = false): void {
+  res.writeStatus(statusLine(reply.status));
+  if (reply.contentType !== undefined && reply.body !== undefined) res.writeHeader('Content-Type', reply.contentType);
+  if (reply.headers !== undefined) {
+    for (const name in reply.headers) res.writeHeader(name, reply.headers[name]!);
+  }
+  if (reply.body === undefined) {
+    // 204 carries no body and no Content-Length; uWS writes Content-Length: 0 for an empty end().
+    if (reply.status === 204) res.endWithoutBody(undefined, closeConnection);
+    else res.end(undefined, closeConnection);
+  } else {
+    res.end(reply.body, closeConnection);
+  }
+}

@@ -1,0 +1,87 @@
+// The route table of spec §4: method, pattern, handler and the label metrics use. Matching is exact per
+// path segment; `{name}` segments become params. Front thread only; built once at start.
+
+export type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+
+/** How the body of a route is read and capped (spec §8). */
+export interface BodyRule {
+  bytesMax: number;
+  /** User and attach-child routes answer an oversized body with 400, not 413. */
+  oversizeStatus: 400 | 413;
+  /** Batch produce: a body over 1 MiB takes a share of http.max_batch_body_bytes_in_flight (spec §8). */
+  usesBatchBudget?: boolean;
+}
+
+export interface RouteEntry<H> {
+  method: Method;
+  /** The matched pattern, as the metrics' route label. */
+  pattern: string;
+  handler: H;
+  /** Present on routes that take a body. */
+  body?: BodyRule;
+  /** Health routes need no credentials (spec §5.3). */
+  public?: boolean;
+}
+
+interface CompiledRoute<H> {
+  entry: RouteEntry<H>;
+  segments: string[];
+  paramAt: boolean[];
+}
+
+export type RouteMatch<H> =
+  | { kind: 'found'; entry: RouteEntry<H>; params: string[] }
+  | { kind: 'method_not_allowed'; allow: string }
+  | { kind: 'not_found' };
+
+export class RouteTable<H> {
+  private readonly routes: CompiledRoute<H>[] = [];
+
+  constructor(entries: RouteEntry<H>[]) {
+    for (const entry of entries) {
+      const segments = entry.pattern.split('/').slice(1);
+      this.routes.push({ entry, segments, paramAt: segments.map((s) => s.startsWith('{')) });
+    }
+  }
+
+  match(method: string, path: string): RouteMatch<H> {
+    const parts = path.split('/');
+    // A path always starts with '/', so parts[0] is ''; a trailing slash is a different route (404).
+    const segmentCount = parts.length - 1;
+    let allowed: string[] | null = null;
+    for (const route of this.routes) {
+      if (route.segments.length !== segmentCount) continue;
+      const params = matchSegments(route, parts);
+      if (params === null) continue;
+      if (route.entry.method === method) return { kind: 'found', entry: route.entry, params };
+      (allowed ??= []).push(route.entry.method);
+    }
+    if (allowed !== null) return { kind: 'method_not_allowed', allow: allowed.join(', ') };
+    return { kind: 'not_found' };
+  }
+}
+
+function matchSegments<H>(route: CompiledRoute<H>, parts: string[]): string[] | null {
+  const params: string[] = [];
+  for (let i = 0; i < route.segments.length; i++) {
+    const part = parts[i + 1]!;
+    if (route.paramAt[i]) {
+      if (part === '') return null;
+      const decoded = decodeSegment(part);
+      if (decoded === null) return null;
+      params.push(decoded);
+    } else if (part !== route.segments[i]) {
+      return null;
+    }
+  }
+  return params;
+}
+
+function decodeSegment(part: string): string | null {
+  if (!part.includes('%')) return part;
+  try {
+    return decodeURIComponent(part);
+  } catch {
+    return null;
+  }
+}

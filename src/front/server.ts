@@ -1,0 +1,272 @@
+// The front thread's HTTP server on uWebSockets.js: one catch-all handler runs every request through the
+// spec's checks in a fixed order (docs/decisions.md, "Check order"): header block size (431), route (404),
+// method (405), shutdown (503), credentials (401), content type (415), then the route's handler. Created by
+// main.ts after startup; shutdown() refuses new requests and waits for in-flight ones.
+import type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket } from 'uWebSockets.js';
+import { limits } from '../config.js';
+import { BrokerError, errors } from '../errors.js';
+import { Authenticator } from './auth.js';
+import { BodyReader } from './body.js';
+import { consumeHandlers } from './handlers/consume.js';
+import { healthHandlers, type NodeLifecycle } from './handlers/health.js';
+import { produceHandlers } from './handlers/produce.js';
+import { topicHandlers } from './handlers/topics.js';
+import { Query } from './query.js';
+import { RequestContext, type RequestHeaders } from './request_context.js';
+import { errorReply, plainReply, writeReply, type Reply } from './respond.js';
+import { RouteTable, type BodyRule, type RouteEntry } from './routes.js';
+import type { FrontServices } from './services.js';
+
+type uWSModule = typeof import('uWebSockets.js');
+type Handler = (ctx: RequestContext) => Reply | Promise<Reply>;
+
+const kiB = 1024;
+const body1MiB: BodyRule = { bytesMax: limits.request_body_bytes_max, oversizeStatus: 413 };
+/** Spec §8: user and attach-child routes answer an oversized body with 400. */
+const body1MiBAs400: BodyRule = { bytesMax: limits.request_body_bytes_max, oversizeStatus: 400 };
+const bodyBatchAck: BodyRule = { bytesMax: limits.batch_ack_body_bytes_max, oversizeStatus: 413 };
+const bodyRemotes: BodyRule = { bytesMax: 128 * kiB, oversizeStatus: 413 };
+const bodyBatchProduce: BodyRule = { bytesMax: limits.batch_produce_body_bytes_max, oversizeStatus: 413, usesBatchBudget: true };
+/** Spec §5.6: a charset or other parameter after the type is fine. */
+const acceptedContentTypes = new Set(['application/json', 'application/octet-stream']);
+/** How long graceful shutdown waits for in-flight requests before closing anyway. */
+const shutdownDrainMsMax = 10_000;
+
+export class FrontServer {
+  private readonly routes: RouteTable<Handler>;
+  private readonly metricsRoutes: RouteTable<Handler>;
+  private readonly authenticator: Authenticator;
+  private readonly listenSockets: us_listen_socket[] = [];
+  private inFlight = 0;
+  private readonly security: boolean;
+  private readonly headerBytesMax: number;
+
+  constructor(
+    private readonly uws: uWSModule,
+    private readonly services: FrontServices,
+    private readonly lifecycle: NodeLifecycle,
+    authPool: ConstructorParameters<typeof Authenticator>[1],
+  ) {
+    this.security = services.config['security.enabled'];
+    this.headerBytesMax = services.config['http.max_header_bytes'];
+    this.authenticator = new Authenticator(services.replica, authPool);
+    const separateMetrics = services.config['http.metrics_addr'] !== '';
+    const { entries, metricsEntries } = this.routeEntries(separateMetrics);
+    this.routes = new RouteTable(entries);
+    this.metricsRoutes = new RouteTable(metricsEntries);
+  }
+
+  private routeEntries(separateMetrics: boolean): { entries: RouteEntry<Handler>[]; metricsEntries: RouteEntry<Handler>[] } {
+    const topics = topicHandlers(this.services);
+    const produce = produceHandlers(this.services);
+    const consume = consumeHandlers(this.services);
+    const health = healthHandlers(this.services, this.lifecycle);
+    const later: Handler = () => {
+      throw errors.notImplemented();
+    };
+    // NOTES 8: with security off only the v3.2.0 remote items answer 403.
+    const remoteLater: Handler = () => {
+      if (!this.security) throw new BrokerError(403, 'remotes need security on');
+      throw errors.notImplemented();
+    };
+    const metricsUnauthenticated = this.services.config['http.metrics_unauthenticated'];
+    const onApiMetrics: Handler = separateMetrics
+      ? () => { throw new BrokerError(404, 'metrics are served on http.metrics_addr'); }
+      : health.onMetrics;
+    const entries: RouteEntry<Handler>[] = [
+      { method: 'POST', pattern: '/v1/topics', handler: topics.onCreateTopic, body: body1MiB },
+      { method: 'GET', pattern: '/v1/topics', handler: topics.onListTopics },
+      { method: 'GET', pattern: '/v1/topics/{topic}', handler: topics.onGetTopic },
+      { method: 'PATCH', pattern: '/v1/topics/{topic}', handler: topics.onPatchTopic, body: body1MiB },
+      { method: 'DELETE', pattern: '/v1/topics/{topic}', handler: topics.onDeleteTopic },
+      { method: 'GET', pattern: '/v1/topics/{topic}/schema', handler: topics.onGetSchema },
+      { method: 'POST', pattern: '/v1/topics/{topic}/produce', handler: produce.onProduce, body: body1MiB },
+      { method: 'POST', pattern: '/v1/topics/{topic}/produce/batch', handler: produce.onProduceBatch, body: bodyBatchProduce },
+      { method: 'GET', pattern: '/v1/topics/{topic}/consume', handler: consume.onConsume },
+      { method: 'POST', pattern: '/v1/topics/{topic}/ack', handler: later, body: bodyBatchAck },
+      { method: 'POST', pattern: '/v1/topics/{parent}/children', handler: later, body: body1MiBAs400 },
+      { method: 'GET', pattern: '/v1/topics/{parent}/children', handler: later },
+      { method: 'DELETE', pattern: '/v1/topics/{parent}/children/{child}', handler: later },
+      { method: 'POST', pattern: '/v1/topics/{parent}/children/{child}/pause', handler: remoteLater, body: body1MiB },
+      { method: 'POST', pattern: '/v1/topics/{parent}/children/{child}/resume', handler: remoteLater, body: body1MiB },
+      { method: 'POST', pattern: '/v1/topics/{parent}/children/{child}/skip', handler: remoteLater, body: body1MiB },
+      { method: 'POST', pattern: '/v1/users', handler: later, body: body1MiBAs400 },
+      { method: 'GET', pattern: '/v1/users', handler: later },
+      { method: 'GET', pattern: '/v1/users/{username}', handler: later },
+      { method: 'DELETE', pattern: '/v1/users/{username}', handler: later },
+      { method: 'PUT', pattern: '/v1/users/{username}/grants', handler: later, body: body1MiBAs400 },
+      { method: 'PUT', pattern: '/v1/users/{username}/password', handler: later, body: body1MiBAs400 },
+      { method: 'GET', pattern: '/v1/cluster/members', handler: later },
+      { method: 'POST', pattern: '/v1/cluster/members/{id}/forget', handler: later, body: body1MiB },
+      { method: 'POST', pattern: '/v1/cluster/reencrypt-remotes', handler: remoteLater, body: bodyRemotes },
+      { method: 'POST', pattern: '/v1/remotes', handler: remoteLater, body: bodyRemotes },
+      { method: 'GET', pattern: '/v1/remotes', handler: remoteLater },
+      { method: 'GET', pattern: '/v1/remotes/{name}', handler: remoteLater },
+      { method: 'PATCH', pattern: '/v1/remotes/{name}', handler: remoteLater, body: bodyRemotes },
+      { method: 'DELETE', pattern: '/v1/remotes/{name}', handler: remoteLater },
+      { method: 'POST', pattern: '/v1/remotes/{name}/test', handler: remoteLater, body: bodyRemotes },
+      { method: 'GET', pattern: '/healthz', handler: health.onHealthz, public: true },
+      { method: 'GET', pattern: '/readyz', handler: health.onReadyz, public: true },
+      { method: 'GET', pattern: '/metrics', handler: onApiMetrics, public: metricsUnauthenticated && !separateMetrics },
+    ];
+    const metricsEntries: RouteEntry<Handler>[] = [
+      { method: 'GET', pattern: '/healthz', handler: health.onHealthz, public: true },
+      { method: 'GET', pattern: '/readyz', handler: health.onReadyz, public: true },
+      { method: 'GET', pattern: '/metrics', handler: health.onMetrics, public: true },
+    ];
+    return { entries, metricsEntries };
+  }
+
+  /** Listens on the API address (and the metrics address when set); resolves to the API port. */
+  async listen(host: string, port: number): Promise<number> {
+    const apiPort = await this.listenApp(this.uws.App().any('/*', (res, req) => this.onRequest(this.routes, res, req)), host, port);
+    const metricsAddr = this.services.config['http.metrics_addr'];
+    if (metricsAddr !== '') {
+      const split = metricsAddr.lastIndexOf(':');
+      const metricsHost = split > 0 ? metricsAddr.slice(0, split) : '0.0.0.0';
+      const metricsPort = Number(metricsAddr.slice(split + 1));
+      await this.listenApp(this.uws.App().any('/*', (res, req) => this.onRequest(this.metricsRoutes, res, req)), metricsHost, metricsPort);
+    }
+    return apiPort;
+  }
+
+  private listenApp(app: TemplatedApp, host: string, port: number): Promise<number> {
+    return new Promise((resolve, reject) => {
+      app.listen(host, port, (socket) => {
+        if (socket === false) {
+          reject(new Error(`cannot listen on ${host}:${port}`));
+          return;
+        }
+        this.listenSockets.push(socket);
+        resolve(this.uws.us_socket_local_port(socket as unknown as Parameters<uWSModule['us_socket_local_port']>[0]));
+      });
+    });
+  }
+
+  /** Refuses new requests (503), waits for in-flight ones (bounded), then stops listening. */
+  async shutdown(): Promise<void> {
+    this.lifecycle.shuttingDown = true;
+    const deadline = Date.now() + shutdownDrainMsMax;
+    while (this.inFlight > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+    for (const socket of this.listenSockets.splice(0)) this.uws.us_listen_socket_close(socket);
+  }
+
+  private onRequest(routes: RouteTable<Handler>, res: HttpResponse, req: HttpRequest): void {
+    const method = req.getMethod().toUpperCase();
+    const path = req.getUrl();
+    const rawQuery = req.getQuery() ?? '';
+    const headers: RequestHeaders = { authorization: '', contentType: '', contentEncoding: '', svcClient: null };
+    let contentLength: number | null = null;
+    // Request line and terminating CRLFs count too; uWS itself allows more (UWS_HTTP_MAX_HEADERS_SIZE is set
+    // above http.max_header_bytes at load), so the spec's 431 is decided here.
+    let headerBytes = method.length + path.length + rawQuery.length + 16;
+    req.forEach((name, value) => {
+      headerBytes += name.length + value.length + 4;
+      switch (name) {
+        case 'authorization': headers.authorization = value; break;
+        case 'content-type': headers.contentType = value; break;
+        case 'content-length': contentLength = /^\d+$/.test(value) ? Number(value) : null; break;
+        case 'content-encoding': headers.contentEncoding = value; break;
+        case 'x-svc-client': headers.svcClient = value; break;
+      }
+    });
+    if (headerBytes > this.headerBytesMax) {
+      this.writeEarly(res, plainReply(431, 'request header fields too large'), '(header)', method);
+      return;
+    }
+    const match = routes.match(method, path);
+    if (match.kind === 'not_found') {
+      this.writeEarly(res, plainReply(404, 'not found'), 'unmatched', method);
+      return;
+    }
+    if (match.kind === 'method_not_allowed') {
+      this.writeEarly(res, plainReply(405, 'method not allowed', { Allow: match.allow }), 'unmatched', method);
+      return;
+    }
+    const route = match.entry;
+    if (this.lifecycle.shuttingDown && route.pattern !== '/healthz' && route.pattern !== '/readyz') {
+      this.writeEarly(res, errorReply(errors.shuttingDown()), route.pattern, method);
+      return;
+    }
+    const remoteIp = this.security ? '' : Buffer.from(res.getRemoteAddressAsText()).toString();
+    const ctx = new RequestContext(method, path, match.params, new Query(rawQuery), headers, remoteIp);
+    res.onAborted(() => {
+      ctx.aborted = true;
+    });
+    if (route.body !== undefined) {
+      const share = route.body.usesBatchBudget ? { budget: this.services.batchBudget, freeBytesMax: limits.request_body_bytes_max } : undefined;
+      ctx.bodyReader = new BodyReader(res, contentLength, route.body, share);
+    }
+    this.inFlight++;
+    let reply: Reply | Promise<Reply>;
+    try {
+      reply = this.handle(route, ctx);
+    } catch (error) {
+      reply = this.failureReply(error, route.pattern);
+    }
+    if (reply instanceof Promise) {
+      reply.then(
+        (r) => this.finish(res, ctx, route.pattern, r, true),
+        (error: unknown) => this.finish(res, ctx, route.pattern, this.failureReply(error, route.pattern), true),
+      );
+    } else {
+      this.finish(res, ctx, route.pattern, reply, false);
+    }
+  }
+
+  /** Authentication and the content-type rule, then the handler; synchronous while nothing needs to wait. */
+  private handle(route: RouteEntry<Handler>, ctx: RequestContext): Reply | Promise<Reply> {
+    if (route.public || !this.security) {
+      ctx.identity = ctx.remoteIp;
+      return this.afterAuth(route, ctx);
+    }
+    if (ctx.headers.authorization === '') throw errors.unauthorized();
+    const user = this.authenticator.check(ctx.headers.authorization);
+    if (user instanceof Promise) {
+      return user.then((u) => {
+        ctx.user = u;
+        ctx.identity = u.username;
+        return this.afterAuth(route, ctx);
+      });
+    }
+    ctx.user = user;
+    ctx.identity = user.username;
+    return this.afterAuth(route, ctx);
+  }
+
+  private afterAuth(route: RouteEntry<Handler>, ctx: RequestContext): Reply | Promise<Reply> {
+    const method = route.method;
+    if (method === 'POST' || method === 'PUT' || method === 'PATCH') {
+      const type = ctx.headers.contentType.split(';', 1)[0]!.trim().toLowerCase();
+      if (!acceptedContentTypes.has(type) && ctx.headers.svcClient === null) throw errors.unsupportedContentType();
+    }
+    return route.handler(ctx);
+  }
+
+  private failureReply(error: unknown, pattern: string): Reply {
+    if (error instanceof BrokerError) {
+      if (error.status >= 500) this.services.log.error({ route: pattern, status: error.status, err: error.message }, 'request failed');
+      return errorReply(error);
+    }
+    this.services.log.error({ route: pattern, err: error }, 'unexpected failure');
+    return errorReply(errors.internal());
+  }
+
+  private finish(res: HttpResponse, ctx: RequestContext, pattern: string, reply: Reply, corked: boolean): void {
+    this.inFlight--;
+    ctx.finish();
+    this.services.metrics.countRequest(pattern, ctx.method, ctx.aborted ? 499 : reply.status);
+    if (ctx.aborted) return;
+    // An answer given while the client still sends its body closes the connection, so the unread rest of
+    // the body is never taken for the next request.
+    const close = ctx.bodyReader?.receiving === true;
+    if (corked) res.cork(() => writeReply(res, reply, close));
+    else writeReply(res, reply, close);
+  }
+
+  private writeEarly(res: HttpResponse, reply: Reply, route: string, method: string): void {
+    this.services.metrics.countRequest(route, method, reply.status);
+    // The request may carry a body we never read: close after answering.
+    writeReply(res, reply, true);
+  }
+}

@@ -1,0 +1,23 @@
+// What handlers on the front thread work with: the node's config, its metadata copy, its partition workers,
+// its ingress log and pools. Built once by main.ts; handlers never construct these themselves.
+import type { Piscina } from 'piscina';
+import type { Config } from '../config.js';
+import type { Logger } from '../util/log.js';
+import type { ByteBudget } from './body.js';
+import type { PartitionWorkers } from './dispatch.js';
+import type { IngressLog } from './ingress_log.js';
+import type { MetadataReplica } from './metadata_replica.js';
+import type { Metrics } from './metrics.js';
+
+export interface FrontServices {
+  config: Config;
+  log: Logger;
+  nodeId: string;
+  replica: MetadataReplica;
+  workers: PartitionWorkers;
+  ingress: IngressLog;
+  /** Decoding and parsing of big batch bodies (one thread per core). */
+  workPool: Piscina;
+  batchBudget: ByteBudget;
+  metrics: Metrics;
+}

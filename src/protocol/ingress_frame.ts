@@ -1,0 +1,55 @@
+// The body of one ingress-log frame: one produce request (single or batch), all or none.
+// The front thread encodes it before the ingress write; partition workers decode the same bytes
+// when the synced group is dispatched to them, and again when the ingress log is replayed after a
+// crash. Shared by the front thread and the partition workers.
+import { Packr } from 'msgpackr';
+
+/** How a stored payload is answered (NOTES 3): JSON value, UTF-8 string, or base64 with a flag. */
+export const enum PayloadKind {
+  Json = 0,
+  Text = 1,
+  Binary = 2,
+}
+
+export interface IngressRecord {
+  partition: number;
+  /** Key bytes; null when the message has no key (absent or empty). */
+  key: Uint8Array | null;
+  payload: Uint8Array;
+  payloadKind: PayloadKind;
+}
+
+export interface IngressEntry {
+  /** Ingress sequence: one per frame, strictly increasing on this node across restarts. */
+  seq: number;
+  topicId: string;
+  /** Unix seconds at the front when the request was accepted (spec §2 Message timestamp). */
+  timestampSec: number;
+  records: IngressRecord[];
+}
+
+// Records travel as positional arrays: smaller and faster than maps with repeated keys.
+type WireRecord = [number, Uint8Array | null, Uint8Array, PayloadKind];
+type WireEntry = [number, string, number, WireRecord[]];
+
+const packr = new Packr({ useRecords: false, moreTypes: false });
+
+export function encodeIngressEntry(entry: IngressEntry): Uint8Array {
+  const records: WireRecord[] = entry.records.map((r) => [r.partition, r.key, r.payload, r.payloadKind]);
+  const wire: WireEntry = [entry.seq, entry.topicId, entry.timestampSec, records];
+  return packr.pack(wire);
+}
+
+export function decodeIngressEntry(body: Uint8Array): IngressEntry {
+  const wire = packr.unpack(body) as WireEntry;
+  if (!Array.isArray(wire) || wire.length !== 4 || !Array.isArray(wire[3])) {
+    throw new Error('ingress entry: malformed body');
+  }
+  const [seq, topicId, timestampSec, records] = wire;
+  return {
+    seq,
+    topicId,
+    timestampSec,
+    records: records.map(([partition, key, payload, payloadKind]) => ({ partition, key, payload, payloadKind })),
+  };
+}

@@ -1,0 +1,126 @@
+// Finds the exact bytes of each messages[i].payload inside a batch produce body, so a JSON payload is
+// stored as written (spec §4: "stored exactly as written") instead of re-serialised by JSON.stringify,
+// which would change number spellings and lose digits of big integers. Runs only on a body that
+// JSON.parse already accepted, so it can skip values without validating them. Pure.
+
+const quote = 0x22, backslash = 0x5c, comma = 0x2c, colon = 0x3a;
+const openBrace = 0x7b, closeBrace = 0x7d, openBracket = 0x5b, closeBracket = 0x5d;
+
+export interface Span {
+  start: number;
+  end: number;
+}
+
+/** For each element of the top-level "messages" array: the span of its payload value, or null. */
+export function findPayloadSpans(bytes: Uint8Array): (Span | null)[] {
+  let spans: (Span | null)[] = [];
+  let at = skipSpace(bytes, 0);
+  if (bytes[at] !== openBrace) return spans;
+  at = skipSpace(bytes, at + 1);
+  while (at < bytes.length && bytes[at] !== closeBrace) {
+    const keyEnd = skipString(bytes, at);
+    const key = readKey(bytes, at, keyEnd);
+    at = skipSpace(bytes, keyEnd);
+    at = skipSpace(bytes, at + 1); // past ':'
+    if (key === 'messages' && bytes[at] === openBracket) {
+      // Duplicate keys: JSON.parse keeps the last, and so does this scan.
+      spans = [];
+      at = scanMessages(bytes, at, spans);
+    } else {
+      at = skipValue(bytes, at);
+    }
+    at = skipSpace(bytes, at);
+    if (bytes[at] === comma) at = skipSpace(bytes, at + 1);
+  }
+  return spans;
+}
+
+function scanMessages(bytes: Uint8Array, at: number, spans: (Span | null)[]): number {
+  at = skipSpace(bytes, at + 1);
+  while (at < bytes.length && bytes[at] !== closeBracket) {
+    if (bytes[at] === openBrace) {
+      let span: Span | null = null;
+      at = skipSpace(bytes, at + 1);
+      while (at < bytes.length && bytes[at] !== closeBrace) {
+        const keyEnd = skipString(bytes, at);
+        const key = readKey(bytes, at, keyEnd);
+        at = skipSpace(bytes, keyEnd);
+        at = skipSpace(bytes, at + 1);
+        const valueEnd = skipValue(bytes, at);
+        if (key === 'payload') span = { start: at, end: valueEnd };
+        at = skipSpace(bytes, valueEnd);
+        if (bytes[at] === comma) at = skipSpace(bytes, at + 1);
+      }
+      spans.push(span);
+      at += 1;
+    } else {
+      spans.push(null);
+      at = skipValue(bytes, at);
+    }
+    at = skipSpace(bytes, at);
+    if (bytes[at] === comma) at = skipSpace(bytes, at + 1);
+  }
+  return at + 1;
+}
+
+function readKey(bytes: Uint8Array, start: number, end: number): string {
+  let plain = true;
+  for (let i = start + 1; i < end - 1; i++) {
+    if (bytes[i] === backslash || bytes[i]! >= 0x80) {
+      plain = false;
+      break;
+    }
+  }
+  if (plain) return String.fromCharCode(...bytes.subarray(start + 1, end - 1));
+  return JSON.parse(Buffer.from(bytes.buffer, bytes.byteOffset + start, end - start).toString('utf8')) as string;
+}
+
+function skipSpace(bytes: Uint8Array, at: number): number {
+  while (at < bytes.length) {
+    const b = bytes[at]!;
+    if (b !== 0x20 && b !== 0x0a && b !== 0x0d && b !== 0x09) break;
+    at++;
+  }
+  return at;
+}
+
+/** at points at an opening quote; returns the index after the closing quote. */
+function skipString(bytes: Uint8Array, at: number): number {
+  at++;
+  while (at < bytes.length) {
+    const b = bytes[at]!;
+    if (b === backslash) at += 2;
+    else if (b === quote) return at + 1;
+    else at++;
+  }
+  return at;
+}
+
+function skipValue(bytes: Uint8Array, at: number): number {
+  const first = bytes[at];
+  if (first === quote) return skipString(bytes, at);
+  if (first === openBrace || first === openBracket) {
+    let depth = 0;
+    while (at < bytes.length) {
+      const b = bytes[at]!;
+      if (b === quote) {
+        at = skipString(bytes, at);
+        continue;
+      }
+      if (b === openBrace || b === openBracket) depth++;
+      else if (b === closeBrace || b === closeBracket) {
+        depth--;
+        if (depth === 0) return at + 1;
+      }
+      at++;
+    }
+    return at;
+  }
+  // number, true, false, null
+  while (at < bytes.length) {
+    const b = bytes[at]!;
+    if (b === comma || b === closeBrace || b === closeBracket || b === 0x20 || b === 0x0a || b === 0x0d || b === 0x09) break;
+    at++;
+  }
+  return at;
+}

@@ -1,0 +1,106 @@
+// Every message that crosses a thread boundary inside one node, one discriminated union per channel.
+// Only plain data crosses a port: no class instances, no Error objects. Byte payloads travel as
+// Uint8Array whose ArrayBuffer is in the transfer list. Orderings are written down in README.md here.
+import type { MetadataCommand, MetadataState } from '../raft/metadata/state.js';
+import type { MessagePort } from 'node:worker_threads';
+import type { PayloadKind } from './ingress_frame.js';
+
+// ---------------------------------------------------------------------------------------------
+// Front thread <-> metadata thread (the metadata thread's parentPort)
+
+export type ToMetadata =
+  /** Front -> metadata: propose a change. Answered by 'committed' carrying reqId, or 'proposeFailed'.
+   *  Lost only if the metadata thread dies, which ends the process (fail-stop). */
+  | { kind: 'propose'; reqId: number; command: MetadataCommand }
+  /** Front -> metadata: close the log cleanly; answered by 'closed'. */
+  | { kind: 'shutdown' };
+
+/** A committed entry, broadcast in log order to the front and every worker; each applies it itself. */
+export interface CommittedEntry {
+  index: number;
+  command: MetadataCommand;
+}
+
+export type FromMetadata =
+  /** Metadata -> front and workers, once at start: the state after replaying the stored log. */
+  | { kind: 'snapshot'; index: number; state: MetadataState }
+  /** Metadata -> front and workers: newly committed entries in order. proposals maps the front's
+   *  reqIds to the entry each became (present only on the front's copy). */
+  | { kind: 'committed'; entries: CommittedEntry[]; proposals?: { reqId: number; index: number }[] }
+  /** Metadata -> front: the proposal was not committed (for example sqlite failed); nothing changed. */
+  | { kind: 'proposeFailed'; reqId: number; status: number; error: string }
+  /** Metadata -> front: answer to shutdown, the log is closed. */
+  | { kind: 'closed' };
+
+// ---------------------------------------------------------------------------------------------
+// Front thread <-> partition worker (the worker's parentPort). Metadata reaches workers on a second
+// port, created by the front at start and handed to both the metadata thread and the worker.
+
+/** One record as a partition stores it and answers it on replay. */
+export interface StoredRecordView {
+  offset: number;
+  timestampSec: number;
+  key: Uint8Array | null;
+  payload: Uint8Array;
+  payloadKind: PayloadKind;
+}
+
+/** Spec §2 Partition statistics, as one worker reports a partition it owns. */
+export interface PartitionStatsView {
+  index: number;
+  segments: number;
+  oldestOffset: number;
+  nextOffset: number;
+  highWatermark: number;
+  sizeBytes: number;
+  /** Unix seconds of the oldest segment's first record; absent when the partition holds no segment with records. */
+  oldestSegmentAtSec?: number;
+}
+
+export type ToWorker =
+  /** Front -> worker: one synced ingress group (frames exactly as written to the ingress log). The
+   *  worker stores the records of the partitions it owns, once each (it skips (seq, index) pairs it
+   *  already holds, so a replay after a crash stores nothing twice), syncs, advances high watermarks,
+   *  and answers 'durable'. metaIndex: the front's applied metadata index when it was sent; the worker
+   *  holds the group until its own replica has applied that far, so it knows every topic named. */
+  | { kind: 'dispatch'; metaIndex: number; frames: Uint8Array; lastSeq: number }
+  /** Front -> worker: read one record (replay). Answered by 'readResult' or 'failed'. */
+  | { kind: 'read'; reqId: number; topicId: string; partition: number; offset: number }
+  /** Front -> worker: statistics of these partitions of a topic. Answered by 'statsResult'. */
+  | { kind: 'stats'; reqId: number; topicId: string; partitions: number[] }
+  /** Front -> worker: finish what was dispatched, sync, close files; answered by 'closed'. */
+  | { kind: 'shutdown' };
+
+export type FromWorker =
+  /** Worker -> front: every record of every dispatch up to lastSeq that this worker owns is synced.
+   *  The ingress log may drop segments once every worker has reported past them. */
+  | { kind: 'durable'; seqUpTo: number }
+  | { kind: 'readResult'; reqId: number; status: 'ok' | 'past_end' | 'aged_out'; record?: StoredRecordView }
+  | { kind: 'statsResult'; reqId: number; stats: PartitionStatsView[] }
+  /** Worker -> front: a request failed on the worker (status decided there: 500 unreadable, ...). */
+  | { kind: 'failed'; reqId: number; status: number; error: string }
+  /** Worker -> front: started; all partitions found on disk are open. */
+  | { kind: 'ready' }
+  | { kind: 'closed' };
+
+/** workerData of a partition worker. */
+export interface PartitionWorkerData {
+  workerIndex: number;
+  workerCount: number;
+  dataDir: string;
+  /** Segment roll size (config storage.segment_bytes). */
+  segmentBytesMax: number;
+  /** Port on which FromMetadata messages arrive. */
+  metadataPort: MessagePort;
+}
+
+/** workerData of the metadata thread. */
+export interface MetadataThreadData {
+  dataDir: string;
+  /** One port per partition worker, for the 'snapshot' and 'committed' broadcast. */
+  workerPorts: MessagePort[];
+}
+
+export function assertNever(value: never): never {
+  throw new Error(`unexpected message ${JSON.stringify(value)}`);
+}

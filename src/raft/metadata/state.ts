@@ -1,0 +1,135 @@
+// The metadata state machine: topics and users, changed only by applying committed entries.
+// Pure: no I/O, no clock, no randomness. Every id and timestamp arrives inside the command, so the
+// metadata thread, the front thread and every partition worker reach the same state from the same log.
+// Runs on: the metadata thread (authoritative) and, as read-only replicas, the front thread and workers.
+
+/** One topic as the metadata keeps it (spec §2 Topic; wire names are produced in src/front/topic_view.ts). */
+export interface TopicRecord {
+  name: string;
+  /** 16 hex characters; a recreated topic gets a new one, so its files never collide with the old ones. */
+  id: string;
+  partitions: number;
+  retentionMs: number;
+  visibilityTimeoutMs: number;
+  maxInFlightPerPartition: number;
+  maxAckedAheadPerPartition: number;
+  createdAtSec: number;
+  /** Absent when the topic was created with security off (spec §5: only admins manage it). */
+  owner?: string;
+}
+
+export type GrantAction = 'produce' | 'consume' | 'create' | 'admin';
+export interface Grant {
+  action: GrantAction;
+  patterns?: string[];
+}
+
+export interface UserRecord {
+  username: string;
+  /** bcrypt hash; never leaves the node in an answer. */
+  passwordHash: string;
+  /** Moves on every password change, so cached verifications of the old password stop matching. */
+  credentialVersion: number;
+  grants: Grant[];
+  root: boolean;
+  createdAtMs: number;
+  updatedAtMs: number;
+}
+
+export interface MetadataState {
+  /** Keyed by exact name (NOTES 6: names in paths match case-sensitively). */
+  topics: Map<string, TopicRecord>;
+  /** Lower-cased name -> exact name, for the case-insensitive uniqueness rule at creation. */
+  topicNamesLower: Map<string, string>;
+  users: Map<string, UserRecord>;
+}
+
+/** Topic settings a PATCH may change; absent fields keep their value. Applied in spec order. */
+export interface TopicChanges {
+  retentionMs?: number;
+  maxInFlightPerPartition?: number;
+  maxAckedAheadPerPartition?: number;
+  partitions?: number;
+}
+
+/** A change proposed to the metadata log. Each variant is applied by applyCommand below. */
+export type MetadataCommand =
+  /** POST /v1/topics: the front validated fields and filled defaults, id and createdAtSec. */
+  | { type: 'topic.create'; topic: TopicRecord }
+  /** PATCH /v1/topics/{topic}: groups applied one at a time, earlier groups stay on a later failure. */
+  | { type: 'topic.update'; name: string; id: string; changes: TopicChanges }
+  /** DELETE /v1/topics/{topic}: workers remove the files once they apply it. */
+  | { type: 'topic.delete'; name: string; id: string }
+  /** First start of a secured node: the root admin. Later the user routes. */
+  | { type: 'user.create'; user: UserRecord };
+
+export type ApplyResult =
+  | { ok: true; topic?: TopicRecord; deletedTopicId?: string }
+  | { ok: false; status: number; error: string };
+
+export function emptyMetadataState(): MetadataState {
+  return { topics: new Map(), topicNamesLower: new Map(), users: new Map() };
+}
+
+/** Applies one committed command. Mutates state; the result is what the proposer answers. */
+export function applyCommand(state: MetadataState, command: MetadataCommand): ApplyResult {
+  switch (command.type) {
+    case 'topic.create':
+      return applyTopicCreate(state, command.topic);
+    case 'topic.update':
+      return applyTopicUpdate(state, command.name, command.id, command.changes);
+    case 'topic.delete':
+      return applyTopicDelete(state, command.name, command.id);
+    case 'user.create':
+      return applyUserCreate(state, command.user);
+    default:
+      return assertNeverCommand(command);
+  }
+}
+
+function applyTopicCreate(state: MetadataState, topic: TopicRecord): ApplyResult {
+  const existing = state.topicNamesLower.get(topic.name.toLowerCase());
+  if (existing !== undefined) {
+    // Spec §4 POST /v1/topics: a name differing only by case names the existing topic.
+    const error = existing === topic.name ? `topic ${existing} already exists` : `topic name conflicts with existing topic ${existing} (names are unique ignoring letter case)`;
+    return { ok: false, status: 409, error };
+  }
+  const stored = { ...topic };
+  state.topics.set(stored.name, stored);
+  state.topicNamesLower.set(stored.name.toLowerCase(), stored.name);
+  return { ok: true, topic: { ...stored } };
+}
+
+function applyTopicUpdate(state: MetadataState, name: string, id: string, changes: TopicChanges): ApplyResult {
+  const topic = state.topics.get(name);
+  if (topic === undefined || topic.id !== id) return { ok: false, status: 404, error: `topic ${name} not found` };
+  if (changes.retentionMs !== undefined) topic.retentionMs = changes.retentionMs;
+  if (changes.maxInFlightPerPartition !== undefined) topic.maxInFlightPerPartition = changes.maxInFlightPerPartition;
+  if (changes.maxAckedAheadPerPartition !== undefined) topic.maxAckedAheadPerPartition = changes.maxAckedAheadPerPartition;
+  if (changes.partitions !== undefined) {
+    // Checked here, not only at the front: another PATCH may have grown the topic in between.
+    if (changes.partitions <= topic.partitions) {
+      return { ok: false, status: 400, error: `partitions: must be larger than the current count ${topic.partitions}` };
+    }
+    topic.partitions = changes.partitions;
+  }
+  return { ok: true, topic: { ...topic } };
+}
+
+function applyTopicDelete(state: MetadataState, name: string, id: string): ApplyResult {
+  const topic = state.topics.get(name);
+  if (topic === undefined || topic.id !== id) return { ok: false, status: 404, error: `topic ${name} not found` };
+  state.topics.delete(name);
+  state.topicNamesLower.delete(name.toLowerCase());
+  return { ok: true, deletedTopicId: topic.id };
+}
+
+function applyUserCreate(state: MetadataState, user: UserRecord): ApplyResult {
+  if (state.users.has(user.username)) return { ok: false, status: 409, error: `user ${user.username} already exists` };
+  state.users.set(user.username, { ...user, grants: user.grants.map((g) => ({ ...g })) });
+  return { ok: true };
+}
+
+function assertNeverCommand(command: never): never {
+  throw new Error(`unknown metadata command ${JSON.stringify(command)}`);
+}

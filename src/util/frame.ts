@@ -1,0 +1,48 @@
+// The on-disk frame shared by the ingress log and the segment logs: [u32 length][u32 crc32][body],
+// little-endian, crc32 over the body. A torn or corrupt tail frame is detected by length or crc and
+// everything from it on is dropped at recovery. Shared by every thread; pure functions over bytes.
+import { crc32 } from 'node:zlib';
+
+export const frameHeaderBytes = 8;
+
+/** Writes one frame for body at target[at..]; returns the bytes written. */
+export function writeFrame(target: Uint8Array, at: number, body: Uint8Array): number {
+  const view = new DataView(target.buffer, target.byteOffset, target.byteLength);
+  view.setUint32(at, body.byteLength, true);
+  view.setUint32(at + 4, crc32(body), true);
+  target.set(body, at + frameHeaderBytes);
+  return frameHeaderBytes + body.byteLength;
+}
+
+export function encodeFrame(body: Uint8Array): Uint8Array {
+  const out = new Uint8Array(frameHeaderBytes + body.byteLength);
+  writeFrame(out, 0, body);
+  return out;
+}
+
+export interface FrameScan {
+  /** Bodies of the whole, valid frames in order (views into the scanned buffer, not copies). */
+  bodies: Uint8Array[];
+  /** Byte offset of each body's frame start within the scanned buffer. */
+  positions: number[];
+  /** Bytes covered by valid frames; a recovery truncates the file to this length. */
+  validBytes: number;
+}
+
+/** Reads frames from the start of buf until the end or the first torn or corrupt frame. */
+export function scanFrames(buf: Uint8Array, bodyBytesMax = 64 * 1024 * 1024): FrameScan {
+  const view = new DataView(buf.buffer, buf.byteOffset, buf.byteLength);
+  const bodies: Uint8Array[] = [];
+  const positions: number[] = [];
+  let at = 0;
+  while (at + frameHeaderBytes <= buf.byteLength) {
+    const length = view.getUint32(at, true);
+    if (length > bodyBytesMax || at + frameHeaderBytes + length > buf.byteLength) break;
+    const body = buf.subarray(at + frameHeaderBytes, at + frameHeaderBytes + length);
+    if (crc32(body) !== view.getUint32(at + 4, true)) break;
+    bodies.push(body);
+    positions.push(at);
+    at += frameHeaderBytes + length;
+  }
+  return { bodies, positions, validBytes: at };
+}

@@ -1,0 +1,404 @@
+// Goal: the ingress log answers an append only after the fdatasync covering it, groups concurrent appends
+// into few syncs, replays exactly what is on disk after a restart, drops an unsynced tail, rolls and deletes
+// segments by seq, and latches write and sync failures. Method: a real log in a temp dir per test, bodies
+// built with encodeIngressEntry, disk state read back with scanFrames; fault points inject failures.
+import t from 'tap';
+import { mkdtemp, readFile, readdir, rm, stat, truncate, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { IngressLog, segmentFileName, type IngressLogOptions } from '../../src/front/ingress_log.js';
+import { decodeIngressEntry, encodeIngressEntry, PayloadKind } from '../../src/protocol/ingress_frame.js';
+import { scanFrames } from '../../src/util/frame.js';
+
+/** The part of a tap test that tempDir needs. */
+interface Teardown {
+  teardown(fn: () => unknown): void;
+}
+
+interface SyncedGroup {
+  bytes: Uint8Array;
+  lastSeq: number;
+}
+
+const mib = 1024 * 1024;
+
+function body(seq: number, payloadBytes = 16): Uint8Array {
+  return encodeIngressEntry({
+    seq,
+    topicId: '0123456789abcdef',
+    timestampSec: 1,
+    records: [{ partition: 0, key: null, payload: new Uint8Array(payloadBytes).fill(seq % 251), payloadKind: PayloadKind.Binary }],
+  });
+}
+
+function hex(bytes: Uint8Array): string {
+  return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('hex');
+}
+
+function seqsOf(bytes: Uint8Array): number[] {
+  const scan = scanFrames(bytes);
+  return scan.bodies.map((b) => decodeIngressEntry(b).seq);
+}
+
+function range(from: number, to: number): number[] {
+  return Array.from({ length: to - from + 1 }, (_, i) => from + i);
+}
+
+async function tempDir(t: Teardown): Promise<string> {
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'ingress-log-'));
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+/** Opens a log that records every synced group. */
+async function openLog(opts: IngressLogOptions) {
+  const recovery = await IngressLog.open(opts);
+  const groups: SyncedGroup[] = [];
+  recovery.log.onSynced = (bytes, lastSeq) => groups.push({ bytes, lastSeq });
+  return { ...recovery, groups };
+}
+
+/** Takes a seq, appends a body for it and waits for its sync; returns the seq. */
+async function appendOne(log: IngressLog, payloadBytes = 16): Promise<number> {
+  const seq = log.takeSeq();
+  await log.append(body(seq, payloadBytes), seq);
+  return seq;
+}
+
+async function walFiles(dir: string): Promise<string[]> {
+  return (await readdir(dir)).filter((name) => name.endsWith('.wal')).sort();
+}
+
+function concat(chunks: Uint8Array[]): Uint8Array {
+  return new Uint8Array(Buffer.concat(chunks));
+}
+
+t.test('append resolves only after the sync covering it, after onSynced saw the bytes', async (t) => {
+  const dir = path.join(await tempDir(t), 'data', 'ingress');
+  const events: string[] = [];
+  const { log, replay, replayLastSeq, groups } = await openLog({
+    dir,
+    segmentBytesMax: mib,
+    faults: {
+      sync: () => {
+        events.push('sync starts');
+        return undefined;
+      },
+    },
+  });
+  t.same(replay, []);
+  t.same(replayLastSeq, []);
+  t.same(await walFiles(dir), [segmentFileName(1)]);
+  const recordGroup = log.onSynced;
+  log.onSynced = (bytes, lastSeq) => {
+    events.push(`onSynced after ${log.syncCount} syncs`);
+    recordGroup(bytes, lastSeq);
+  };
+  const seqA = log.takeSeq();
+  const seqB = log.takeSeq();
+  t.equal(seqA, 1);
+  t.equal(seqB, 2);
+  const bodies = [body(seqA), body(seqB)];
+  const appended = [
+    log.append(bodies[0]!, seqA).then(() => events.push(`A resolved after ${log.syncCount} syncs`)),
+    log.append(bodies[1]!, seqB).then(() => events.push(`B resolved after ${log.syncCount} syncs`)),
+  ];
+  t.equal(log.syncCount, 0);
+  await Promise.all(appended);
+  t.same(events, ['sync starts', 'onSynced after 1 syncs', 'A resolved after 1 syncs', 'B resolved after 1 syncs']);
+  t.equal(groups.length, 1);
+  const group = groups[0]!;
+  t.equal(group.lastSeq, seqB);
+  t.same(scanFrames(group.bytes).bodies.map(hex), bodies.map(hex));
+  t.equal(scanFrames(group.bytes).validBytes, group.bytes.byteLength, 'the group is whole frames only');
+  t.equal(group.bytes.byteOffset, 0);
+  t.equal(group.bytes.buffer.byteLength, group.bytes.byteLength, 'the group owns its buffer, sized exactly');
+  t.equal(hex(await readFile(path.join(dir, segmentFileName(1)))), hex(group.bytes), 'the file holds the group bytes');
+  await log.close();
+});
+
+t.test('500 concurrent appends share few syncs and keep seq order', async (t) => {
+  const dir = await tempDir(t);
+  const { log, groups } = await openLog({ dir, segmentBytesMax: 64 * mib });
+  const appended: Promise<void>[] = [];
+  for (let i = 0; i < 500; i++) {
+    const seq = log.takeSeq();
+    appended.push(log.append(body(seq), seq));
+  }
+  await Promise.all(appended);
+  t.ok(log.syncCount < 50, `${log.syncCount} syncs for 500 appends`);
+  t.equal(groups.length, log.syncCount, 'one onSynced per sync');
+  t.same(groups.flatMap((g) => seqsOf(g.bytes)), range(1, 500));
+  for (const group of groups) t.equal(group.lastSeq, seqsOf(group.bytes).at(-1));
+  const onDisk = await readFile(path.join(dir, segmentFileName(1)));
+  t.equal(hex(onDisk), hex(concat(groups.map((g) => g.bytes))));
+  await log.close();
+});
+
+t.test('appends that arrive while a group is syncing join the next write together', async (t) => {
+  const dir = await tempDir(t);
+  const late: Promise<void>[] = [];
+  let syncsStarted = 0;
+  const recovery = await openLog({
+    dir,
+    segmentBytesMax: mib,
+    faults: {
+      sync: () => {
+        syncsStarted += 1;
+        if (syncsStarted === 1) {
+          for (let i = 0; i < 3; i++) {
+            const seq = recovery.log.takeSeq();
+            late.push(recovery.log.append(body(seq), seq));
+          }
+        }
+        return undefined;
+      },
+    },
+  });
+  await appendOne(recovery.log);
+  await Promise.all(late);
+  t.same(recovery.groups.map((g) => seqsOf(g.bytes)), [[1], [2, 3, 4]]);
+  t.equal(recovery.log.syncCount, 2);
+  await recovery.log.close();
+});
+
+t.test('reopen replays every frame in order and takeSeq continues', async (t) => {
+  const dir = await tempDir(t);
+  const first = await openLog({ dir, segmentBytesMax: mib });
+  for (let i = 0; i < 3; i++) await appendOne(first.log);
+  const concurrent = [first.log.takeSeq(), first.log.takeSeq()].map((seq) => first.log.append(body(seq), seq));
+  await Promise.all(concurrent);
+  await first.log.close();
+  const written = concat(first.groups.map((g) => g.bytes));
+
+  const second = await openLog({ dir, segmentBytesMax: mib });
+  t.equal(hex(concat(second.replay)), hex(written), 'replay is exactly the bytes on disk');
+  t.same(seqsOf(concat(second.replay)), range(1, 5));
+  t.same(second.replayLastSeq, [5]);
+  t.equal(second.log.takeSeq(), 6);
+  t.equal(await appendOne(second.log), 7);
+  await second.log.close();
+
+  const third = await openLog({ dir, segmentBytesMax: mib });
+  t.same(seqsOf(concat(third.replay)), [1, 2, 3, 4, 5, 7]);
+  t.equal(third.log.takeSeq(), 8);
+  await third.log.close();
+});
+
+t.test('replay comes in chunks of whole frames of at most 4 MiB, a bigger frame alone', async (t) => {
+  const dir = await tempDir(t);
+  const first = await openLog({ dir, segmentBytesMax: 64 * mib });
+  for (let i = 0; i < 9; i++) await appendOne(first.log, mib);
+  await appendOne(first.log, 5 * mib);
+  await appendOne(first.log, mib);
+  await first.log.close();
+
+  const second = await openLog({ dir, segmentBytesMax: 64 * mib });
+  t.ok(second.replay.length >= 4, `${second.replay.length} chunks`);
+  t.equal(second.replayLastSeq.length, second.replay.length);
+  second.replay.forEach((chunk, i) => {
+    const seqs = seqsOf(chunk);
+    t.equal(scanFrames(chunk).validBytes, chunk.byteLength, `chunk ${i} is whole frames`);
+    t.ok(chunk.byteLength <= 4 * mib || seqs.length === 1, `chunk ${i} within 4 MiB or one frame`);
+    t.equal(second.replayLastSeq[i], seqs.at(-1), `chunk ${i} last seq`);
+    t.equal(chunk.buffer.byteLength, chunk.byteLength, `chunk ${i} owns its buffer`);
+  });
+  t.same(seqsOf(concat(second.replay)), range(1, 11));
+  t.equal(hex(concat(second.replay)), hex(await readFile(path.join(dir, segmentFileName(1)))));
+  await second.log.close();
+});
+
+t.test('a torn tail is dropped at reopen and the file truncated', async (t) => {
+  const dir = await tempDir(t);
+  const first = await openLog({ dir, segmentBytesMax: mib });
+  for (let i = 0; i < 3; i++) await appendOne(first.log);
+  await first.log.close();
+  const file = path.join(dir, segmentFileName(1));
+  const keptBytes = first.groups[0]!.bytes.byteLength + first.groups[1]!.bytes.byteLength;
+  await truncate(file, (await stat(file)).size - 3);
+
+  const second = await openLog({ dir, segmentBytesMax: mib });
+  t.same(seqsOf(concat(second.replay)), [1, 2]);
+  t.equal((await stat(file)).size, keptBytes, 'file truncated to the valid frames');
+  t.equal(second.log.takeSeq(), 3, 'the torn seq was never answered, so it is given again');
+  await second.log.close();
+});
+
+t.test('a corrupt last frame is dropped at reopen and the file truncated', async (t) => {
+  const dir = await tempDir(t);
+  const first = await openLog({ dir, segmentBytesMax: mib });
+  for (let i = 0; i < 3; i++) await appendOne(first.log);
+  await first.log.close();
+  const file = path.join(dir, segmentFileName(1));
+  const bytes = await readFile(file);
+  bytes[bytes.byteLength - 1]! ^= 0xff;
+  await writeFile(file, bytes);
+
+  const second = await openLog({ dir, segmentBytesMax: mib });
+  t.same(seqsOf(concat(second.replay)), [1, 2]);
+  t.equal((await stat(file)).size, bytes.byteLength - first.groups[2]!.bytes.byteLength);
+  t.equal(await appendOne(second.log), 3);
+  await second.log.close();
+
+  const third = await openLog({ dir, segmentBytesMax: mib });
+  t.same(seqsOf(concat(third.replay)), [1, 2, 3]);
+  await third.log.close();
+});
+
+t.test('a bad frame inside a sealed segment fails open, naming the file and position', async (t) => {
+  const dir = await tempDir(t);
+  const first = await openLog({ dir, segmentBytesMax: 1 });
+  for (let i = 0; i < 3; i++) await appendOne(first.log);
+  await first.log.close();
+  t.same(await walFiles(dir), [1, 2, 3].map(segmentFileName));
+  const file = path.join(dir, segmentFileName(2));
+  const bytes = await readFile(file);
+  bytes[bytes.byteLength - 1]! ^= 0xff;
+  await writeFile(file, bytes);
+  await t.rejects(IngressLog.open({ dir, segmentBytesMax: 1 }), {
+    message: `ingress log: corrupt frame in ${segmentFileName(2)} at byte 0 of ${bytes.byteLength}`,
+  });
+});
+
+t.test('segments roll between groups, named by first seq; markDurable deletes only covered sealed ones', async (t) => {
+  const dir = await tempDir(t);
+  const frameBytes = body(1, 200).byteLength + 8;
+  const segmentBytesMax = frameBytes + 1;
+  const first = await openLog({ dir, segmentBytesMax });
+  for (let i = 0; i < 7; i++) await appendOne(first.log, 200);
+  // Five appends in one group land in one segment although they pass segmentBytesMax.
+  const grouped = range(8, 12).map(() => first.log.takeSeq()).map((seq) => first.log.append(body(seq, 200), seq));
+  await Promise.all(grouped);
+  t.equal(first.groups.length, 8);
+  await appendOne(first.log, 200);
+  const expected: Record<string, number[]> = {
+    [segmentFileName(1)]: [1, 2],
+    [segmentFileName(3)]: [3, 4],
+    [segmentFileName(5)]: [5, 6],
+    [segmentFileName(7)]: [7, 8, 9, 10, 11, 12],
+    [segmentFileName(13)]: [13],
+  };
+  t.same(await walFiles(dir), Object.keys(expected));
+  for (const [name, seqs] of Object.entries(expected)) {
+    t.same(seqsOf(await readFile(path.join(dir, name))), seqs, `${name} holds ${seqs.join(',')}`);
+  }
+  first.log.markDurable(3);
+  await first.log.close();
+  t.same(await walFiles(dir), [3, 5, 7, 13].map(segmentFileName), 'segment 3 ends at seq 4, past the durable 3');
+
+  const second = await openLog({ dir, segmentBytesMax });
+  t.same(seqsOf(concat(second.replay)), range(3, 13));
+  t.equal(second.log.takeSeq(), 14);
+  second.log.markDurable(13);
+  await second.log.close();
+  t.same(await walFiles(dir), [segmentFileName(13)], 'the active segment stays even when covered');
+});
+
+t.test('a write fault latches failed and rejects pending and later appends', async (t) => {
+  const dir = await tempDir(t);
+  let pending: Promise<void> | undefined;
+  const recovery = await openLog({
+    dir,
+    segmentBytesMax: mib,
+    faults: {
+      write: () => {
+        const seq = recovery.log.takeSeq();
+        pending = recovery.log.append(body(seq), seq);
+        return new Error('disk full');
+      },
+    },
+  });
+  const { log, groups } = recovery;
+  t.equal(log.failed, false);
+  const seq = log.takeSeq();
+  await t.rejects(log.append(body(seq), seq), { message: 'ingress log failed', cause: { message: 'disk full' } });
+  t.ok(pending, 'an append arrived while the group was in flight');
+  await t.rejects(pending!, { message: 'ingress log failed' });
+  t.equal(log.failed, true);
+  const later = log.takeSeq();
+  await t.rejects(log.append(body(later), later), { message: 'ingress log failed' });
+  t.equal(log.syncCount, 0);
+  t.same(groups, [], 'onSynced never ran');
+  await log.close();
+  t.equal((await stat(path.join(dir, segmentFileName(1)))).size, 0, 'nothing was written');
+});
+
+t.test('a sync fault latches failed and rejects pending and later appends', async (t) => {
+  const dir = await tempDir(t);
+  let syncs = 0;
+  let pending: Promise<void> | undefined;
+  const recovery = await openLog({
+    dir,
+    segmentBytesMax: mib,
+    faults: {
+      sync: () => {
+        syncs += 1;
+        if (syncs === 1) return undefined;
+        const seq = recovery.log.takeSeq();
+        pending = recovery.log.append(body(seq), seq);
+        return new Error('EIO');
+      },
+    },
+  });
+  const { log, groups } = recovery;
+  await appendOne(log);
+  t.equal(log.syncCount, 1);
+  const seq = log.takeSeq();
+  await t.rejects(log.append(body(seq), seq), { message: 'ingress log failed', cause: { message: 'EIO' } });
+  await t.rejects(pending!, { message: 'ingress log failed' });
+  t.equal(log.failed, true);
+  const later = log.takeSeq();
+  await t.rejects(log.append(body(later), later), { message: 'ingress log failed' });
+  t.equal(log.syncCount, 1);
+  t.equal(groups.length, 1, 'onSynced ran only for the synced group');
+  await log.close();
+});
+
+t.test('close waits for the in-flight group and the appends pending behind it', async (t) => {
+  const dir = await tempDir(t);
+  const events: string[] = [];
+  let closed: Promise<void> | undefined;
+  let syncs = 0;
+  const recovery = await openLog({
+    dir,
+    segmentBytesMax: mib,
+    faults: {
+      sync: () => {
+        syncs += 1;
+        if (syncs > 1) return undefined;
+        const seq = recovery.log.takeSeq();
+        void recovery.log.append(body(seq), seq).then(() => events.push('pending resolved'));
+        closed = recovery.log.close().then(() => {
+          events.push('closed');
+        });
+        return undefined;
+      },
+    },
+  });
+  const { log } = recovery;
+  const seq = log.takeSeq();
+  const first = log.append(body(seq), seq).then(() => events.push('in-flight resolved'));
+  await first;
+  t.ok(closed, 'close began while the first group was syncing');
+  await closed;
+  t.same(events, ['in-flight resolved', 'pending resolved', 'closed']);
+  t.equal(log.syncCount, 2);
+  const late = 99;
+  await t.rejects(log.append(body(late), late), { message: 'ingress log closed' });
+
+  const reopened = await openLog({ dir, segmentBytesMax: mib });
+  t.same(seqsOf(concat(reopened.replay)), [1, 2]);
+  await reopened.log.close();
+});
+
+t.test('appends must come in increasing, taken seq order', async (t) => {
+  const dir = await tempDir(t);
+  const { log } = await openLog({ dir, segmentBytesMax: mib });
+  const a = log.takeSeq();
+  const b = log.takeSeq();
+  const appended = log.append(body(b), b);
+  t.throws(() => log.append(body(a), a), /increasing order/);
+  t.throws(() => log.append(body(b + 1), b + 1), /never gave/);
+  await appended;
+  await log.close();
+});

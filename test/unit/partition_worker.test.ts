@@ -1,0 +1,262 @@
+// Goal: the partition worker stores each owned ingress record exactly once, answers 'durable' only after
+// its metadata replica knows the topic, serves reads and stats, survives a restart, removes deleted
+// topics, and fail-stops when a flush cannot write. Method: the real compiled worker thread on a temp
+// data dir, fed a metadata snapshot and committed entries on its metadata port and dispatches of
+// frames built exactly as the ingress log writes them.
+import t, { type Test } from 'tap';
+import { mkdir, mkdtemp, readdir, rm, stat, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { MessageChannel, Worker } from 'node:worker_threads';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { encodeIngressEntry, type IngressEntry } from '../../src/protocol/ingress_frame.js';
+import { workerForPartition } from '../../src/protocol/ownership.js';
+import type { FromMetadata, FromWorker, PartitionWorkerData, StoredRecordView, ToWorker } from '../../src/protocol/thread_messages.js';
+import { emptyMetadataState, type MetadataState, type TopicRecord } from '../../src/raft/metadata/state.js';
+import { encodeFrame } from '../../src/util/frame.js';
+
+const topicA: TopicRecord = {
+  name: 'orders',
+  id: '0123456789abcdef',
+  partitions: 3,
+  retentionMs: 3_600_000,
+  visibilityTimeoutMs: 30_000,
+  maxInFlightPerPartition: 100,
+  maxAckedAheadPerPartition: 100,
+  createdAtSec: 1_700_000_000,
+};
+const topicB: TopicRecord = { ...topicA, name: 'events', id: 'fedcba9876543210', partitions: 4 };
+const timestampSec = 1_700_000_100;
+
+/** One running worker and everything it has posted, in order. */
+class WorkerUnderTest {
+  readonly inbox: FromWorker[] = [];
+  readonly exited: Promise<number>;
+  private readonly metadata = new MessageChannel();
+  private readonly worker: Worker;
+  private waiters: (() => void)[] = [];
+  private nextReqId = 1;
+
+  constructor(dataDir: string, opts: { workerIndex?: number; workerCount?: number } = {}) {
+    const workerData: PartitionWorkerData = {
+      workerIndex: opts.workerIndex ?? 0,
+      workerCount: opts.workerCount ?? 1,
+      dataDir,
+      segmentBytesMax: 1024 * 1024,
+      metadataPort: this.metadata.port2,
+    };
+    this.worker = new Worker(new URL('../../workers/partition_worker.js', import.meta.url), {
+      workerData,
+      transferList: [this.metadata.port2],
+      stderr: true,
+    });
+    this.worker.on('message', (msg: FromWorker) => {
+      this.inbox.push(msg);
+      for (const wake of this.waiters.splice(0)) wake();
+    });
+    this.exited = new Promise((resolve) => this.worker.once('exit', resolve));
+  }
+
+  send(msg: ToWorker): void {
+    this.worker.postMessage(msg);
+  }
+
+  metadataSend(msg: FromMetadata): void {
+    this.metadata.port1.postMessage(msg);
+  }
+
+  /** The first message not yet taken that matches, removed from the inbox. */
+  async take<K extends FromWorker['kind']>(kind: K, match: (m: Extract<FromWorker, { kind: K }>) => boolean = () => true): Promise<Extract<FromWorker, { kind: K }>> {
+    const deadline = Date.now() + 5_000;
+    for (;;) {
+      const at = this.inbox.findIndex((m) => m.kind === kind && match(m as Extract<FromWorker, { kind: K }>));
+      if (at >= 0) return this.inbox.splice(at, 1)[0] as Extract<FromWorker, { kind: K }>;
+      if (Date.now() > deadline) throw new Error(`no ${kind} message within 5 s; inbox ${JSON.stringify(this.inbox)}`);
+      await Promise.race([new Promise<void>((wake) => this.waiters.push(wake)), sleep(100)]);
+    }
+  }
+
+  async durable(seqUpTo: number): Promise<void> {
+    await this.take('durable', (m) => m.seqUpTo === seqUpTo);
+  }
+
+  async read(topicId: string, partition: number, offset: number): Promise<Extract<FromWorker, { kind: 'readResult' }>> {
+    const reqId = this.nextReqId++;
+    this.send({ kind: 'read', reqId, topicId, partition, offset });
+    return this.take('readResult', (m) => m.reqId === reqId);
+  }
+
+  async stats(topicId: string, partitions: number[]): Promise<Extract<FromWorker, { kind: 'statsResult' }>['stats']> {
+    const reqId = this.nextReqId++;
+    this.send({ kind: 'stats', reqId, topicId, partitions });
+    return (await this.take('statsResult', (m) => m.reqId === reqId)).stats;
+  }
+
+  async shutdown(): Promise<number> {
+    this.send({ kind: 'shutdown' });
+    await this.take('closed');
+    this.metadata.port1.close();
+    return this.exited;
+  }
+
+  async terminate(): Promise<void> {
+    this.metadata.port1.close();
+    await this.worker.terminate();
+  }
+}
+
+async function started(t: Test, dataDir: string, state: MetadataState, index: number, opts = {}): Promise<WorkerUnderTest> {
+  const w = new WorkerUnderTest(dataDir, opts);
+  t.teardown(() => w.terminate());
+  await w.take('ready');
+  w.metadataSend({ kind: 'snapshot', index, state });
+  return w;
+}
+
+async function tempDataDir(t: Test): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), 'partition-worker-'));
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+function stateWith(...topics: TopicRecord[]): MetadataState {
+  const state = emptyMetadataState();
+  for (const topic of topics) {
+    state.topics.set(topic.name, { ...topic });
+    state.topicNamesLower.set(topic.name.toLowerCase(), topic.name);
+  }
+  return state;
+}
+
+const text = (s: string): Uint8Array => new TextEncoder().encode(s);
+
+function entry(seq: number, topicId: string, records: [partition: number, payload: string, key?: string][]): IngressEntry {
+  return {
+    seq,
+    topicId,
+    timestampSec,
+    records: records.map(([partition, payload, key]) => ({ partition, key: key === undefined ? null : text(key), payload: text(payload), payloadKind: 1 })),
+  };
+}
+
+function dispatch(metaIndex: number, entries: IngressEntry[]): ToWorker {
+  const frames = entries.map((e) => encodeFrame(encodeIngressEntry(e)));
+  const bytes = new Uint8Array(frames.reduce((n, f) => n + f.byteLength, 0));
+  let at = 0;
+  for (const frame of frames) {
+    bytes.set(frame, at);
+    at += frame.byteLength;
+  }
+  return { kind: 'dispatch', metaIndex, frames: bytes, lastSeq: entries.at(-1)!.seq };
+}
+
+function recordText(t: Test, result: Extract<FromWorker, { kind: 'readResult' }>): { payload: string; key: string | null } {
+  t.equal(result.status, 'ok');
+  const record = result.record as StoredRecordView;
+  t.equal(record.timestampSec, timestampSec);
+  t.equal(record.payloadKind, 1);
+  t.equal(record.payload.byteLength, record.payload.buffer.byteLength, 'payload arrives in its own buffer');
+  const decoder = new TextDecoder();
+  return { payload: decoder.decode(record.payload), key: record.key === null ? null : decoder.decode(record.key) };
+}
+
+const entriesA = [
+  entry(1, topicA.id, [[0, 'a0'], [1, 'a1', 'k1'], [0, 'a2'], [7, 'beyond the partition count']]),
+  entry(2, 'aaaaaaaaaaaaaaaa', [[0, 'unknown topic']]),
+  entry(3, topicA.id, [[2, 'a3', 'k3']]),
+];
+
+t.test('stores, reads, dedupes a replay, restarts and deletes', async (t) => {
+  const dataDir = await tempDataDir(t);
+  const w = await started(t, dataDir, stateWith(topicA), 5);
+  w.send(dispatch(5, entriesA));
+  await w.durable(3);
+  t.same(recordText(t, await w.read(topicA.id, 0, 0)), { payload: 'a0', key: null });
+  t.same(recordText(t, await w.read(topicA.id, 0, 1)), { payload: 'a2', key: null });
+  t.same(recordText(t, await w.read(topicA.id, 1, 0)), { payload: 'a1', key: 'k1' });
+  t.same(recordText(t, await w.read(topicA.id, 2, 0)), { payload: 'a3', key: 'k3' });
+  t.equal((await w.read(topicA.id, 0, 2)).status, 'past_end');
+  t.same(await readdir(join(dataDir, 'topics')), [topicA.id], 'records of an unknown topic are dropped');
+  t.same((await readdir(join(dataDir, 'topics', topicA.id))).sort(), ['0', '1', '2'], 'partition 7 is beyond the count');
+
+  const stats = await w.stats(topicA.id, [0, 1, 2]);
+  t.same(stats.map((s) => [s.index, s.segments, s.oldestOffset, s.nextOffset, s.highWatermark, s.oldestSegmentAtSec]), [
+    [0, 1, 0, 2, 2, timestampSec],
+    [1, 1, 0, 1, 1, timestampSec],
+    [2, 1, 0, 1, 1, timestampSec],
+  ]);
+  const partition0 = join(dataDir, 'topics', topicA.id, '0');
+  const filesBytes = (await stat(join(partition0, '00000000000000000000.log'))).size + (await stat(join(partition0, '00000000000000000000.idx'))).size;
+  t.equal(stats[0]!.sizeBytes, filesBytes);
+
+  w.send(dispatch(5, entriesA));
+  await w.durable(3);
+  t.same((await w.stats(topicA.id, [0, 1, 2])).map((s) => s.nextOffset), [2, 1, 1], 'a replay stores nothing twice');
+
+  t.equal(await w.shutdown(), 0, 'the worker exits cleanly after closed');
+  const again = await started(t, dataDir, stateWith(topicA), 5);
+  t.same(recordText(t, await again.read(topicA.id, 0, 1)), { payload: 'a2', key: null });
+  t.same((await again.stats(topicA.id, [0, 1, 2])).map((s) => s.highWatermark), [2, 1, 1]);
+  again.send(dispatch(5, [...entriesA, entry(4, topicA.id, [[0, 'a4']])]));
+  await again.durable(4);
+  t.same(recordText(t, await again.read(topicA.id, 0, 2)), { payload: 'a4', key: null }, 'only the new record after a restart');
+  t.equal((await again.read(topicA.id, 0, 3)).status, 'past_end');
+
+  again.metadataSend({ kind: 'committed', entries: [{ index: 6, command: { type: 'topic.delete', name: topicA.name, id: topicA.id } }] });
+  await waitForAbsent(join(dataDir, 'topics', topicA.id));
+  t.same(await readdir(join(dataDir, 'topics')), []);
+  t.same(await again.stats(topicA.id, [0]), [{ index: 0, segments: 0, oldestOffset: 0, nextOffset: 0, highWatermark: 0, sizeBytes: 0 }]);
+  t.equal((await again.read(topicA.id, 0, 0)).status, 'past_end');
+  again.send(dispatch(6, [entry(5, topicA.id, [[0, 'after delete']])]));
+  await again.durable(5);
+  await t.rejects(stat(join(dataDir, 'topics', topicA.id)), { code: 'ENOENT' }, 'a deleted topic takes no records');
+});
+
+t.test('a dispatch waits until the replica has applied its metaIndex', async (t) => {
+  const dataDir = await tempDataDir(t);
+  const w = await started(t, dataDir, stateWith(topicA), 5);
+  w.send(dispatch(6, [entry(10, topicB.id, [[1, 'b1']])]));
+  await sleep(200);
+  t.same(w.inbox, [], 'no durable while topic B is unknown to the replica');
+  w.metadataSend({ kind: 'committed', entries: [{ index: 6, command: { type: 'topic.create', topic: topicB } }] });
+  await w.durable(10);
+  t.same(recordText(t, await w.read(topicB.id, 1, 0)), { payload: 'b1', key: null }, 'stored once the topic was known');
+});
+
+t.test('a worker stores only the partitions it owns and answers every dispatch in order', async (t) => {
+  const dataDir = await tempDataDir(t);
+  const owned = [0, 1, 2, 3].filter((p) => workerForPartition(topicB.id, p, 2) === 0);
+  const foreign = [0, 1, 2, 3].filter((p) => workerForPartition(topicB.id, p, 2) === 1);
+  t.ok(owned.length > 0 && foreign.length > 0, 'the test topic spreads over both workers');
+  const w = await started(t, dataDir, stateWith(topicB), 1, { workerIndex: 0, workerCount: 2 });
+  w.send(dispatch(1, [entry(1, topicB.id, [0, 1, 2, 3].map((p) => [p, `b${p}`]))]));
+  w.send(dispatch(1, [entry(2, topicB.id, [[foreign[0]!, 'not mine']])]));
+  await w.durable(1);
+  await w.durable(2);
+  t.same(w.inbox, []);
+  t.same((await readdir(join(dataDir, 'topics', topicB.id))).sort(), owned.map(String).sort());
+  t.same(recordText(t, await w.read(topicB.id, owned[0]!, 0)), { payload: `b${owned[0]}`, key: null });
+});
+
+t.test('a flush that cannot write ends the worker with a non-zero code', async (t) => {
+  const dataDir = await tempDataDir(t);
+  await mkdir(join(dataDir, 'topics'));
+  // A file where the topic directory belongs: creating the partition directory fails at the flush.
+  await writeFile(join(dataDir, 'topics', topicA.id), 'not a directory');
+  const w = await started(t, dataDir, stateWith(topicA), 5);
+  w.send(dispatch(5, [entry(1, topicA.id, [[0, 'a0']])]));
+  t.equal(await w.exited, 1);
+  t.same(w.inbox.filter((m) => m.kind === 'durable'), [], 'nothing was reported durable');
+});
+
+async function waitForAbsent(path: string): Promise<void> {
+  for (let attempt = 0; attempt < 100; attempt++) {
+    try {
+      await stat(path);
+    } catch {
+      return;
+    }
+    await sleep(50);
+  }
+  throw new Error(`${path} still exists`);
+}

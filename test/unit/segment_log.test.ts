@@ -1,0 +1,239 @@
+// Goal: PartitionLog stores records durably, rolls segments, and recovers exactly what was synced.
+// Method: a real partition directory in a temp dir; stage, flush, read back, reopen, and damage files
+// (truncate, flip a byte, drop a sealed .idx) to check that recovery keeps offsets meaning one record.
+import t, { type Test } from 'tap';
+import { mkdtemp, readdir, rm, stat, truncate, unlink, readFile, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { PartitionLog, type StoredRecord } from '../../workers/segment_log.js';
+import { parseSegmentFileName, segmentFileName } from '../../workers/partition_dirs.js';
+
+async function tempDir(t: Test): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), 'segment-log-'));
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  return join(dir, 'topics', '0123456789abcdef', '0');
+}
+
+/** Record i of a test stream: ingress (100 + i, 0), payload bytes derived from i. */
+function record(i: number, payloadBytes = 40): Omit<StoredRecord, 'offset'> {
+  const payload = new Uint8Array(payloadBytes).map((_, k) => (i * 7 + k) & 0xff);
+  return {
+    timestampSec: 1_700_000_000 + i,
+    key: i % 2 === 0 ? null : new TextEncoder().encode(`key-${i}`),
+    payload,
+    payloadKind: 2,
+    ingressSeq: 100 + i,
+    ingressIndex: 0,
+  };
+}
+
+async function readRecord(t: Test, log: PartitionLog, offset: number): Promise<StoredRecord> {
+  const result = await log.read(offset);
+  if (typeof result === 'string') throw new Error(`offset ${offset}: ${result}`);
+  t.equal(result.offset, offset);
+  return result;
+}
+
+async function expectRecord(t: Test, log: PartitionLog, offset: number, i: number, payloadBytes = 40): Promise<void> {
+  const got = await readRecord(t, log, offset);
+  const want = record(i, payloadBytes);
+  t.equal(got.timestampSec, want.timestampSec, `timestamp of ${offset}`);
+  t.same(got.key === null ? null : [...got.key], want.key === null ? null : [...want.key], `key of ${offset}`);
+  t.same([...got.payload], [...want.payload], `payload of ${offset}`);
+  t.equal(got.payloadKind, want.payloadKind);
+  t.equal(got.ingressSeq, want.ingressSeq);
+}
+
+/** Record frames are 61 or 67 bytes (40-byte payload, key or not): two fit, a third never does. */
+const segmentBytesSmall = 150;
+
+/** Sum of the sizes of every file in dir. */
+async function dirBytes(dir: string): Promise<number> {
+  let total = 0;
+  for (const name of await readdir(dir)) total += (await stat(join(dir, name))).size;
+  return total;
+}
+
+t.test('segment file names are built and parsed by one module', async (t) => {
+  t.equal(segmentFileName(42, 'log'), '00000000000000000042.log');
+  t.same(parseSegmentFileName('00000000000000000042.idx'), { baseOffset: 42, kind: 'idx' });
+  t.equal(parseSegmentFileName('42.log'), null);
+  t.equal(parseSegmentFileName('00000000000000000042.tmp'), null);
+});
+
+t.test('stage, flush and read round trip', async (t) => {
+  const dir = await tempDir(t);
+  const log = await PartitionLog.open({ dir, segmentBytesMax: 1024 * 1024 });
+  t.teardown(() => log.close());
+  t.same(log.stats(), { segments: 0, oldestOffset: 0, nextOffset: 0, highWatermark: 0, sizeBytes: 0 });
+  t.equal(log.lastIngress, null);
+  for (let i = 0; i < 3; i++) t.equal(log.stage(record(i)), i);
+  t.equal(log.nextOffset, 3);
+  t.equal(log.highWatermark, 0, 'nothing is visible before the flush');
+  t.equal(await log.read(0), 'past_end');
+  await log.flush();
+  t.equal(log.highWatermark, 3);
+  for (let i = 0; i < 3; i++) await expectRecord(t, log, i, i);
+  t.equal(await log.read(3), 'past_end');
+  t.equal(await log.read(1000), 'past_end');
+  t.same(log.lastIngress, { seq: 102, index: 0 });
+  const stats = log.stats();
+  t.equal(stats.segments, 1);
+  t.equal(stats.oldestSegmentAtSec, 1_700_000_000);
+  t.equal(stats.sizeBytes, await dirBytes(dir), 'sizeBytes is what the files hold');
+  t.same(await readdir(dir), ['00000000000000000000.idx', '00000000000000000000.log']);
+});
+
+t.test('one flush at a time, and records staged during a flush wait for the next', async (t) => {
+  const dir = await tempDir(t);
+  const log = await PartitionLog.open({ dir, segmentBytesMax: 1024 * 1024 });
+  t.teardown(() => log.close());
+  log.stage(record(0));
+  const first = log.flush();
+  await t.rejects(log.flush(), /one flush at a time/);
+  log.stage(record(1));
+  await first;
+  t.equal(log.highWatermark, 1);
+  t.equal(log.nextOffset, 2);
+  await log.flush();
+  t.equal(log.highWatermark, 2);
+  await expectRecord(t, log, 1, 1);
+});
+
+t.test('segments roll at segmentBytesMax and reads cross them', async (t) => {
+  const dir = await tempDir(t);
+  const log = await PartitionLog.open({ dir, segmentBytesMax: segmentBytesSmall });
+  t.teardown(() => log.close());
+  for (let i = 0; i < 5; i++) log.stage(record(i));
+  await log.flush();
+  log.stage(record(5, 300));
+  log.stage(record(6));
+  await log.flush();
+  const names = (await readdir(dir)).sort();
+  const bases = names.filter((n) => n.endsWith('.log')).map((n) => parseSegmentFileName(n)!.baseOffset);
+  t.same(bases, [0, 2, 4, 5, 6], 'two small records per segment; the big one alone');
+  t.equal(names.length, 10, 'every .log has its .idx');
+  for (const base of bases) {
+    const idxBytes = (await stat(join(dir, segmentFileName(base, 'idx')))).size;
+    const next = bases[bases.indexOf(base) + 1] ?? 7;
+    t.equal(idxBytes, (next - base) * 4, `dense index of segment ${base}`);
+  }
+  for (let i = 0; i < 7; i++) await expectRecord(t, log, i, i, i === 5 ? 300 : 40);
+  const stats = log.stats();
+  t.equal(stats.segments, 5);
+  t.equal(stats.nextOffset, 7);
+  t.equal(stats.sizeBytes, await dirBytes(dir));
+});
+
+t.test('reopen restores offsets, lastIngress and reads from sealed segments', async (t) => {
+  const dir = await tempDir(t);
+  const first = await PartitionLog.open({ dir, segmentBytesMax: segmentBytesSmall });
+  for (let i = 0; i < 5; i++) first.stage(record(i));
+  await first.flush();
+  await first.close();
+  const log = await PartitionLog.open({ dir, segmentBytesMax: segmentBytesSmall });
+  t.teardown(() => log.close());
+  t.equal(log.nextOffset, 5);
+  t.equal(log.highWatermark, 5, 'everything that survived the scan counts as stored');
+  t.equal(log.oldestOffset, 0);
+  t.same(log.lastIngress, { seq: 104, index: 0 });
+  t.equal(log.stats().oldestSegmentAtSec, 1_700_000_000);
+  t.equal(log.stats().sizeBytes, await dirBytes(dir));
+  for (let i = 0; i < 5; i++) await expectRecord(t, log, i, i);
+  t.equal(log.stage(record(5)), 5);
+  await log.flush();
+  await expectRecord(t, log, 5, 5);
+});
+
+t.test('a sealed segment with a missing or wrong .idx gets it rebuilt', async (t) => {
+  const dir = await tempDir(t);
+  const first = await PartitionLog.open({ dir, segmentBytesMax: segmentBytesSmall });
+  for (let i = 0; i < 6; i++) first.stage(record(i));
+  await first.flush();
+  await first.close();
+  await unlink(join(dir, segmentFileName(0, 'idx')));
+  await writeFile(join(dir, segmentFileName(2, 'idx')), new Uint8Array([0, 0, 0, 0, 9, 0, 0, 0]));
+  const log = await PartitionLog.open({ dir, segmentBytesMax: segmentBytesSmall });
+  t.teardown(() => log.close());
+  for (let i = 0; i < 6; i++) await expectRecord(t, log, i, i);
+  t.equal((await stat(join(dir, segmentFileName(2, 'idx')))).size, 8);
+});
+
+t.test('a damaged sealed segment stops recovery instead of shifting offsets', async (t) => {
+  const dir = await tempDir(t);
+  const first = await PartitionLog.open({ dir, segmentBytesMax: segmentBytesSmall });
+  for (let i = 0; i < 6; i++) first.stage(record(i));
+  await first.flush();
+  await first.close();
+  await unlink(join(dir, segmentFileName(2, 'idx')));
+  const logPath = join(dir, segmentFileName(2, 'log'));
+  await truncate(logPath, (await stat(logPath)).size - 3);
+  await t.rejects(PartitionLog.open({ dir, segmentBytesMax: segmentBytesSmall }), /is corrupt/);
+});
+
+/** Writes records 0..count-1 to a fresh log at dir, closes it, and returns the last .log's path. */
+async function writeAndClose(dir: string, count: number, segmentBytesMax: number): Promise<string> {
+  const log = await PartitionLog.open({ dir, segmentBytesMax });
+  for (let i = 0; i < count; i++) log.stage(record(i));
+  await log.flush();
+  const lastBase = (await readdir(dir)).filter((n) => n.endsWith('.log')).sort().at(-1)!;
+  await log.close();
+  return join(dir, lastBase);
+}
+
+t.test('a truncated tail is dropped at reopen and appends continue at its offset', async (t) => {
+  const dir = await tempDir(t);
+  const lastLog = await writeAndClose(dir, 4, 1024 * 1024);
+  await truncate(lastLog, (await stat(lastLog)).size - 3);
+  const log = await PartitionLog.open({ dir, segmentBytesMax: 1024 * 1024 });
+  t.teardown(() => log.close());
+  t.equal(log.nextOffset, 3);
+  t.equal(log.highWatermark, 3);
+  t.same(log.lastIngress, { seq: 102, index: 0 }, 'the torn record is not held, so a replay stores it again');
+  t.equal(await log.read(3), 'past_end');
+  t.equal(log.stage(record(3)), 3);
+  await log.flush();
+  for (let i = 0; i < 4; i++) await expectRecord(t, log, i, i);
+  t.equal(log.stats().sizeBytes, await dirBytes(dir));
+});
+
+t.test('a flipped byte in the last frame fails its crc and is dropped', async (t) => {
+  const dir = await tempDir(t);
+  const lastLog = await writeAndClose(dir, 4, 1024 * 1024);
+  const bytes = await readFile(lastLog);
+  const flipAt = bytes.length - 2;
+  bytes[flipAt] = bytes[flipAt]! ^ 0xff;
+  await writeFile(lastLog, bytes);
+  const log = await PartitionLog.open({ dir, segmentBytesMax: 1024 * 1024 });
+  t.teardown(() => log.close());
+  t.equal(log.nextOffset, 3);
+  t.equal(log.stage(record(3)), 3);
+  await log.flush();
+  await expectRecord(t, log, 3, 3);
+  t.equal((await stat(lastLog)).size, log.stats().sizeBytes - 4 * 4, '.log holds exactly four frames again');
+});
+
+t.test('a last segment torn to nothing takes lastIngress from the sealed one before it', async (t) => {
+  const dir = await tempDir(t);
+  const lastLog = await writeAndClose(dir, 5, segmentBytesSmall);
+  t.match(lastLog, /00000000000000000004\.log$/);
+  await truncate(lastLog, 5);
+  const log = await PartitionLog.open({ dir, segmentBytesMax: segmentBytesSmall });
+  t.teardown(() => log.close());
+  t.equal(log.nextOffset, 4);
+  t.same(log.lastIngress, { seq: 103, index: 0 });
+  t.equal(log.stats().segments, 3, 'the empty segment stays as the active one');
+  t.equal(log.stage(record(4)), 4);
+  await log.flush();
+  await expectRecord(t, log, 4, 4);
+  await expectRecord(t, log, 3, 3);
+});
+
+t.test('destroy removes the partition directory', async (t) => {
+  const dir = await tempDir(t);
+  const log = await PartitionLog.open({ dir, segmentBytesMax: segmentBytesSmall });
+  log.stage(record(0));
+  await log.flush();
+  await log.destroy();
+  await t.rejects(stat(dir), { code: 'ENOENT' });
+});

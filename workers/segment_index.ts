@@ -1,0 +1,55 @@
+// A segment's dense offset index: entry k (u32 little-endian) is the byte position in the segment's
+// .log of the frame holding offset baseOffset + k. Runs on a partition worker thread; segment_log.ts
+// keeps the active segment's entries in a SegmentPositions and reads sealed segments' .idx from disk.
+import assert from 'node:assert/strict';
+
+export const indexEntryBytes = 4;
+
+/** u32 entries: a segment's frames must start below 4 GiB, so segment_bytes is capped at this. */
+export const segmentPositionLimit = 2 ** 32;
+
+/** Positions start this many entries long and double; a small segment never reallocates. */
+const positionsInitial = 1024;
+
+/** A growable list of frame positions: compact (4 bytes per record) even for millions of records. */
+export class SegmentPositions {
+  private values = new Uint32Array(positionsInitial);
+  private count = 0;
+
+  get length(): number {
+    return this.count;
+  }
+
+  push(position: number): void {
+    assert(Number.isInteger(position) && position >= 0, `segment position ${position} is not a byte position`);
+    assert(position < segmentPositionLimit, `segment position ${position} does not fit an index entry`);
+    assert(this.count === 0 || position > this.values[this.count - 1]!, `segment position ${position} goes back`);
+    if (this.count === this.values.length) {
+      const grown = new Uint32Array(this.values.length * 2);
+      grown.set(this.values);
+      this.values = grown;
+    }
+    this.values[this.count] = position;
+    this.count += 1;
+  }
+
+  at(k: number): number {
+    assert(Number.isInteger(k) && k >= 0 && k < this.count, `index entry ${k} out of range ${this.count}`);
+    return this.values[k]!;
+  }
+
+  /** The .idx bytes of entries [from, to). */
+  encode(from: number, to: number): Uint8Array {
+    assert(from >= 0 && from <= to, `index entries [${from}, ${to}) are not a range`);
+    assert(to <= this.count, `index entries [${from}, ${to}) out of range ${this.count}`);
+    const out = new Uint8Array((to - from) * indexEntryBytes);
+    const view = new DataView(out.buffer);
+    for (let k = from; k < to; k++) view.setUint32((k - from) * indexEntryBytes, this.values[k]!, true);
+    return out;
+  }
+}
+
+/** Entry k of .idx bytes read from disk (bytes holds entries starting at entry 0 of the read). */
+export function indexEntryRead(bytes: Uint8Array, k: number): number {
+  return new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength).getUint32(k * indexEntryBytes, true);
+}

@@ -1,0 +1,614 @@
+// One partition's log on disk: segments <baseOffset>.log (frames [u32 len][u32 crc32][record]) and their
+// dense .idx (segment_index.ts), under the directory partition_dirs.ts names. Runs on the partition worker
+// thread that owns the partition; only partition_worker.ts calls it. Lifecycle: open (recovery) or
+// createEmpty, then stage/flush/read in any order (one flush at a time), then close or destroy.
+// Offsets below highWatermark are fdatasynced and never change meaning, not even after a crash.
+import assert from 'node:assert/strict';
+import { mkdir, open, readdir, rm, unlink, type FileHandle } from 'node:fs/promises';
+import { dirname } from 'node:path';
+import { Packr } from 'msgpackr';
+import type { PayloadKind } from '../src/protocol/ingress_frame.js';
+import { frameHeaderBytes, scanFrames, writeFrame } from '../src/util/frame.js';
+import { parseSegmentFileName, segmentPath } from './partition_dirs.js';
+import { indexEntryBytes, indexEntryRead, segmentPositionLimit, SegmentPositions } from './segment_index.js';
+
+export interface StoredRecord {
+  offset: number;
+  timestampSec: number;
+  key: Uint8Array | null;
+  payload: Uint8Array;
+  payloadKind: PayloadKind;
+  /** Ingress sequence of the frame the record came in; with ingressIndex it identifies a replayed record. */
+  ingressSeq: number;
+  /** Position of the record within its ingress frame. */
+  ingressIndex: number;
+}
+
+export interface PartitionLogStats {
+  segments: number;
+  oldestOffset: number;
+  nextOffset: number;
+  highWatermark: number;
+  /** .log plus .idx bytes on disk. */
+  sizeBytes: number;
+  /** Unix seconds of the oldest segment's first record; absent when the partition holds no record. */
+  oldestSegmentAtSec?: number;
+}
+
+export interface IngressPosition {
+  seq: number;
+  index: number;
+}
+
+// Positional like the ingress frame: smaller and faster to pack than a map with repeated keys.
+type WireRecord = [number, number, Uint8Array | null, Uint8Array, PayloadKind, number, number];
+
+const packr = new Packr({ useRecords: false, moreTypes: false });
+
+/** A record body above this is treated as a torn length at recovery (frame.ts default), so stage refuses it. */
+const recordBodyBytesMax = 64 * 1024 * 1024;
+/** Recovery reads a log in windows of this size: bounded memory per partition, few reads per segment. */
+const recoveryScanWindowBytes = 4 * 1024 * 1024;
+/** First staging buffer; it doubles as records arrive and is dropped after each flush. */
+const stagingBytesInitial = 64 * 1024;
+
+interface Segment {
+  baseOffset: number;
+  /** Records whose frames are written and synced (for the active segment, those below highWatermark). */
+  recordCount: number;
+  /** Synced bytes of the .log. */
+  logBytes: number;
+  idxBytes: number;
+}
+
+/** The active segment's open files. The .log handle outlives a roll or close while reads still use it. */
+interface ActiveFiles {
+  log: FileHandle;
+  idx: FileHandle;
+  readsInFlight: number;
+  retired: boolean;
+}
+
+/** Records staged since the last flush: their frames back to back, ready to write. */
+interface StagedBatch {
+  bytes: Uint8Array;
+  frameStarts: number[];
+  firstOffset: number;
+  firstTimestampSec: number;
+}
+
+export class PartitionLog {
+  private segments: Segment[] = [];
+  private active: ActiveFiles | null = null;
+  /** Frame positions of the active segment's synced records; sealed segments' live in their .idx. */
+  private activePositions = new SegmentPositions();
+  private nextOffsetValue = 0;
+  private highWatermarkValue = 0;
+  private lastIngressValue: IngressPosition | null = null;
+  private oldestSegmentAtSecValue: number | undefined = undefined;
+  private staging = new Uint8Array(0);
+  private stagingBytes = 0;
+  private stagingFrameStarts: number[] = [];
+  private stagingFirstTimestampSec = 0;
+  private flushing = false;
+  private closed = false;
+
+  private constructor(
+    readonly dir: string,
+    readonly segmentBytesMax: number,
+  ) {
+    assert(Number.isSafeInteger(segmentBytesMax) && segmentBytesMax > 0, `segmentBytesMax ${segmentBytesMax} invalid`);
+    assert(segmentBytesMax <= segmentPositionLimit, `segmentBytesMax ${segmentBytesMax} exceeds u32 index entries`);
+  }
+
+  /** Opens a partition directory (absent is empty): checks sealed segments, truncates a torn tail. */
+  static async open(opts: { dir: string; segmentBytesMax: number }): Promise<PartitionLog> {
+    const log = new PartitionLog(opts.dir, opts.segmentBytesMax);
+    const bases = await segmentBasesList(opts.dir);
+    for (let i = 0; i + 1 < bases.length; i++) {
+      log.segments.push(await sealedSegmentRecover(opts.dir, bases[i]!, bases[i + 1]!));
+    }
+    const activeBase = bases.at(-1);
+    if (activeBase !== undefined) await log.openActiveRecover(activeBase);
+    await log.openTailRead();
+    log.invariantsCheck();
+    return log;
+  }
+
+  /** A partition known to have no directory yet: no I/O until the first flush creates it. */
+  static createEmpty(opts: { dir: string; segmentBytesMax: number }): PartitionLog {
+    return new PartitionLog(opts.dir, opts.segmentBytesMax);
+  }
+
+  /** The offset the next staged record gets; leads highWatermark while records are staged or flushing. */
+  get nextOffset(): number {
+    return this.nextOffsetValue;
+  }
+
+  /** One past the last synced offset: what readers may see. */
+  get highWatermark(): number {
+    return this.highWatermarkValue;
+  }
+
+  get oldestOffset(): number {
+    return this.segments[0]?.baseOffset ?? this.nextOffsetValue;
+  }
+
+  /** (seq, index) of the last staged or stored record, or null: the worker skips ingress records at or
+   *  below it. Staged counts, because a staged record is stored by the next flush or the worker dies. */
+  get lastIngress(): IngressPosition | null {
+    return this.lastIngressValue === null ? null : { ...this.lastIngressValue };
+  }
+
+  /** Assigns the next offset and buffers the record's frame; no I/O. */
+  stage(r: Omit<StoredRecord, 'offset'>): number {
+    assert(!this.closed, 'stage on a closed partition log');
+    assert(Number.isSafeInteger(r.timestampSec) && r.timestampSec >= 0, `timestampSec ${r.timestampSec} invalid`);
+    assert(r.payloadKind === 0 || r.payloadKind === 1 || r.payloadKind === 2, `payloadKind ${r.payloadKind}`);
+    assert(Number.isSafeInteger(r.ingressSeq) && Number.isSafeInteger(r.ingressIndex) && r.ingressIndex >= 0);
+    const last = this.lastIngressValue;
+    assert(
+      last === null || r.ingressSeq > last.seq || (r.ingressSeq === last.seq && r.ingressIndex > last.index),
+      `ingress (${r.ingressSeq}, ${r.ingressIndex}) is not after (${last?.seq}, ${last?.index})`,
+    );
+    const offset = this.nextOffsetValue;
+    const wire: WireRecord = [offset, r.timestampSec, r.key, r.payload, r.payloadKind, r.ingressSeq, r.ingressIndex];
+    const body = packr.pack(wire);
+    assert(body.byteLength <= recordBodyBytesMax, `record of ${body.byteLength} bytes would read back as torn`);
+    this.stagingReserve(frameHeaderBytes + body.byteLength);
+    if (this.stagingFrameStarts.length === 0) this.stagingFirstTimestampSec = r.timestampSec;
+    this.stagingFrameStarts.push(this.stagingBytes);
+    this.stagingBytes += writeFrame(this.staging, this.stagingBytes, body);
+    this.nextOffsetValue = offset + 1;
+    this.lastIngressValue = { seq: r.ingressSeq, index: r.ingressIndex };
+    return offset;
+  }
+
+  /** Writes everything staged (rolling segments as needed), fdatasyncs, writes index entries, then
+   *  advances highWatermark to what was synced. One flush at a time; records staged meanwhile wait. */
+  async flush(): Promise<void> {
+    assert(!this.flushing, 'one flush at a time per partition log');
+    assert(!this.closed, 'flush on a closed partition log');
+    const count = this.stagingFrameStarts.length;
+    if (count === 0) return;
+    this.flushing = true;
+    const batch: StagedBatch = {
+      bytes: this.staging.subarray(0, this.stagingBytes),
+      frameStarts: this.stagingFrameStarts,
+      firstOffset: this.nextOffsetValue - count,
+      firstTimestampSec: this.stagingFirstTimestampSec,
+    };
+    this.staging = new Uint8Array(0);
+    this.stagingBytes = 0;
+    this.stagingFrameStarts = [];
+    try {
+      let from = 0;
+      while (from < count) {
+        await this.flushSegmentPrepare(batch.firstOffset + from, frameBytes(batch, from));
+        const to = this.flushChunkEnd(batch, from);
+        await this.flushChunk(batch, from, to);
+        from = to;
+      }
+    } finally {
+      this.flushing = false;
+    }
+  }
+
+  /** The record at offset, read from disk and checked (length, crc, offset) after reading. */
+  async read(offset: number): Promise<StoredRecord | 'past_end' | 'aged_out'> {
+    assert(!this.closed, 'read on a closed partition log');
+    assert(Number.isSafeInteger(offset) && offset >= 0, `offset ${offset} invalid`);
+    if (offset >= this.highWatermarkValue) return 'past_end';
+    if (offset < this.oldestOffset) return 'aged_out';
+    const segmentIndex = this.segmentIndexOf(offset);
+    const segment = this.segments[segmentIndex]!;
+    const k = offset - segment.baseOffset;
+    assert(k < segment.recordCount, `offset ${offset} below highWatermark but past its segment`);
+    const isActive = this.active !== null && segmentIndex === this.segments.length - 1;
+    const frame = isActive ? await this.readActive(segment, k) : await segmentFrameReadSealed(this.dir, segment, k);
+    return recordFromFrame(frame, offset, segmentPath(this.dir, segment.baseOffset, 'log'));
+  }
+
+  stats(): PartitionLogStats {
+    let sizeBytes = 0;
+    for (const s of this.segments) sizeBytes += s.logBytes + s.idxBytes;
+    const stats: PartitionLogStats = {
+      segments: this.segments.length,
+      oldestOffset: this.oldestOffset,
+      nextOffset: this.nextOffsetValue,
+      highWatermark: this.highWatermarkValue,
+      sizeBytes,
+    };
+    if (this.oldestSegmentAtSecValue !== undefined) stats.oldestSegmentAtSec = this.oldestSegmentAtSecValue;
+    return stats;
+  }
+
+  /** Closes the files. Records still staged are dropped: the caller flushes first unless destroying. */
+  async close(): Promise<void> {
+    assert(!this.flushing, 'close during a flush');
+    if (this.closed) return;
+    this.closed = true;
+    await this.activeFilesRetire();
+  }
+
+  /** Closes and removes the partition directory (topic deleted). */
+  async destroy(): Promise<void> {
+    await this.close();
+    await rm(this.dir, { recursive: true, force: true });
+  }
+
+  private invariantsCheck(): void {
+    assert(this.oldestOffset <= this.highWatermarkValue, 'oldestOffset above highWatermark');
+    assert(this.highWatermarkValue <= this.nextOffsetValue, 'highWatermark above nextOffset');
+    const last = this.segments.at(-1);
+    if (last === undefined) return;
+    assert.equal(last.baseOffset + last.recordCount, this.highWatermarkValue, 'last segment does not end at highWatermark');
+    if (this.active !== null) assert.equal(this.activePositions.length, last.recordCount, 'active index out of step');
+  }
+
+  private stagingReserve(bytes: number): void {
+    const needed = this.stagingBytes + bytes;
+    if (needed <= this.staging.byteLength) return;
+    let capacity = Math.max(this.staging.byteLength * 2, stagingBytesInitial);
+    while (capacity < needed) capacity *= 2;
+    const grown = new Uint8Array(capacity);
+    grown.set(this.staging.subarray(0, this.stagingBytes));
+    this.staging = grown;
+  }
+
+  /** Makes the active segment able to take the frame at offset: creates the first one, or rolls. */
+  private async flushSegmentPrepare(offset: number, bytes: number): Promise<void> {
+    const last = this.segments.at(-1);
+    if (last === undefined) {
+      await this.segmentCreate(offset);
+      return;
+    }
+    assert(this.active !== null, 'segments without an active segment while open');
+    // A record larger than segmentBytesMax still goes alone into a fresh segment.
+    if (last.logBytes > 0 && last.logBytes + bytes > this.segmentBytesMax) await this.segmentRoll(offset);
+  }
+
+  /** One past the last staged frame, from `from`, that fits the active segment (the first always does). */
+  private flushChunkEnd(batch: StagedBatch, from: number): number {
+    const segment = this.segments.at(-1)!;
+    let bytes = segment.logBytes + frameBytes(batch, from);
+    let to = from + 1;
+    while (to < batch.frameStarts.length && bytes + frameBytes(batch, to) <= this.segmentBytesMax) {
+      bytes += frameBytes(batch, to);
+      to += 1;
+    }
+    return to;
+  }
+
+  private async flushChunk(batch: StagedBatch, from: number, to: number): Promise<void> {
+    const segment = this.segments.at(-1)!;
+    const files = this.active!;
+    const chunkStart = batch.frameStarts[from]!;
+    const chunk = batch.bytes.subarray(chunkStart, frameEnd(batch, to - 1));
+    const firstEntry = this.activePositions.length;
+    await writeAll(files.log, chunk, segment.logBytes);
+    await files.log.datasync();
+    for (let k = from; k < to; k++) this.activePositions.push(segment.logBytes + batch.frameStarts[k]! - chunkStart);
+    const entries = this.activePositions.encode(firstEntry, this.activePositions.length);
+    // The active .idx is rebuilt from the .log at every open, so it needs no sync of its own here.
+    await writeAll(files.idx, entries, segment.idxBytes);
+    segment.recordCount += to - from;
+    segment.logBytes += chunk.byteLength;
+    segment.idxBytes += entries.byteLength;
+    this.highWatermarkValue = segment.baseOffset + segment.recordCount;
+    // Only the partition's first records ever find it unset, and they start this batch.
+    if (this.oldestSegmentAtSecValue === undefined) this.oldestSegmentAtSecValue = batch.firstTimestampSec;
+    this.invariantsCheck();
+  }
+
+  private async segmentCreate(baseOffset: number): Promise<void> {
+    assert(this.active === null, 'segment created while another is active');
+    if (this.segments.length === 0) await dirCreateDurably(this.dir);
+    // 'wx+': an existing file here would mean two logs own one offset range.
+    const log = await open(segmentPath(this.dir, baseOffset, 'log'), 'wx+');
+    const idx = await open(segmentPath(this.dir, baseOffset, 'idx'), 'wx+');
+    await dirSync(this.dir);
+    this.segments.push({ baseOffset, recordCount: 0, logBytes: 0, idxBytes: 0 });
+    this.active = { log, idx, readsInFlight: 0, retired: false };
+    this.activePositions = new SegmentPositions();
+  }
+
+  private async segmentRoll(baseOffset: number): Promise<void> {
+    const files = this.active!;
+    // open() trusts a sealed segment's .idx when consistent, so it must be durable before the roll.
+    await files.idx.sync();
+    await this.activeFilesRetire();
+    await this.segmentCreate(baseOffset);
+  }
+
+  private async activeFilesRetire(): Promise<void> {
+    const files = this.active;
+    if (files === null) return;
+    this.active = null;
+    files.retired = true;
+    await files.idx.close();
+    if (files.readsInFlight === 0) await files.log.close();
+  }
+
+  private async readActive(segment: Segment, k: number): Promise<Uint8Array> {
+    const files = this.active!;
+    // Positions are taken before the first await: a roll or later flush cannot change them under us.
+    const start = this.activePositions.at(k);
+    const end = k + 1 < segment.recordCount ? this.activePositions.at(k + 1) : segment.logBytes;
+    files.readsInFlight += 1;
+    try {
+      return await readExact(files.log, start, end - start);
+    } finally {
+      files.readsInFlight -= 1;
+      if (files.retired && files.readsInFlight === 0) await files.log.close();
+    }
+  }
+
+  private segmentIndexOf(offset: number): number {
+    let low = 0;
+    let high = this.segments.length - 1;
+    while (low < high) {
+      const mid = (low + high + 1) >> 1;
+      if (this.segments[mid]!.baseOffset <= offset) low = mid;
+      else high = mid - 1;
+    }
+    assert(this.segments[low]!.baseOffset <= offset, `offset ${offset} below the first segment`);
+    return low;
+  }
+
+  /** Scans the last segment, drops a torn or corrupt tail, and rebuilds its index. */
+  private async openActiveRecover(baseOffset: number): Promise<void> {
+    const log = await open(segmentPath(this.dir, baseOffset, 'log'), 'r+');
+    const positions = new SegmentPositions();
+    let first: StoredRecord | null = null;
+    let last: StoredRecord | null = null;
+    const fileBytes = (await log.stat()).size;
+    const validBytes = await logScan(log, fileBytes, (body, position) => {
+      const record = recordDecode(body);
+      assert.equal(record.offset, baseOffset + positions.length, `segment ${baseOffset}: offsets out of sequence`);
+      positions.push(position);
+      first ??= record;
+      last = record;
+    });
+    if (validBytes < fileBytes) {
+      await log.truncate(validBytes);
+      await log.datasync();
+    }
+    const idx = await open(segmentPath(this.dir, baseOffset, 'idx'), 'w+');
+    const entries = positions.encode(0, positions.length);
+    await writeAll(idx, entries, 0);
+    this.segments.push({ baseOffset, recordCount: positions.length, logBytes: validBytes, idxBytes: entries.byteLength });
+    this.active = { log, idx, readsInFlight: 0, retired: false };
+    this.activePositions = positions;
+    this.nextOffsetValue = baseOffset + positions.length;
+    this.highWatermarkValue = this.nextOffsetValue;
+    const lastRecord = last as StoredRecord | null;
+    if (lastRecord !== null) this.lastIngressValue = { seq: lastRecord.ingressSeq, index: lastRecord.ingressIndex };
+    const firstRecord = first as StoredRecord | null;
+    if (firstRecord !== null && this.segments.length === 1) this.oldestSegmentAtSecValue = firstRecord.timestampSec;
+  }
+
+  /** Fills lastIngress and oldestSegmentAtSec when the active segment's scan could not (it is empty,
+   *  or older segments exist). Reads at most two records. */
+  private async openTailRead(): Promise<void> {
+    if (this.lastIngressValue === null && this.highWatermarkValue > this.oldestOffset) {
+      const last = await this.read(this.highWatermarkValue - 1);
+      assert(typeof last === 'object', 'last stored record unreadable at open');
+      this.lastIngressValue = { seq: last.ingressSeq, index: last.ingressIndex };
+    }
+    const oldest = this.segments[0];
+    if (this.oldestSegmentAtSecValue === undefined && oldest !== undefined && oldest.recordCount > 0) {
+      const first = await this.read(oldest.baseOffset);
+      assert(typeof first === 'object', 'first stored record unreadable at open');
+      this.oldestSegmentAtSecValue = first.timestampSec;
+    }
+  }
+}
+
+function frameEnd(batch: StagedBatch, k: number): number {
+  return k + 1 < batch.frameStarts.length ? batch.frameStarts[k + 1]! : batch.bytes.byteLength;
+}
+
+function frameBytes(batch: StagedBatch, k: number): number {
+  return frameEnd(batch, k) - batch.frameStarts[k]!;
+}
+
+/** Base offsets of the .log files in dir, ascending; a stray .idx without its .log is removed. */
+async function segmentBasesList(dir: string): Promise<number[]> {
+  let names: string[];
+  try {
+    names = await readdir(dir);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
+    throw err;
+  }
+  const logs = new Set<number>();
+  const idxs: number[] = [];
+  for (const name of names) {
+    const parsed = parseSegmentFileName(name);
+    if (parsed === null) continue;
+    if (parsed.kind === 'log') logs.add(parsed.baseOffset);
+    else idxs.push(parsed.baseOffset);
+  }
+  // Segment creation makes the .log first, so only an interrupted removal leaves a lone .idx; it would
+  // block creating that segment again.
+  for (const base of idxs) if (!logs.has(base)) await unlink(segmentPath(dir, base, 'idx'));
+  return [...logs].sort((a, b) => a - b);
+}
+
+/** A sealed segment's bounds: its .idx is trusted when consistent with the .log, else rebuilt. */
+async function sealedSegmentRecover(dir: string, baseOffset: number, nextBaseOffset: number): Promise<Segment> {
+  const recordCount = nextBaseOffset - baseOffset;
+  assert(recordCount > 0, `sealed segment ${baseOffset} holds no offsets before ${nextBaseOffset}`);
+  const log = await open(segmentPath(dir, baseOffset, 'log'), 'r');
+  try {
+    const logBytes = (await log.stat()).size;
+    const segment: Segment = { baseOffset, recordCount, logBytes, idxBytes: recordCount * indexEntryBytes };
+    if (await sealedIndexConsistent(dir, segment, log)) return segment;
+    await sealedIndexRebuild(dir, segment, log);
+    return segment;
+  } finally {
+    await log.close();
+  }
+}
+
+/** The .idx holds one entry per offset, and its last entry's frame ends exactly at the end of the .log. */
+async function sealedIndexConsistent(dir: string, segment: Segment, log: FileHandle): Promise<boolean> {
+  let idx: FileHandle;
+  try {
+    idx = await open(segmentPath(dir, segment.baseOffset, 'idx'), 'r');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return false;
+    throw err;
+  }
+  try {
+    if ((await idx.stat()).size !== segment.idxBytes) return false;
+    const lastPosition = indexEntryRead(await readExact(idx, segment.idxBytes - indexEntryBytes, indexEntryBytes), 0);
+    if (lastPosition + frameHeaderBytes > segment.logBytes) return false;
+    const header = await readExact(log, lastPosition, frameHeaderBytes);
+    return lastPosition + frameHeaderBytes + indexEntryRead(header, 0) === segment.logBytes;
+  } finally {
+    await idx.close();
+  }
+}
+
+async function sealedIndexRebuild(dir: string, segment: Segment, log: FileHandle): Promise<void> {
+  const positions = new SegmentPositions();
+  const validBytes = await logScan(log, segment.logBytes, (body, position) => {
+    const record = recordDecode(body);
+    assert.equal(record.offset, segment.baseOffset + positions.length, `segment ${segment.baseOffset}: offsets out of sequence`);
+    positions.push(position);
+  });
+  // Sealed data was synced before the next segment existed: damage here is not a torn write, and
+  // dropping it would shift every later offset, so recovery stops (fail-stop) instead.
+  if (validBytes !== segment.logBytes || positions.length !== segment.recordCount) {
+    throw new Error(`sealed segment ${segmentPath(dir, segment.baseOffset, 'log')} is corrupt at byte ${validBytes}`);
+  }
+  const idx = await open(segmentPath(dir, segment.baseOffset, 'idx'), 'w');
+  try {
+    await writeAll(idx, positions.encode(0, positions.length), 0);
+    await idx.sync();
+  } finally {
+    await idx.close();
+  }
+}
+
+async function segmentFrameReadSealed(dir: string, segment: Segment, k: number): Promise<Uint8Array> {
+  const hasNext = k + 1 < segment.recordCount;
+  const idx = await open(segmentPath(dir, segment.baseOffset, 'idx'), 'r');
+  let entries: Uint8Array;
+  try {
+    entries = await readExact(idx, k * indexEntryBytes, (hasNext ? 2 : 1) * indexEntryBytes);
+  } finally {
+    await idx.close();
+  }
+  const start = indexEntryRead(entries, 0);
+  const end = hasNext ? indexEntryRead(entries, 1) : segment.logBytes;
+  if (!(start < end && end <= segment.logBytes)) {
+    throw new Error(`segment ${segment.baseOffset}: index entry ${k} [${start}, ${end}) is corrupt`);
+  }
+  const log = await open(segmentPath(dir, segment.baseOffset, 'log'), 'r');
+  try {
+    return await readExact(log, start, end - start);
+  } finally {
+    await log.close();
+  }
+}
+
+/** Reads frames from the start of a .log; returns the bytes covered by whole, valid frames. */
+async function logScan(log: FileHandle, fileBytes: number, onFrame: (body: Uint8Array, position: number) => void): Promise<number> {
+  let at = 0;
+  while (at < fileBytes) {
+    const window = await readExact(log, at, Math.min(recoveryScanWindowBytes, fileBytes - at));
+    const scan = scanFrames(window, recordBodyBytesMax);
+    for (let k = 0; k < scan.bodies.length; k++) onFrame(scan.bodies[k]!, at + scan.positions[k]!);
+    if (scan.validBytes > 0) {
+      at += scan.validBytes;
+      continue;
+    }
+    // No whole frame in the window: its first frame is larger than the window, or the tail is torn.
+    const body = await logScanLargeFrame(log, at, fileBytes, window);
+    if (body === null) break;
+    onFrame(body, at);
+    at += frameHeaderBytes + body.byteLength;
+  }
+  return at;
+}
+
+async function logScanLargeFrame(log: FileHandle, at: number, fileBytes: number, window: Uint8Array): Promise<Uint8Array | null> {
+  if (window.byteLength < frameHeaderBytes) return null;
+  const bodyBytes = indexEntryRead(window, 0);
+  const bytes = frameHeaderBytes + bodyBytes;
+  if (bytes <= window.byteLength || bodyBytes > recordBodyBytesMax || at + bytes > fileBytes) return null;
+  const frame = await readExact(log, at, bytes);
+  const scan = scanFrames(frame, recordBodyBytesMax);
+  return scan.validBytes === bytes ? scan.bodies[0]! : null;
+}
+
+/** Checks a frame read for offset (length, crc, then the offset inside): the read half of the paired check. */
+function recordFromFrame(frame: Uint8Array, offset: number, path: string): StoredRecord {
+  const scan = scanFrames(frame, recordBodyBytesMax);
+  const body = scan.bodies[0];
+  if (body === undefined || scan.validBytes !== frame.byteLength) {
+    throw new Error(`${path}: frame of offset ${offset} fails its length or crc check`);
+  }
+  const record = recordDecode(body);
+  if (record.offset !== offset) throw new Error(`${path}: frame read for offset ${offset} holds offset ${record.offset}`);
+  return record;
+}
+
+function recordDecode(body: Uint8Array): StoredRecord {
+  const wire = packr.unpack(body) as unknown;
+  if (!Array.isArray(wire) || wire.length !== 7) throw new Error('segment record: malformed body');
+  const [offset, timestampSec, key, payload, payloadKind, ingressSeq, ingressIndex] = wire as WireRecord;
+  const wellFormed =
+    Number.isSafeInteger(offset) &&
+    Number.isSafeInteger(timestampSec) &&
+    (key === null || key instanceof Uint8Array) &&
+    payload instanceof Uint8Array &&
+    (payloadKind === 0 || payloadKind === 1 || payloadKind === 2) &&
+    Number.isSafeInteger(ingressSeq) &&
+    Number.isSafeInteger(ingressIndex);
+  if (!wellFormed) throw new Error('segment record: malformed fields');
+  return { offset, timestampSec, key, payload, payloadKind, ingressSeq, ingressIndex };
+}
+
+async function writeAll(handle: FileHandle, bytes: Uint8Array, position: number): Promise<void> {
+  let done = 0;
+  while (done < bytes.byteLength) {
+    const { bytesWritten } = await handle.write(bytes, done, bytes.byteLength - done, position + done);
+    assert(bytesWritten > 0, 'write made no progress');
+    done += bytesWritten;
+  }
+}
+
+async function readExact(handle: FileHandle, position: number, length: number): Promise<Uint8Array> {
+  const out = new Uint8Array(length);
+  let done = 0;
+  while (done < length) {
+    const { bytesRead } = await handle.read(out, done, length - done, position + done);
+    if (bytesRead === 0) throw new Error(`short read: ${done} of ${length} bytes at ${position}`);
+    done += bytesRead;
+  }
+  return out;
+}
+
+async function dirSync(dir: string): Promise<void> {
+  const handle = await open(dir, 'r');
+  try {
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+}
+
+/** mkdir -p, then syncs the parent of every directory it created so the new entries survive a crash. */
+async function dirCreateDurably(dir: string): Promise<void> {
+  const firstCreated = await mkdir(dir, { recursive: true });
+  if (firstCreated === undefined) return;
+  for (let created = dir; ; created = dirname(created)) {
+    assert.notEqual(created, dirname(created), `mkdir reported ${firstCreated}, not an ancestor of ${dir}`);
+    await dirSync(dirname(created));
+    if (created === firstCreated) return;
+  }
+}
