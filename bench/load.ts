@@ -90,6 +90,8 @@ class RunState {
   inFlight = 0;
   connectionsOpened = 0;
   completedTotal = 0;
+  /** completedTotal when the window opened, for the progress line's average. */
+  completedAtWindowStart = 0;
   windowStartMs = 0;
   windowEndMs = 0;
   readonly histogramUs: Histogram = build({ bitBucketSize: 32, numberOfSignificantValueDigits: 3, autoResize: true });
@@ -138,6 +140,7 @@ export async function runLoad(options: LoadOptions): Promise<LoadResult> {
   await Promise.race([sleep(options.warmupMs), abort]);
   state.phase = 'measure';
   state.windowStartMs = performance.now();
+  state.completedAtWindowStart = state.completedTotal;
   cpuStart = process.cpuUsage();
   options.onWindowStart?.();
   await Promise.race([sleep(options.durationMs), abort]);
@@ -196,7 +199,6 @@ function startProgress(options: LoadOptions, state: RunState): NodeJS.Timeout {
   const startedMs = performance.now();
   let lastCompleted = 0;
   let lastMs = startedMs;
-  let windowCompletedAtStart = -1;
   return setInterval(() => {
     const now = performance.now();
     const delta = state.completedTotal - lastCompleted;
@@ -204,10 +206,9 @@ function startProgress(options: LoadOptions, state: RunState): NodeJS.Timeout {
     lastCompleted = state.completedTotal;
     lastMs = now;
     let average = '';
-    if (state.phase === 'measure') {
-      if (windowCompletedAtStart < 0) windowCompletedAtStart = state.completedTotal - delta;
-      const inWindow = state.completedTotal - windowCompletedAtStart;
-      average = `  avg ${formatInt((inWindow * 1000) / Math.max(1, now - state.windowStartMs))} req/s`;
+    if (state.phase === 'measure' && now - state.windowStartMs >= 100) {
+      const inWindow = state.completedTotal - state.completedAtWindowStart;
+      average = `  avg ${formatInt((inWindow * 1000) / (now - state.windowStartMs))} req/s`;
     }
     const elapsedSec = Math.round((now - startedMs) / 1000);
     options.onProgress?.(`  [${options.label}] ${state.phase.padEnd(7)} ${String(elapsedSec).padStart(3)}s  ` +

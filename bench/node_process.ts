@@ -3,7 +3,7 @@
 // server's logger), reads its CPU time from /proc/<pid>/stat, and stops it (SIGTERM, then SIGKILL after a grace
 // period). Runs on the bench process's main thread; every child started here is stopped by run.ts's cleanup.
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 
 /** Bytes of the child's combined stdout and stderr kept for error reports; older output is dropped. */
 const outputTailBytesMax = 64 * 1024;
@@ -132,9 +132,33 @@ function clockTicks(): number {
  * /proc/<pid>/stat. Null when that cannot be read (no /proc, process gone, not ours). Resolution: 1 / CLK_TCK s.
  */
 export function readProcessCpuMs(pid: number): number | null {
+  return readStatCpuMs(`/proc/${pid}/stat`);
+}
+
+/**
+ * CPU time (ms) of each thread of process pid so far, by thread id, from /proc/<pid>/task/<tid>/stat. The main
+ * thread's id is pid (in the broker that is the front thread). Node 20 leaves every thread's name "node", so ids
+ * are all there is to tell them apart. Null when /proc cannot be read.
+ */
+export function readThreadCpuMs(pid: number): Map<number, number> | null {
+  let tids: string[];
+  try {
+    tids = readdirSync(`/proc/${pid}/task`);
+  } catch {
+    return null;
+  }
+  const byTid = new Map<number, number>();
+  for (const tid of tids) {
+    const ms = readStatCpuMs(`/proc/${pid}/task/${tid}/stat`);
+    if (ms !== null) byTid.set(Number(tid), ms);
+  }
+  return byTid;
+}
+
+function readStatCpuMs(path: string): number | null {
   let stat: string;
   try {
-    stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    stat = readFileSync(path, 'utf8');
   } catch {
     return null;
   }

@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { formatInt, runLoad, type ClientKind, type LoadRequest, type LoadResult } from './load.js';
-import { readMachineBusyCpuMs, readProcessCpuMs, startChildServer, type ChildServer } from './node_process.js';
+import { readMachineBusyCpuMs, readProcessCpuMs, readThreadCpuMs, startChildServer, type ChildServer } from './node_process.js';
 
 const repoRoot = fileURLToPath(new URL('../../', import.meta.url));
 const helloWorldScript = fileURLToPath(new URL('./hello_world_server.js', import.meta.url));
@@ -72,9 +72,11 @@ function parseOptions(argv: string[]): BenchOptions {
   if (values.help || positionals.length !== 1) throw new UsageError(values.help ? '' : 'give exactly one scenario');
   const client = values.client ?? 'net';
   if (client !== 'net' && client !== 'undici') throw new UsageError(`--client must be net or undici, got ${client}`);
+  const url = values.url?.replace(/\/+$/, '') ?? null;
+  if (url !== null) checkLoopbackUrl(url);
   return {
     scenario: positionals[0]!,
-    url: values.url?.replace(/\/+$/, '') ?? null,
+    url,
     user: values.user ?? 'admin',
     password: values.password ?? null,
     topic: values.topic ?? null,
@@ -95,6 +97,20 @@ function parseOptions(argv: string[]): BenchOptions {
 }
 
 class UsageError extends Error {}
+
+/** The load loops are heavy by design, so they only ever target this machine. */
+function checkLoopbackUrl(text: string): void {
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    throw new UsageError(`--url ${text} is not a URL`);
+  }
+  if (url.protocol !== 'http:') throw new UsageError(`--url must be http:// (plain HTTP), got ${url.protocol}`);
+  if (!['127.0.0.1', 'localhost', '[::1]'].includes(url.hostname)) {
+    throw new UsageError(`--url must be a loopback address (127.0.0.1, localhost, [::1]), got ${url.hostname}`);
+  }
+}
 
 function numberOption(name: string, text: string | undefined, fallback: number, min: number, max: number): number {
   if (text === undefined) return fallback;
@@ -169,6 +185,9 @@ interface RunFigures {
   /** Bench process CPU per response (any status), µs: the load generator's own cost. */
   clientCpuUsPerRequest: number;
   serverCpuPercent: number | null;
+  /** The server's threads that used at least 1% of a core in the window, busiest first; main = the main thread
+   * (the broker's front thread). Threads started or ended inside the window are left out. */
+  serverThreads: Array<{ tid: number; main: boolean; cpuPercent: number }>;
   /** CPU that neither the bench process nor the server used during the window (other processes, the kernel's
    * share not billed to either), % of one core. High values mean a noisy machine. */
   otherCpuPercent: number | null;
@@ -179,7 +198,8 @@ interface RunFigures {
 async function measure(options: BenchOptions, spec: RunSpec): Promise<RunFigures> {
   const controller = new AbortController();
   void spec.server?.exited.then(() => controller.abort());
-  const cpu: CpuSamples = { serverStart: null, serverMs: null, machineStart: null, machineMs: null };
+  const cpu: CpuSamples = { serverStart: null, serverMs: null, machineStart: null, machineMs: null,
+    threadsStart: null, threadsMs: null };
   process.stderr.write(`${spec.name}: ${spec.connections} connections, ${options.warmupSec}s warm-up + ` +
     `${options.durationSec}s, ${spec.request.body.length} B bodies, client ${options.client}, ${spec.url}\n`);
   const result = await runLoad({
@@ -189,12 +209,14 @@ async function measure(options: BenchOptions, spec: RunSpec): Promise<RunFigures
     onWindowStart: () => {
       cpu.serverStart = spec.serverPid === null ? null : readProcessCpuMs(spec.serverPid);
       cpu.machineStart = readMachineBusyCpuMs();
+      cpu.threadsStart = spec.serverPid === null ? null : readThreadCpuMs(spec.serverPid);
     },
     onWindowEnd: () => {
       const serverEnd = spec.serverPid === null ? null : readProcessCpuMs(spec.serverPid);
       cpu.serverMs = serverEnd === null || cpu.serverStart === null ? null : serverEnd - cpu.serverStart;
       const machineEnd = readMachineBusyCpuMs();
       cpu.machineMs = machineEnd === null || cpu.machineStart === null ? null : machineEnd - cpu.machineStart;
+      cpu.threadsMs = threadDeltas(cpu.threadsStart, spec.serverPid === null ? null : readThreadCpuMs(spec.serverPid));
     },
     onProgress: (line) => process.stderr.write(line + '\n'),
   });
@@ -210,6 +232,28 @@ interface CpuSamples {
   serverMs: number | null;
   machineStart: number | null;
   machineMs: number | null;
+  threadsStart: Map<number, number> | null;
+  /** CPU ms per thread id over the window. */
+  threadsMs: Map<number, number> | null;
+}
+
+function threadDeltas(start: Map<number, number> | null, end: Map<number, number> | null): Map<number, number> | null {
+  if (start === null || end === null) return null;
+  const deltas = new Map<number, number>();
+  for (const [tid, ms] of end) {
+    const before = start.get(tid);
+    if (before !== undefined) deltas.set(tid, ms - before);
+  }
+  return deltas;
+}
+
+function busyThreads(cpu: CpuSamples, serverPid: number | null, windowMs: number): RunFigures['serverThreads'] {
+  const threads: RunFigures['serverThreads'] = [];
+  for (const [tid, ms] of cpu.threadsMs ?? []) {
+    const cpuPercent = (ms / windowMs) * 100;
+    if (cpuPercent >= 1) threads.push({ tid, main: tid === serverPid, cpuPercent });
+  }
+  return threads.sort((a, b) => b.cpuPercent - a.cpuPercent);
 }
 
 function figures(options: BenchOptions, spec: RunSpec, result: LoadResult, cpu: CpuSamples): RunFigures {
@@ -235,6 +279,7 @@ function figures(options: BenchOptions, spec: RunSpec, result: LoadResult, cpu: 
     clientCpuPercent: result.clientCpuPercent,
     clientCpuUsPerRequest: result.clientCpuUsPerResponse,
     serverCpuPercent,
+    serverThreads: busyThreads(cpu, spec.serverPid, result.windowMs),
     otherCpuPercent: machineCpuPercent === null || serverCpuPercent === null ? null
       : Math.max(0, machineCpuPercent - serverCpuPercent - result.clientCpuPercent),
     connectionsOpened: result.connectionsOpened,
@@ -349,6 +394,9 @@ async function runProduce(options: BenchOptions): Promise<ProduceReport> {
   } catch (error) {
     failures.push(error instanceof Error ? error.message : String(error));
   }
+  for (const run of runs) {
+    if (run.acceptedRequests === 0) failures.push(`${run.name}: no 202 responses (errors: ${formatErrors(run.errorCounts)})`);
+  }
   return { scenario: 'produce', startedAt, topic, target: target === null ? 'none' : target.url,
     options: reportedOptions(options), runs, ratios: ratios(runs), failures };
 }
@@ -370,10 +418,12 @@ function ratios(runs: RunFigures[]): ProduceRatios {
   const floor = runs.find((run) => run.name.startsWith('http floor'));
   const single = runs.find((run) => run.name === 'single produce');
   const batch = runs.find((run) => run.name.startsWith('batch produce'));
+  const ratio = (a: number | undefined, b: number | undefined): number | null =>
+    a === undefined || b === undefined || b === 0 ? null : a / b;
   return {
-    singleReqPerSecOfFloor: floor && single ? single.reqPerSec / floor.reqPerSec : null,
+    singleReqPerSecOfFloor: ratio(single?.reqPerSec, floor?.reqPerSec),
     batchMsgsPerSec: batch ? batch.msgsPerSec : null,
-    batchMsgsPerSecOverSingle: batch && single ? batch.msgsPerSec / single.msgsPerSec : null,
+    batchMsgsPerSecOverSingle: ratio(batch?.msgsPerSec, single?.msgsPerSec),
   };
 }
 
@@ -386,6 +436,15 @@ function fixed(value: number, digits: number): string {
 
 function percent(value: number | null): string {
   return value === null ? 'n/a' : `${fixed(value, 0)}%`;
+}
+
+/** "182% (main 71%, 60%, 38%)": the process, then its main thread and the next two busiest threads. */
+function serverCpu(run: RunFigures): string {
+  if (run.serverCpuPercent === null) return 'n/a';
+  const main = run.serverThreads.find((thread) => thread.main);
+  const others = run.serverThreads.filter((thread) => !thread.main).slice(0, 2);
+  const parts = [`main ${fixed(main?.cpuPercent ?? 0, 0)}%`, ...others.map((t) => `${fixed(t.cpuPercent, 0)}%`)];
+  return `${percent(run.serverCpuPercent)} (${parts.join(', ')})`;
 }
 
 function formatErrors(counts: Record<string, number>): string {
@@ -401,7 +460,7 @@ function printTable(report: ProduceReport): void {
     formatInt(run.msgsPerSec), fixed(run.payloadMBPerSec, 1), fixed(run.latencyMs.p50, 2), fixed(run.latencyMs.p90, 2),
     fixed(run.latencyMs.p99, 2), fixed(run.latencyMs.p999, 2), fixed(run.latencyMs.max, 2),
     formatErrors(run.errorCounts), `${fixed(run.clientCpuPercent, 0)}%`, fixed(run.clientCpuUsPerRequest, 1),
-    percent(run.serverCpuPercent), percent(run.otherCpuPercent)]);
+    serverCpu(run), percent(run.otherCpuPercent)]);
   const widths = header.map((title, i) => Math.max(title.length, ...rows.map((row) => row[i]!.length)));
   const line = (cells: string[]): string =>
     cells.map((cell, i) => (i === 0 || i === 10 ? cell.padEnd(widths[i]!) : cell.padStart(widths[i]!))).join('  ');

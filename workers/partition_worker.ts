@@ -313,13 +313,14 @@ class PartitionWorker {
   }
 }
 
-/** Names in dir that parse (absent dir: none). */
+/** Names in dir that parse. An absent dir, or a stray file where a directory would be, holds none. */
 async function dirNames<T>(dir: string, parse: (name: string) => T | null): Promise<T[]> {
   let names: string[];
   try {
     names = await readdir(dir);
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT' || code === 'ENOTDIR') return [];
     throw err;
   }
   const parsed: T[] = [];

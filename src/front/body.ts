@@ -49,6 +49,11 @@ export class BodyReader {
       let failed: BrokerError | null = null;
       if (contentLength !== null && contentLength > rule.bytesMax) failed = tooLarge();
       else if (contentLength !== null && !this.takeBudget(contentLength)) failed = errors.batchBudgetFull();
+      if (failed === null && contentLength === 0) {
+        this.receiving = false;
+        resolve(new Uint8Array(0));
+        return;
+      }
       if (failed !== null) {
         // Answer without reading: the caller closes the connection so the rest of the body is never parsed.
         reject(failed);

@@ -3,7 +3,7 @@
 // method (405), shutdown (503), credentials (401), content type (415), then the route's handler. Created by
 // main.ts after startup; shutdown() refuses new requests and waits for in-flight ones.
 import type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket } from 'uWebSockets.js';
-import { limits } from '../config.js';
+import { limits, parseListenAddress } from '../config.js';
 import { BrokerError, errors } from '../errors.js';
 import { Authenticator } from './auth.js';
 import { BodyReader } from './body.js';
@@ -122,10 +122,10 @@ export class FrontServer {
     const apiPort = await this.listenApp(this.uws.App().any('/*', (res, req) => this.onRequest(this.routes, res, req)), host, port);
     const metricsAddr = this.services.config['http.metrics_addr'];
     if (metricsAddr !== '') {
-      const split = metricsAddr.lastIndexOf(':');
-      const metricsHost = split > 0 ? metricsAddr.slice(0, split) : '0.0.0.0';
-      const metricsPort = Number(metricsAddr.slice(split + 1));
-      await this.listenApp(this.uws.App().any('/*', (res, req) => this.onRequest(this.metricsRoutes, res, req)), metricsHost, metricsPort);
+      // The config module checked the address at load.
+      const address = parseListenAddress(metricsAddr)!;
+      const app = this.uws.App().any('/*', (res, req) => this.onRequest(this.metricsRoutes, res, req));
+      await this.listenApp(app, address.host === '' ? '0.0.0.0' : address.host, address.port);
     }
     return apiPort;
   }
@@ -157,6 +157,7 @@ export class FrontServer {
     const rawQuery = req.getQuery() ?? '';
     const headers: RequestHeaders = { authorization: '', contentType: '', contentEncoding: '', svcClient: null };
     let contentLength: number | null = null;
+    let chunked = false;
     // Request line and terminating CRLFs count too; uWS itself allows more (UWS_HTTP_MAX_HEADERS_SIZE is set
     // above http.max_header_bytes at load), so the spec's 431 is decided here.
     let headerBytes = method.length + path.length + rawQuery.length + 16;
@@ -168,24 +169,27 @@ export class FrontServer {
         case 'content-length': contentLength = /^\d+$/.test(value) ? Number(value) : null; break;
         case 'content-encoding': headers.contentEncoding = value; break;
         case 'x-svc-client': headers.svcClient = value; break;
+        case 'transfer-encoding': chunked = true; break;
       }
     });
+    // Without a length or chunked encoding a request has no body (RFC 9112 §6.3).
+    const hasBody = chunked || (contentLength !== null && contentLength > 0);
     if (headerBytes > this.headerBytesMax) {
-      this.writeEarly(res, plainReply(431, 'request header fields too large'), '(header)', method);
+      this.writeEarly(res, plainReply(431, 'request header fields too large'), 'unmatched', method, hasBody);
       return;
     }
     const match = routes.match(method, path);
     if (match.kind === 'not_found') {
-      this.writeEarly(res, plainReply(404, 'not found'), 'unmatched', method);
+      this.writeEarly(res, plainReply(404, 'not found'), 'unmatched', method, hasBody);
       return;
     }
     if (match.kind === 'method_not_allowed') {
-      this.writeEarly(res, plainReply(405, 'method not allowed', { Allow: match.allow }), 'unmatched', method);
+      this.writeEarly(res, plainReply(405, 'method not allowed', { Allow: match.allow }), 'unmatched', method, hasBody);
       return;
     }
     const route = match.entry;
     if (this.lifecycle.shuttingDown && route.pattern !== '/healthz' && route.pattern !== '/readyz') {
-      this.writeEarly(res, errorReply(errors.shuttingDown()), route.pattern, method);
+      this.writeEarly(res, errorReply(errors.shuttingDown()), route.pattern, method, hasBody);
       return;
     }
     const remoteIp = this.security ? '' : Buffer.from(res.getRemoteAddressAsText()).toString();
@@ -195,7 +199,7 @@ export class FrontServer {
     });
     if (route.body !== undefined) {
       const share = route.body.usesBatchBudget ? { budget: this.services.batchBudget, freeBytesMax: limits.request_body_bytes_max } : undefined;
-      ctx.bodyReader = new BodyReader(res, contentLength, route.body, share);
+      ctx.bodyReader = new BodyReader(res, hasBody ? contentLength : 0, route.body, share);
     }
     this.inFlight++;
     let reply: Reply | Promise<Reply>;
@@ -264,9 +268,9 @@ export class FrontServer {
     else writeReply(res, reply, close);
   }
 
-  private writeEarly(res: HttpResponse, reply: Reply, route: string, method: string): void {
+  private writeEarly(res: HttpResponse, reply: Reply, route: string, method: string, hasBody: boolean): void {
     this.services.metrics.countRequest(route, method, reply.status);
-    // The request may carry a body we never read: close after answering.
-    writeReply(res, reply, true);
+    // A body we never read must not be taken for the next request: close after answering.
+    writeReply(res, reply, hasBody);
   }
 }

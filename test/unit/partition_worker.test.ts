@@ -31,6 +31,7 @@ const timestampSec = 1_700_000_100;
 /** One running worker and everything it has posted, in order. */
 class WorkerUnderTest {
   readonly inbox: FromWorker[] = [];
+  stderrText = '';
   readonly exited: Promise<number>;
   private readonly metadata = new MessageChannel();
   private readonly worker: Worker;
@@ -50,6 +51,7 @@ class WorkerUnderTest {
       transferList: [this.metadata.port2],
       stderr: true,
     });
+    this.worker.stderr.on('data', (chunk: Buffer) => (this.stderrText += chunk.toString()));
     this.worker.on('message', (msg: FromWorker) => {
       this.inbox.push(msg);
       for (const wake of this.waiters.splice(0)) wake();
@@ -105,7 +107,13 @@ class WorkerUnderTest {
   }
 }
 
-async function started(t: Test, dataDir: string, state: MetadataState, index: number, opts = {}): Promise<WorkerUnderTest> {
+async function started(
+  t: Test,
+  dataDir: string,
+  state: MetadataState,
+  index: number,
+  opts: { workerIndex?: number; workerCount?: number } = {},
+): Promise<WorkerUnderTest> {
   const w = new WorkerUnderTest(dataDir, opts);
   t.teardown(() => w.terminate());
   await w.take('ready');
@@ -247,6 +255,7 @@ t.test('a flush that cannot write ends the worker with a non-zero code', async (
   w.send(dispatch(5, [entry(1, topicA.id, [[0, 'a0']])]));
   t.equal(await w.exited, 1);
   t.same(w.inbox.filter((m) => m.kind === 'durable'), [], 'nothing was reported durable');
+  t.match(w.stderrText, /flush failed, exiting/);
 });
 
 async function waitForAbsent(path: string): Promise<void> {

@@ -16,7 +16,8 @@ const threadUrl = new URL('../../src/raft/shell/raft_thread.js', import.meta.url
 /** Collects messages from a port or worker and hands them out one at a time, in arrival order. */
 class Inbox {
   readonly received: FromMetadata[] = [];
-  private readonly waiters: ((message: FromMetadata) => void)[] = [];
+  private readonly waiters: { resolve: (message: FromMetadata) => void; reject: (err: Error) => void }[] = [];
+  private failure: Error | null = null;
   private consumed = 0;
 
   constructor(source: Worker | MessagePort) {
@@ -26,13 +27,26 @@ class Inbox {
     });
   }
 
+  /** The thread died: every wait fails at once with its error instead of timing out. */
+  fail(err: Error): void {
+    this.failure = err;
+    for (const waiter of this.waiters.splice(0)) waiter.reject(err);
+  }
+
   /** The next message not yet taken, in arrival order, waiting up to timeoutMs. */
   next(timeoutMs = 10_000): Promise<FromMetadata> {
     return new Promise((resolve, reject) => {
+      if (this.failure !== null) return reject(this.failure);
       const timer = setTimeout(() => reject(new Error(`no message within ${timeoutMs} ms`)), timeoutMs);
-      this.waiters.push((message) => {
-        clearTimeout(timer);
-        resolve(message);
+      this.waiters.push({
+        resolve: (message) => {
+          clearTimeout(timer);
+          resolve(message);
+        },
+        reject: (err) => {
+          clearTimeout(timer);
+          reject(err);
+        },
       });
       this.wake();
     });
@@ -41,7 +55,7 @@ class Inbox {
   private wake(): void {
     while (this.waiters.length > 0 && this.consumed < this.received.length) {
       const waiter = this.waiters.shift()!;
-      waiter(this.received[this.consumed++]!);
+      waiter.resolve(this.received[this.consumed++]!);
     }
   }
 }
@@ -59,6 +73,10 @@ function startNode(dataDir: string): Node {
   const worker = new Worker(threadUrl, { workerData, transferList: [channel.port1] });
   const exited = new Promise<number>((resolve) => worker.once('exit', resolve));
   const node = { worker, front: new Inbox(worker), partitionWorker: new Inbox(channel.port2), exited };
+  worker.on('error', (err) => {
+    node.front.fail(err);
+    node.partitionWorker.fail(err);
+  });
   // The stand-in partition worker's port must not keep the test process alive.
   channel.port2.unref();
   return node;
@@ -181,6 +199,7 @@ t.test('proposals arriving during a persist are group-committed, each answered o
   t.teardown(() => rm(dataDir, { recursive: true, force: true }));
   const node = startNode(dataDir);
   const state = await expectSnapshot(t, node.front, 0);
+  await expectSnapshot(t, node.partitionWorker, 0);
   const count = 200;
   for (let i = 1; i <= count; i++) propose(node, 1000 + i, { type: 'topic.create', topic: topic(`t${i}`, i.toString(16).padStart(16, '0')) });
   const messages = await takeCommitted(node.front, count);
@@ -196,6 +215,22 @@ t.test('proposals arriving during a persist are group-committed, each answered o
   const restarted = startNode(dataDir);
   const restored = await expectSnapshot(t, restarted.front, count);
   t.same(restored, state, 'replay rebuilds exactly the state the replica reached');
+  await stop(t, restarted);
+});
+
+t.test('a committed entry survives the thread being terminated without a shutdown', async (t) => {
+  const dataDir = await mkdtemp(join(tmpdir(), 'svc-raft-thread-'));
+  t.teardown(() => rm(dataDir, { recursive: true, force: true }));
+  const node = startNode(dataDir);
+  await expectSnapshot(t, node.front, 0);
+  const orders = topic('orders', '00000000000000a1');
+  propose(node, 1, { type: 'topic.create', topic: orders });
+  await takeCommitted(node.front, 1);
+  // No 'shutdown': the database is never closed, so the entry must already be in the synced WAL.
+  await node.worker.terminate();
+  const restarted = startNode(dataDir);
+  const restored = await expectSnapshot(t, restarted.front, 1);
+  t.same(restored.topics.get('orders'), orders);
   await stop(t, restarted);
 });
 

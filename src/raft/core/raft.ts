@@ -211,4 +211,5 @@ function assertStoredState(stored: StoredRaftState, voters: readonly number[]): 
   assertRaft(lastTerm <= hardState.term, `raft: stored last term ${lastTerm} above the hard state term ${hardState.term}`);
   assertRaft(hardState.commit <= lastIndex, `raft: stored commit ${hardState.commit} beyond the last index ${lastIndex}`);
   assertRaft(hardState.vote === 0 || voters.includes(hardState.vote), `raft: stored vote ${hardState.vote} is not a voter`);
+  assertRaft(hardState.vote === 0 || hardState.term > 0, 'raft: stored vote without a term');
 }

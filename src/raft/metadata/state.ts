@@ -126,7 +126,7 @@ function applyTopicDelete(state: MetadataState, name: string, id: string): Apply
 
 function applyUserCreate(state: MetadataState, user: UserRecord): ApplyResult {
   if (state.users.has(user.username)) return { ok: false, status: 409, error: `user ${user.username} already exists` };
-  state.users.set(user.username, { ...user, grants: user.grants.map((g) => ({ ...g })) });
+  state.users.set(user.username, { ...user, grants: user.grants.map((g) => (g.patterns === undefined ? { ...g } : { ...g, patterns: [...g.patterns] })) });
   return { ok: true };
 }
 

@@ -55,7 +55,7 @@ export class SqliteRaftStorage {
     await mkdir(dirname(path), { recursive: true });
     const db = await new Promise<sqlite3.Database>((resolve, reject) => {
       const opened: sqlite3.Database = new sqlite3.Database(path, sqlite3.OPEN_READWRITE | sqlite3.OPEN_CREATE, (err) =>
-        err === null ? resolve(opened) : reject(err),
+        settle(err, () => resolve(opened), reject),
       );
     });
     try {
@@ -135,7 +135,7 @@ export class SqliteRaftStorage {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    await new Promise<void>((resolve, reject) => this.insertEntry.finalize((err) => (err === null ? resolve() : reject(err))));
+    await new Promise<void>((resolve, reject) => this.insertEntry.finalize((err) => settle(err, resolve, reject)));
     await closeDb(this.db);
   }
 }
@@ -148,28 +148,34 @@ function checkWrite(condition: boolean, message: string): asserts condition {
   if (!condition) throw new Error(`raft storage: refusing to write: ${message}`);
 }
 
+/** sqlite3 reports success as null from some callbacks and undefined from others (finalize). */
+function settle(err: Error | null | undefined, resolve: () => void, reject: (err: Error) => void): void {
+  if (err === null || err === undefined) resolve();
+  else reject(err);
+}
+
 function exec(db: sqlite3.Database, sql: string): Promise<void> {
-  return new Promise((resolve, reject) => db.exec(sql, (err) => (err === null ? resolve() : reject(err))));
+  return new Promise((resolve, reject) => db.exec(sql, (err) => settle(err, resolve, reject)));
 }
 
 function run(db: sqlite3.Database, sql: string, params: unknown[]): Promise<void> {
-  return new Promise((resolve, reject) => db.run(sql, params, (err) => (err === null ? resolve() : reject(err))));
+  return new Promise((resolve, reject) => db.run(sql, params, (err) => settle(err, resolve, reject)));
 }
 
 function all<Row>(db: sqlite3.Database, sql: string): Promise<Row[]> {
-  return new Promise((resolve, reject) => db.all(sql, (err: Error | null, rows: Row[]) => (err === null ? resolve(rows) : reject(err))));
+  return new Promise((resolve, reject) => db.all(sql, (err: Error | null, rows: Row[]) => settle(err, () => resolve(rows), reject)));
 }
 
 function prepare(db: sqlite3.Database, sql: string): Promise<sqlite3.Statement> {
   return new Promise((resolve, reject) => {
-    const statement: sqlite3.Statement = db.prepare(sql, (err: Error | null) => (err === null ? resolve(statement) : reject(err)));
+    const statement: sqlite3.Statement = db.prepare(sql, (err: Error | null) => settle(err, () => resolve(statement), reject));
   });
 }
 
 function runStatement(statement: sqlite3.Statement, params: unknown[]): Promise<void> {
-  return new Promise((resolve, reject) => statement.run(params, (err: Error | null) => (err === null ? resolve() : reject(err))));
+  return new Promise((resolve, reject) => statement.run(params, (err: Error | null) => settle(err, resolve, reject)));
 }
 
 function closeDb(db: sqlite3.Database): Promise<void> {
-  return new Promise((resolve, reject) => db.close((err) => (err === null ? resolve() : reject(err))));
+  return new Promise((resolve, reject) => db.close((err) => settle(err, resolve, reject)));
 }
