@@ -372,12 +372,11 @@ async function runProduce(options: BenchOptions): Promise<ProduceReport> {
   const runs: RunFigures[] = [];
   const failures: string[] = [];
   if (!options.skipFloor) {
-    const hello = await startHelloWorld();
-    // Same path, headers, body and connections as single produce; the credentials are only bytes to it.
-    const request = produceRequest(topic, payload, basicAuth('admin', 'x'.repeat(24)), false);
-    runs.push(await measure(options, { name: 'http floor (hello world)', url: hello.url, request,
-      connections: options.connections, messagesPerRequest: 1, serverPid: hello.pid, server: hello }));
-    await hello.stop();
+    try {
+      runs.push(await measureFloor(options, topic, payload));
+    } catch (error) {
+      failures.push(error instanceof Error ? error.message : String(error));
+    }
     await sleep(1000);
   }
   let target: BrokerTarget | null = null;
@@ -399,6 +398,18 @@ async function runProduce(options: BenchOptions): Promise<ProduceReport> {
   }
   return { scenario: 'produce', startedAt, topic, target: target === null ? 'none' : target.url,
     options: reportedOptions(options), runs, ratios: ratios(runs), failures };
+}
+
+async function measureFloor(options: BenchOptions, topic: string, payload: Buffer): Promise<RunFigures> {
+  const hello = await startHelloWorld();
+  try {
+    // Same path, headers, body and connections as single produce; the credentials are only bytes to it.
+    const request = produceRequest(topic, payload, basicAuth('admin', 'x'.repeat(24)), false);
+    return await measure(options, { name: 'http floor (hello world)', url: hello.url, request,
+      connections: options.connections, messagesPerRequest: 1, serverPid: hello.pid, server: hello });
+  } finally {
+    await hello.stop();
+  }
 }
 
 function reportedOptions(options: BenchOptions): Record<string, unknown> {

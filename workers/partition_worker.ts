@@ -44,6 +44,8 @@ class PartitionWorker {
   /** Topic deletions run one after another, each after the round that was in flight when it arrived. */
   private deletions: Promise<void> = Promise.resolve();
   private shuttingDown = false;
+  /** Set once shutdown starts closing logs: from then on reads and stats would see empty partitions. */
+  private logsClosed = false;
 
   constructor(
     private readonly data: PartitionWorkerData,
@@ -134,6 +136,7 @@ class PartitionWorker {
   }
 
   private onRead(msg: ReadRequest): void {
+    if (this.logsClosed) return this.postShuttingDown(msg.reqId);
     assert(this.owns(msg.topicId, msg.partition), `read of ${msg.topicId}/${msg.partition} sent to the wrong worker`);
     const log = this.logs.get(msg.topicId)?.get(msg.partition);
     // No log: nothing was ever stored. Reads carry no metaIndex, so the topic may also be unknown to this
@@ -166,6 +169,7 @@ class PartitionWorker {
   }
 
   private onStats(msg: StatsRequest): void {
+    if (this.logsClosed) return this.postShuttingDown(msg.reqId);
     const stats: PartitionStatsView[] = msg.partitions.map((partition) => {
       assert(this.owns(msg.topicId, partition), `stats of ${msg.topicId}/${partition} sent to the wrong worker`);
       const log = this.logs.get(msg.topicId)?.get(partition);
@@ -188,11 +192,13 @@ class PartitionWorker {
     assert(this.uncoveredSeq === null, 'staged dispatches left without a round');
     await this.deletions;
     const logs = [...this.logs.values()].flatMap((partitions) => [...partitions.values()]);
+    this.logsClosed = true;
     this.logs.clear();
     await Promise.all(logs.map((log) => log.close()));
     this.post({ kind: 'closed' });
+    // Closing both ports lets the thread end on its own; 'closed' was posted first, so it is delivered.
     this.data.metadataPort.close();
-    this.port.removeAllListeners('message');
+    this.port.close();
   }
 
   /** Stages every held dispatch the replica can now judge, in order, then starts a round if none runs. */
@@ -300,6 +306,10 @@ class PartitionWorker {
 
   private dirOf(topicId: string, partition: number): string {
     return partitionDir(this.data.dataDir, topicId, partition);
+  }
+
+  private postShuttingDown(reqId: number): void {
+    this.post({ kind: 'failed', reqId, status: 503, error: 'partition worker shutting down' });
   }
 
   private post(msg: FromWorker, transfer: ArrayBuffer[] = []): void {

@@ -145,7 +145,8 @@ export class PartitionLog {
     assert(!this.closed, 'stage on a closed partition log');
     assert(Number.isSafeInteger(r.timestampSec) && r.timestampSec >= 0, `timestampSec ${r.timestampSec} invalid`);
     assert(r.payloadKind === 0 || r.payloadKind === 1 || r.payloadKind === 2, `payloadKind ${r.payloadKind}`);
-    assert(Number.isSafeInteger(r.ingressSeq) && Number.isSafeInteger(r.ingressIndex) && r.ingressIndex >= 0);
+    assert(Number.isSafeInteger(r.ingressSeq), `ingressSeq ${r.ingressSeq}`);
+    assert(Number.isSafeInteger(r.ingressIndex) && r.ingressIndex >= 0, `ingressIndex ${r.ingressIndex}`);
     const last = this.lastIngressValue;
     assert(
       last === null || r.ingressSeq > last.seq || (r.ingressSeq === last.seq && r.ingressIndex > last.index),

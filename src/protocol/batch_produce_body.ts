@@ -19,7 +19,7 @@ export type BatchParse =
 export const partitionUnassigned = -1;
 
 const messageFields = new Set(['payload', 'payload_encoding', 'key', 'key_encoding', 'partition']);
-const utf8 = new TextDecoder('utf-8', { fatal: true });
+const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 const textEncoder = new TextEncoder();
 
 export function parseBatchBody(body: Uint8Array, partitions: number, limits: BatchLimits): BatchParse {

@@ -3,7 +3,8 @@
 import { isUtf8 } from 'node:buffer';
 import { PayloadKind } from './ingress_frame.js';
 
-const utf8 = new TextDecoder('utf-8');
+// ignoreBOM keeps a leading byte-order mark in the text: it is part of the payload, and it is not JSON.
+const utf8 = new TextDecoder('utf-8', { ignoreBOM: true });
 
 /** A payload's kind is a property of its bytes: one JSON text, other UTF-8, or anything else. */
 export function classifyPayload(bytes: Uint8Array): PayloadKind {

@@ -3,10 +3,11 @@
 // synced to the ingress log) are readable by replay after a restart on the same data dir.
 // Method: black box. One secured node for the health routes; separate nodes for the shutdown cases, restarted on
 // their own data dir with the helper; replay is GET /v1/topics/{t}/consume?partition=P&offset=O polled until 200.
-// /healthz answering 503 during shutdown is sampled and reported, not asserted (the window may be too short to see).
+// /healthz answering 503 during shutdown is sampled over one kept-alive connection opened before SIGTERM.
 import t from 'tap';
 import { startNode, removeDataDir, makeDataDir, type StartedNode } from '../helpers/node.js';
-import { Client, assertError, pollUntil, send, type HttpResponse } from '../helpers/http.js';
+import { Agent, get as httpGet } from 'node:http';
+import { Client, assertError, pollUntil, type HttpResponse } from '../helpers/http.js';
 
 let node: StartedNode;
 let anon: Client;
@@ -66,17 +67,38 @@ async function replay(client: Client, topic: string, partition: number, offset: 
   return got ?? client.get(path);
 }
 
-/** Sends GET /healthz in a loop until the connection is refused; returns the statuses seen. */
-async function sampleHealth(url: string): Promise<number[]> {
-  const statuses: number[] = [];
-  for (let i = 0; i < 2000; i++) {
-    try {
-      statuses.push((await send(url, 'GET', '/healthz', { timeoutMs: 2000 })).status);
-    } catch {
-      break;
+/**
+ * Sends GET /healthz in a loop over one kept-alive connection (a listener closed at SIGTERM would hide the 503 from
+ * new connections) until a request fails or `stopAfter` resolves and 2 s passed; returns the statuses seen.
+ * `started` resolves after the first answer so the caller can send SIGTERM while the loop runs.
+ */
+function sampleHealth(port: number): { started: Promise<void>; statuses: Promise<number[]> } {
+  let markStarted!: () => void;
+  const started = new Promise<void>((resolve) => (markStarted = resolve));
+  const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+  const statuses = (async () => {
+    const seen: number[] = [];
+    for (let i = 0; i < 5000; i++) {
+      try {
+        const status = await new Promise<number>((resolve, reject) => {
+          const req = httpGet({ host: '127.0.0.1', port, path: '/healthz', agent, timeout: 2000 }, (res) => {
+            res.resume();
+            res.on('end', () => resolve(res.statusCode ?? 0));
+          });
+          req.on('timeout', () => req.destroy(new Error('timeout')));
+          req.on('error', reject);
+        });
+        seen.push(status);
+        markStarted();
+      } catch {
+        break;
+      }
     }
-  }
-  return statuses;
+    markStarted();
+    agent.destroy();
+    return seen;
+  })();
+  return { started, statuses };
 }
 
 t.test('SIGTERM: exit code 0; messages produced before it are readable after a restart', async (t) => {
@@ -100,12 +122,17 @@ t.test('SIGTERM: exit code 0; messages produced before it are readable after a r
   // This one is answered 202 but SIGTERM follows at once: it may still be in the ingress log only.
   t.equal((await produce(api, 'hl-term', '{"b":2}', 2)).status, 202, 'produce to partition 2 right before SIGTERM');
 
-  const sampling = sampleHealth(current.url);
+  const sampling = sampleHealth(current.port);
+  await sampling.started;
   const code = await current.stop();
   t.equal(code, 0, 'exit code 0 after SIGTERM');
-  const statuses = await sampling;
-  t.comment(`/healthz during shutdown answered: ${JSON.stringify([...new Set(statuses)])} (${statuses.length} requests)`);
+  const statuses = await sampling.statuses;
+  const count503 = statuses.filter((s) => s === 503).length;
+  t.comment(`/healthz around shutdown: ${statuses.length} answers, ${count503} of them 503`);
   t.ok(statuses.every((s) => s === 200 || s === 503), '/healthz answered only 200 or 503 while stopping');
+  t.ok(count503 > 0, '/healthz answered 503 once graceful shutdown began (kept-alive connection)');
+  const first503 = statuses.indexOf(503);
+  t.ok(first503 < 0 || statuses.slice(first503).every((s) => s === 503), 'no 200 after the first 503');
   t.notMatch(current.output(), /uncaught|unhandled/i, 'no uncaught errors logged');
 
   current = await startNode({ dataDir });

@@ -4,7 +4,7 @@
 // data dir, fed a metadata snapshot and committed entries on its metadata port and dispatches of
 // frames built exactly as the ingress log writes them.
 import t, { type Test } from 'tap';
-import { mkdir, mkdtemp, readdir, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { MessageChannel, Worker } from 'node:worker_threads';
@@ -68,24 +68,34 @@ class WorkerUnderTest {
   }
 
   /** The first message not yet taken that matches, removed from the inbox. */
-  async take<K extends FromWorker['kind']>(kind: K, match: (m: Extract<FromWorker, { kind: K }>) => boolean = () => true): Promise<Extract<FromWorker, { kind: K }>> {
+  async takeWhere(match: (m: FromWorker) => boolean, what: string): Promise<FromWorker> {
     const deadline = Date.now() + 5_000;
     for (;;) {
-      const at = this.inbox.findIndex((m) => m.kind === kind && match(m as Extract<FromWorker, { kind: K }>));
-      if (at >= 0) return this.inbox.splice(at, 1)[0] as Extract<FromWorker, { kind: K }>;
-      if (Date.now() > deadline) throw new Error(`no ${kind} message within 5 s; inbox ${JSON.stringify(this.inbox)}`);
+      const at = this.inbox.findIndex(match);
+      if (at >= 0) return this.inbox.splice(at, 1)[0]!;
+      if (Date.now() > deadline) throw new Error(`no ${what} message within 5 s; inbox ${JSON.stringify(this.inbox)}`);
       await Promise.race([new Promise<void>((wake) => this.waiters.push(wake)), sleep(100)]);
     }
   }
 
-  async durable(seqUpTo: number): Promise<void> {
-    await this.take('durable', (m) => m.seqUpTo === seqUpTo);
+  async take<K extends FromWorker['kind']>(kind: K, match: (m: Extract<FromWorker, { kind: K }>) => boolean = () => true): Promise<Extract<FromWorker, { kind: K }>> {
+    const found = await this.takeWhere((m) => m.kind === kind && match(m as Extract<FromWorker, { kind: K }>), kind);
+    return found as Extract<FromWorker, { kind: K }>;
   }
 
-  async read(topicId: string, partition: number, offset: number): Promise<Extract<FromWorker, { kind: 'readResult' }>> {
+  /** Waits for 'durable' covering seqUpTo. Reports come in order, and a round may cover several dispatches. */
+  async durable(seqUpTo: number): Promise<void> {
+    for (;;) {
+      const report = await this.take('durable');
+      if (report.seqUpTo >= seqUpTo) return;
+    }
+  }
+
+  async read(topicId: string, partition: number, offset: number): Promise<Extract<FromWorker, { kind: 'readResult' | 'failed' }>> {
     const reqId = this.nextReqId++;
     this.send({ kind: 'read', reqId, topicId, partition, offset });
-    return this.take('readResult', (m) => m.reqId === reqId);
+    const answer = await this.takeWhere((m) => (m.kind === 'readResult' || m.kind === 'failed') && m.reqId === reqId, 'read answer');
+    return answer as Extract<FromWorker, { kind: 'readResult' | 'failed' }>;
   }
 
   async stats(topicId: string, partitions: number[]): Promise<Extract<FromWorker, { kind: 'statsResult' }>['stats']> {
@@ -158,9 +168,9 @@ function dispatch(metaIndex: number, entries: IngressEntry[]): ToWorker {
   return { kind: 'dispatch', metaIndex, frames: bytes, lastSeq: entries.at(-1)!.seq };
 }
 
-function recordText(t: Test, result: Extract<FromWorker, { kind: 'readResult' }>): { payload: string; key: string | null } {
-  t.equal(result.status, 'ok');
-  const record = result.record as StoredRecordView;
+function recordText(t: Test, result: Extract<FromWorker, { kind: 'readResult' | 'failed' }>): { payload: string; key: string | null } {
+  t.equal(result.kind === 'readResult' && result.status, 'ok');
+  const record = (result as { record: StoredRecordView }).record;
   t.equal(record.timestampSec, timestampSec);
   t.equal(record.payloadKind, 1);
   t.equal(record.payload.byteLength, record.payload.buffer.byteLength, 'payload arrives in its own buffer');
@@ -231,7 +241,7 @@ t.test('a dispatch waits until the replica has applied its metaIndex', async (t)
   t.same(recordText(t, await w.read(topicB.id, 1, 0)), { payload: 'b1', key: null }, 'stored once the topic was known');
 });
 
-t.test('a worker stores only the partitions it owns and answers every dispatch in order', async (t) => {
+t.test('a worker stores only the partitions it owns and answers a dispatch that holds none', async (t) => {
   const dataDir = await tempDataDir(t);
   const owned = [0, 1, 2, 3].filter((p) => workerForPartition(topicB.id, p, 2) === 0);
   const foreign = [0, 1, 2, 3].filter((p) => workerForPartition(topicB.id, p, 2) === 1);
@@ -239,11 +249,25 @@ t.test('a worker stores only the partitions it owns and answers every dispatch i
   const w = await started(t, dataDir, stateWith(topicB), 1, { workerIndex: 0, workerCount: 2 });
   w.send(dispatch(1, [entry(1, topicB.id, [0, 1, 2, 3].map((p) => [p, `b${p}`]))]));
   w.send(dispatch(1, [entry(2, topicB.id, [[foreign[0]!, 'not mine']])]));
-  await w.durable(1);
+  // The second dispatch holds no record of this worker and is still answered.
   await w.durable(2);
   t.same(w.inbox, []);
   t.same((await readdir(join(dataDir, 'topics', topicB.id))).sort(), owned.map(String).sort());
   t.same(recordText(t, await w.read(topicB.id, owned[0]!, 0)), { payload: `b${owned[0]}`, key: null });
+});
+
+t.test('a record that fails its check on disk answers failed 500', async (t) => {
+  const dataDir = await tempDataDir(t);
+  const w = await started(t, dataDir, stateWith(topicA), 5);
+  w.send(dispatch(5, [entry(1, topicA.id, [[0, 'a0'], [0, 'a1']])]));
+  await w.durable(1);
+  const segment = join(dataDir, 'topics', topicA.id, '0', '00000000000000000000.log');
+  const bytes = await readFile(segment);
+  bytes[bytes.length - 2] = bytes[bytes.length - 2]! ^ 0xff;
+  await writeFile(segment, bytes);
+  const result = await w.read(topicA.id, 0, 1);
+  t.same(result, { kind: 'failed', reqId: (result as { reqId: number }).reqId, status: 500, error: 'partition unreadable' });
+  t.same(recordText(t, await w.read(topicA.id, 0, 0)), { payload: 'a0', key: null }, 'other records still read');
 });
 
 t.test('a flush that cannot write ends the worker with a non-zero code', async (t) => {

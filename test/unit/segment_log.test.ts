@@ -229,6 +229,21 @@ t.test('a last segment torn to nothing takes lastIngress from the sealed one bef
   await expectRecord(t, log, 3, 3);
 });
 
+t.test('a read checks the crc of the frame it reads', async (t) => {
+  const dir = await tempDir(t);
+  const log = await PartitionLog.open({ dir, segmentBytesMax: segmentBytesSmall });
+  t.teardown(() => log.close());
+  for (let i = 0; i < 3; i++) log.stage(record(i));
+  await log.flush();
+  const sealed = join(dir, segmentFileName(0, 'log'));
+  const bytes = await readFile(sealed);
+  bytes[20] = bytes[20]! ^ 0xff;
+  await writeFile(sealed, bytes);
+  await t.rejects(log.read(0), /fails its length or crc check/);
+  await expectRecord(t, log, 1, 1);
+  await expectRecord(t, log, 2, 2);
+});
+
 t.test('destroy removes the partition directory', async (t) => {
   const dir = await tempDir(t);
   const log = await PartitionLog.open({ dir, segmentBytesMax: segmentBytesSmall });

@@ -1,0 +1,34 @@
+// Goal: the route table answers found / 405 with the allowed methods / 404 as spec §4 and §7 need.
+// Method: a small table like the node's; pure, no server.
+import t from 'tap';
+import { RouteTable } from '../../src/front/routes.js';
+
+const table = new RouteTable<string>([
+  { method: 'POST', pattern: '/v1/topics', handler: 'create' },
+  { method: 'GET', pattern: '/v1/topics', handler: 'list' },
+  { method: 'GET', pattern: '/v1/topics/{topic}', handler: 'get' },
+  { method: 'DELETE', pattern: '/v1/topics/{topic}', handler: 'delete' },
+  { method: 'POST', pattern: '/v1/topics/{topic}/produce', handler: 'produce' },
+  { method: 'DELETE', pattern: '/v1/topics/{parent}/children/{child}', handler: 'detach' },
+]);
+
+t.test('matches and extracts params', async (t) => {
+  const found = table.match('GET', '/v1/topics/orders');
+  t.same(found.kind === 'found' && [found.entry.handler, found.params], ['get', ['orders']]);
+  const detach = table.match('DELETE', '/v1/topics/a/children/b');
+  t.same(detach.kind === 'found' && detach.params, ['a', 'b']);
+  const encoded = table.match('GET', '/v1/topics/a%2Eb');
+  t.same(encoded.kind === 'found' && encoded.params, ['a.b'], 'path segments are percent-decoded');
+});
+
+t.test('405 lists the methods of the path', async (t) => {
+  t.same(table.match('PUT', '/v1/topics'), { kind: 'method_not_allowed', allow: 'POST, GET' });
+  t.same(table.match('PATCH', '/v1/topics/x'), { kind: 'method_not_allowed', allow: 'GET, DELETE' });
+});
+
+t.test('404 for unknown paths, empty params and trailing slashes', async (t) => {
+  t.same(table.match('GET', '/v2/topics'), { kind: 'not_found' });
+  t.same(table.match('GET', '/v1/topics/'), { kind: 'not_found' });
+  t.same(table.match('GET', '/v1/topics/x/'), { kind: 'not_found' });
+  t.same(table.match('GET', '/v1/topics/%zz'), { kind: 'not_found' });
+});
