@@ -111,6 +111,12 @@ class PartitionWorker {
     this.replica = state;
     this.appliedIndex = index;
     this.topicsByIdRebuild();
+    // Partitions of topics the metadata no longer holds were deleted while this node was down (or it died
+    // between the delete and the removal): their files are removed now. A topic's create is committed before
+    // any of its records can be dispatched, so a live topic is never missing here.
+    for (const topicId of [...this.logs.keys()]) {
+      if (!this.topicsById.has(topicId)) this.topicForget(topicId);
+    }
     this.heldRelease();
   }
 
@@ -120,6 +126,7 @@ class PartitionWorker {
     for (const entry of msg.entries) {
       // Entries the snapshot already holds are older deltas: ignored, as every replica does.
       if (entry.index <= this.appliedIndex) continue;
+      assert.equal(entry.index, this.appliedIndex + 1, `metadata entry ${entry.index} skips past ${this.appliedIndex}`);
       const result = applyCommand(replica, entry.command);
       this.appliedIndex = entry.index;
       if (result.ok && result.deletedTopicId !== undefined) this.topicForget(result.deletedTopicId);

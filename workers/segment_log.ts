@@ -8,7 +8,7 @@ import { mkdir, open, readdir, rm, unlink, type FileHandle } from 'node:fs/promi
 import { dirname } from 'node:path';
 import { Packr } from 'msgpackr';
 import type { PayloadKind } from '../src/protocol/ingress_frame.js';
-import { frameHeaderBytes, scanFrames, writeFrame } from '../src/util/frame.js';
+import { frameBodyBytesMax, frameHeaderBytes, scanFrames, writeFrame } from '../src/util/frame.js';
 import { parseSegmentFileName, segmentPath } from './partition_dirs.js';
 import { indexEntryBytes, indexEntryRead, segmentPositionLimit, SegmentPositions } from './segment_index.js';
 
@@ -45,8 +45,6 @@ type WireRecord = [number, number, Uint8Array | null, Uint8Array, PayloadKind, n
 
 const packr = new Packr({ useRecords: false, moreTypes: false });
 
-/** A record body above this is treated as a torn length at recovery (frame.ts default), so stage refuses it. */
-const recordBodyBytesMax = 64 * 1024 * 1024;
 /** Recovery reads a log in windows of this size: bounded memory per partition, few reads per segment. */
 const recoveryScanWindowBytes = 4 * 1024 * 1024;
 /** First staging buffer; it doubles as records arrive and is dropped after each flush. */
@@ -155,7 +153,7 @@ export class PartitionLog {
     const offset = this.nextOffsetValue;
     const wire: WireRecord = [offset, r.timestampSec, r.key, r.payload, r.payloadKind, r.ingressSeq, r.ingressIndex];
     const body = packr.pack(wire);
-    assert(body.byteLength <= recordBodyBytesMax, `record of ${body.byteLength} bytes would read back as torn`);
+    assert(body.byteLength <= frameBodyBytesMax, `record of ${body.byteLength} bytes would read back as torn`);
     this.stagingReserve(frameHeaderBytes + body.byteLength);
     if (this.stagingFrameStarts.length === 0) this.stagingFirstTimestampSec = r.timestampSec;
     this.stagingFrameStarts.push(this.stagingBytes);
@@ -521,7 +519,7 @@ async function logScan(log: FileHandle, fileBytes: number, onFrame: (body: Uint8
   let at = 0;
   while (at < fileBytes) {
     const window = await readExact(log, at, Math.min(recoveryScanWindowBytes, fileBytes - at));
-    const scan = scanFrames(window, recordBodyBytesMax);
+    const scan = scanFrames(window, frameBodyBytesMax);
     for (let k = 0; k < scan.bodies.length; k++) onFrame(scan.bodies[k]!, at + scan.positions[k]!);
     if (scan.validBytes > 0) {
       at += scan.validBytes;
@@ -540,15 +538,15 @@ async function logScanLargeFrame(log: FileHandle, at: number, fileBytes: number,
   if (window.byteLength < frameHeaderBytes) return null;
   const bodyBytes = indexEntryRead(window, 0);
   const bytes = frameHeaderBytes + bodyBytes;
-  if (bytes <= window.byteLength || bodyBytes > recordBodyBytesMax || at + bytes > fileBytes) return null;
+  if (bytes <= window.byteLength || bodyBytes > frameBodyBytesMax || at + bytes > fileBytes) return null;
   const frame = await readExact(log, at, bytes);
-  const scan = scanFrames(frame, recordBodyBytesMax);
+  const scan = scanFrames(frame, frameBodyBytesMax);
   return scan.validBytes === bytes ? scan.bodies[0]! : null;
 }
 
 /** Checks a frame read for offset (length, crc, then the offset inside): the read half of the paired check. */
 function recordFromFrame(frame: Uint8Array, offset: number, path: string): StoredRecord {
-  const scan = scanFrames(frame, recordBodyBytesMax);
+  const scan = scanFrames(frame, frameBodyBytesMax);
   const body = scan.bodies[0];
   if (body === undefined || scan.validBytes !== frame.byteLength) {
     throw new Error(`${path}: frame of offset ${offset} fails its length or crc check`);

@@ -80,7 +80,8 @@ export class PartitionWorkers {
   private onMessage(workerIndex: number, message: FromWorker): void {
     switch (message.kind) {
       case 'durable': {
-        this.durableSeq[workerIndex] = message.seqUpTo;
+        // A re-dispatch after a restart may report a lower seq than before; durability never goes back.
+        this.durableSeq[workerIndex] = Math.max(this.durableSeq[workerIndex]!, message.seqUpTo);
         this.onAllDurable(Math.min(...this.durableSeq));
         return;
       }

@@ -4,6 +4,8 @@
 import { crc32 } from 'node:zlib';
 
 export const frameHeaderBytes = 8;
+/** A frame whose length field says more is taken for a torn or corrupt one at recovery; writers stay below. */
+export const frameBodyBytesMax = 64 * 1024 * 1024;
 
 /** Writes one frame for body at target[at..]; returns the bytes written. */
 export function writeFrame(target: Uint8Array, at: number, body: Uint8Array): number {
@@ -30,7 +32,7 @@ export interface FrameScan {
 }
 
 /** Reads frames from the start of buf until the end or the first torn or corrupt frame. */
-export function scanFrames(buf: Uint8Array, bodyBytesMax = 64 * 1024 * 1024): FrameScan {
+export function scanFrames(buf: Uint8Array, bodyBytesMax = frameBodyBytesMax): FrameScan {
   const view = new DataView(buf.buffer, buf.byteOffset, buf.byteLength);
   const bodies: Uint8Array[] = [];
   const positions: number[] = [];

@@ -179,3 +179,41 @@ t.test('HTTP/1.1 keep-alive: two requests on one connection', async (t) => {
   // Sanity: send() works against the same node (used by every other subtest).
   t.equal((await send(node.url, 'GET', '/healthz')).status, 200);
 });
+
+t.test('chunked request bodies are read and capped like sized ones', async (t) => {
+  const head = `POST /v1/topics HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: ${node.auth}\r\n` +
+    `Content-Type: application/json\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n`;
+  const parts = ['{"nam', 'e":"hr-', 'chunked"}'];
+  const chunked = parts.map((p) => `${p.length.toString(16)}\r\n${p}\r\n`).join('') + '0\r\n\r\n';
+  const created = await rawRequest(node.port, head + chunked);
+  t.equal(created.status, 201, `chunked create (got ${created.status} ${created.body.slice(0, 200)})`);
+  t.equal((await api.get('/v1/topics/hr-chunked')).status, 200, 'created');
+
+  // 17 chunks of 64 KiB: 1 MiB + 64 KiB in total, no Content-Length to refuse early.
+  const chunk = 'a'.repeat(64 * 1024);
+  const big = '{"name":"hr-chunked-big","pad":"' ;
+  let stream = `${big.length.toString(16)}\r\n${big}\r\n`;
+  for (let i = 0; i < 17; i++) stream += `${chunk.length.toString(16)}\r\n${chunk}\r\n`;
+  stream += `2\r\n"}\r\n0\r\n\r\n`;
+  const refused = await rawRequest(node.port, head + stream);
+  t.equal(refused.status, 413, 'chunked body over 1 MiB: 413');
+  t.match(refused.headers['content-type'] ?? '', /^application\/json/);
+  t.match(refused.body, /^\{"error":"[^"]*"\}$/, 'JSON error body');
+  t.equal((await api.get('/v1/topics/hr-chunked-big')).status, 404, 'not created');
+});
+
+t.test('default http.max_header_bytes is 64 KiB', async (t) => {
+  const plain = await startNode();
+  t.teardown(async () => {
+    await plain.kill();
+    await removeDataDir(plain.dataDir);
+  });
+  const client = new Client(plain.url, plain.auth);
+  t.equal((await client.get('/v1/topics', { headers: { 'x-big': 'x'.repeat(10 * 1024) } })).status, 200, '10 KB header is fine');
+  t.equal((await client.get('/v1/topics', { headers: { 'x-big': 'x'.repeat(60 * 1024) } })).status, 200, '60 KB header is fine');
+  const raw = await rawRequest(
+    plain.port,
+    `GET /v1/topics HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: ${plain.auth}\r\nX-Big: ${'x'.repeat(66 * 1024)}\r\nConnection: close\r\n\r\n`,
+  );
+  assertPlainText(t, raw, 431, '66 KB header');
+});

@@ -402,3 +402,37 @@ t.test('a produced message reaches next_offset and high_watermark', async (t) =>
     t.ok(written[0].segments >= 1, 'it has a segment');
   }
 });
+
+t.test('list limits with 1001 topics: default 100, over 1000 treated as 1000', async (t) => {
+  // Own node, so the 1001 topics do not crowd the listings of the other subtests.
+  const big = await startNode();
+  t.teardown(async () => {
+    await big.kill();
+    await removeDataDir(big.dataDir);
+  });
+  const client = new Client(big.url, big.auth);
+  const names = Array.from({ length: 1001 }, (_, i) => `tb-${String(i).padStart(4, '0')}`);
+  let next = 0;
+  const failures: string[] = [];
+  await Promise.all(
+    Array.from({ length: 16 }, async () => {
+      for (let guard = 0; guard < names.length && next < names.length; guard++) {
+        const name = names[next++]!;
+        const res = await client.post('/v1/topics', { name });
+        if (res.status !== 201) failures.push(`${name}: ${res.status}`);
+      }
+    }),
+  );
+  t.same(failures, [], '1001 creates answered 201');
+
+  const defaultPage = (await client.get('/v1/topics')).json();
+  t.equal(defaultPage.topics.length, 100, 'default limit 100');
+  t.not(defaultPage.next_page_token, '');
+  const capped = (await client.get('/v1/topics?limit=5000')).json();
+  t.equal(capped.topics.length, 1000, 'limit 5000 gives 1000');
+  t.same(capped.topics.map((topic: { name: string }) => topic.name), names.slice(0, 1000), 'the first 1000 in order');
+  t.not(capped.next_page_token, '', 'a token for the rest');
+  const rest = (await client.get(`/v1/topics?limit=1000&page_token=${encodeURIComponent(capped.next_page_token)}`)).json();
+  t.same(rest.topics.map((topic: { name: string }) => topic.name), ['tb-1000'], 'the last one on the next page');
+  t.equal(rest.next_page_token, '', 'then the end');
+});
