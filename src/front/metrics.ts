@@ -7,7 +7,8 @@ import type { MetadataReplica } from './metadata_replica.js';
 export class Metrics {
   readonly registry = new Registry();
   private readonly requests = new Map<string, number>();
-  private readonly produced = new Map<string, number>();
+  /** topic name -> messages accepted per partition. */
+  private readonly produced = new Map<string, number[]>();
   private ingressFailed = 0;
 
   constructor(replica: MetadataReplica) {
@@ -33,9 +34,10 @@ export class Metrics {
       registers: [this.registry],
       collect() {
         this.reset();
-        for (const [key, count] of produced) {
-          const split = key.lastIndexOf(' ');
-          this.labels(key.slice(0, split), key.slice(split + 1)).inc(count);
+        for (const [topic, counts] of produced) {
+          counts.forEach((count, partition) => {
+            if (count > 0) this.labels(topic, String(partition)).inc(count);
+          });
         }
       },
     });
@@ -73,9 +75,10 @@ export class Metrics {
     this.requests.set(key, (this.requests.get(key) ?? 0) + 1);
   }
 
-  countProduced(topic: string, partition: number): void {
-    const key = `${topic} ${partition}`;
-    this.produced.set(key, (this.produced.get(key) ?? 0) + 1);
+  countProduced(topic: string, partitions: readonly number[]): void {
+    let counts = this.produced.get(topic);
+    if (counts === undefined) this.produced.set(topic, (counts = []));
+    for (const partition of partitions) counts[partition] = (counts[partition] ?? 0) + 1;
   }
 
   latchIngressFailed(): void {
@@ -83,6 +86,6 @@ export class Metrics {
   }
 
   forgetTopic(topic: string): void {
-    for (const key of this.produced.keys()) if (key.startsWith(`${topic} `)) this.produced.delete(key);
+    this.produced.delete(topic);
   }
 }

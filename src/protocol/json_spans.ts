@@ -19,10 +19,10 @@ export function findPayloadSpans(bytes: Uint8Array): (Span | null)[] {
   at = skipSpace(bytes, at + 1);
   while (at < bytes.length && bytes[at] !== closeBrace) {
     const keyEnd = skipString(bytes, at);
-    const key = readKey(bytes, at, keyEnd);
+    const isMessages = keyIs(bytes, at, keyEnd, 'messages');
     at = skipSpace(bytes, keyEnd);
     at = skipSpace(bytes, at + 1); // past ':'
-    if (key === 'messages' && bytes[at] === openBracket) {
+    if (isMessages && bytes[at] === openBracket) {
       // Duplicate keys: JSON.parse keeps the last, and so does this scan.
       spans = [];
       at = scanMessages(bytes, at, spans);
@@ -43,11 +43,11 @@ function scanMessages(bytes: Uint8Array, at: number, spans: (Span | null)[]): nu
       at = skipSpace(bytes, at + 1);
       while (at < bytes.length && bytes[at] !== closeBrace) {
         const keyEnd = skipString(bytes, at);
-        const key = readKey(bytes, at, keyEnd);
+        const isPayload = keyIs(bytes, at, keyEnd, 'payload');
         at = skipSpace(bytes, keyEnd);
         at = skipSpace(bytes, at + 1);
         const valueEnd = skipValue(bytes, at);
-        if (key === 'payload') span = { start: at, end: valueEnd };
+        if (isPayload) span = { start: at, end: valueEnd };
         at = skipSpace(bytes, valueEnd);
         if (bytes[at] === comma) at = skipSpace(bytes, at + 1);
       }
@@ -63,16 +63,24 @@ function scanMessages(bytes: Uint8Array, at: number, spans: (Span | null)[]): nu
   return at + 1;
 }
 
-function readKey(bytes: Uint8Array, start: number, end: number): string {
-  let plain = true;
+/** Whether the key token at [start, end) (quotes included) names `name`; escaped keys are decoded first. */
+function keyIs(bytes: Uint8Array, start: number, end: number, name: string): boolean {
+  const length = end - start - 2;
+  let escaped = false;
   for (let i = start + 1; i < end - 1; i++) {
-    if (bytes[i] === backslash || bytes[i]! >= 0x80) {
-      plain = false;
+    if (bytes[i] === backslash) {
+      escaped = true;
       break;
     }
   }
-  if (plain) return String.fromCharCode(...bytes.subarray(start + 1, end - 1));
-  return JSON.parse(Buffer.from(bytes.buffer, bytes.byteOffset + start, end - start).toString('utf8')) as string;
+  if (escaped) {
+    return JSON.parse(Buffer.from(bytes.buffer, bytes.byteOffset + start, end - start).toString('utf8')) === name;
+  }
+  if (length !== name.length) return false;
+  for (let i = 0; i < length; i++) {
+    if (bytes[start + 1 + i] !== name.charCodeAt(i)) return false;
+  }
+  return true;
 }
 
 function skipSpace(bytes: Uint8Array, at: number): number {

@@ -68,6 +68,8 @@ t.test('offset past the end is 204 with no body', async (t) => {
     const answer = await consume(query);
     t.equal(answer.status, 204, `204 for ${query}`);
     t.equal(answer.text, '', 'empty body');
+    const length = answer.headers['content-length'];
+    t.ok(length === undefined || length === '0', `a 204 carries no Content-Length (or 0), got ${length}`);
   }
 });
 
