@@ -7,6 +7,7 @@ import { Piscina } from 'piscina';
 import { errors } from '../errors.js';
 import type { UserRecord } from '../raft/metadata/state.js';
 import type { BcryptTask } from '../pool/bcrypt_task.js';
+import type { LoginThrottle } from './login_throttle.js';
 import type { MetadataReplica } from './metadata_replica.js';
 
 interface CachedCredential {
@@ -27,6 +28,7 @@ export class Authenticator {
   constructor(
     private readonly replica: MetadataReplica,
     private readonly pool: Piscina,
+    private readonly throttle: LoginThrottle,
   ) {}
 
   /** The user named by a valid Authorization header; synchronous when cached. Throws or rejects 401. */
@@ -35,7 +37,14 @@ export class Authenticator {
     const cached = this.cache.get(cacheKey);
     if (cached !== undefined) {
       const user = this.replica.state.users.get(cached.username);
-      if (user !== undefined && user.credentialVersion === cached.credentialVersion) return user;
+      if (user !== undefined && user.credentialVersion === cached.credentialVersion) {
+        if (!this.throttle.idle) {
+          this.throttle.admit(user.username, false, Date.now());
+          // NOTES 11: a success resets the count, also when it was verified earlier.
+          this.throttle.recordSuccess(user.username);
+        }
+        return user;
+      }
       this.cache.delete(cacheKey);
     }
     let pending = this.verifying.get(cacheKey);
@@ -50,6 +59,7 @@ export class Authenticator {
     const credentials = parseBasic(authorization);
     if (credentials === null) throw errors.unauthorized();
     const user = this.replica.state.users.get(credentials.username);
+    if (user !== undefined) this.throttle.admit(user.username, true, Date.now());
     const hash = user?.passwordHash ?? unknownUserHash;
     let matches: boolean;
     try {
@@ -57,7 +67,12 @@ export class Authenticator {
     } catch {
       throw errors.authenticationUnavailable();
     }
-    if (!matches || user === undefined) throw errors.unauthorized();
+    if (user === undefined) throw errors.unauthorized();
+    if (!matches) {
+      this.throttle.recordFailure(user.username, Date.now());
+      throw errors.unauthorized();
+    }
+    this.throttle.recordSuccess(user.username);
     // Re-read: the user may have changed while bcrypt ran; cache only what was verified.
     const current = this.replica.state.users.get(user.username);
     if (current === undefined || current.passwordHash !== user.passwordHash) throw errors.unauthorized();

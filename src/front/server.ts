@@ -7,6 +7,7 @@ import { limits, parseListenAddress } from '../config.js';
 import { BrokerError, errors } from '../errors.js';
 import { Authenticator } from './auth.js';
 import { BodyReader } from './body.js';
+import { LoginThrottle } from './login_throttle.js';
 import { consumeHandlers } from './handlers/consume.js';
 import { healthHandlers, type NodeLifecycle } from './handlers/health.js';
 import { produceHandlers } from './handlers/produce.js';
@@ -49,7 +50,13 @@ export class FrontServer {
   ) {
     this.security = services.config['security.enabled'];
     this.headerBytesMax = services.config['http.max_header_bytes'];
-    this.authenticator = new Authenticator(services.replica, authPool);
+    const throttle = new LoginThrottle({
+      failedLoginThreshold: services.config['auth.failed_login_threshold'],
+      retryIntervalMs: services.config['auth.failed_login_retry_interval'],
+      checkBudget: services.config['auth.login_check_budget'],
+      checkRefillPerSecond: services.config['auth.login_check_refill_per_second'],
+    }, Date.now());
+    this.authenticator = new Authenticator(services.replica, authPool, throttle);
     const separateMetrics = services.config['http.metrics_addr'] !== '';
     const { entries, metricsEntries } = this.routeEntries(separateMetrics);
     this.routes = new RouteTable(entries);

@@ -17,6 +17,8 @@ export interface CrashTrialOptions {
   runMsMin?: number;
   runMsMax?: number;
   batchSizeMax?: number;
+  /** Producers stop issuing requests once this many ids were sent (bounds the read-back time); default no bound. */
+  idsMax?: number;
   /** Bound on the read-back after the restart (the node hands its ingress log to the partitions after start). */
   readBackTimeoutMs?: number;
   /** Keep the data dir when the trial fails, for inspection (it is always removed on success). */
@@ -69,6 +71,7 @@ export function randomSeed(): number {
 
 interface ProducerState {
   stopping: boolean;
+  idsMax: number;
   killed: boolean;
   acked: Set<string>;
   sent: Set<string>;
@@ -82,7 +85,7 @@ async function producerLoop(client: Client, topic: string, index: number, state:
   batchSizeMax: number, tag: string): Promise<void> {
   const batchMode = index % 2 === 1;
   let seq = 0;
-  for (let request = 0; request < 1_000_000 && !state.stopping; request++) {
+  for (let request = 0; request < 1_000_000 && !state.stopping && state.sent.size < state.idsMax; request++) {
     const count = batchMode ? 1 + Math.floor(random() * batchSizeMax) : 1;
     const ids: string[] = [];
     for (let i = 0; i < count; i++) ids.push(`${tag}-${index}-${seq++}`);
@@ -160,7 +163,7 @@ async function readBack(client: Client, topic: string, partitions: number, acked
   for (let round = 0; round < 100_000; round++) {
     let fresh = 0;
     await Promise.all(byPartition.map(async (records, partition) => {
-      const more = await readPartition(client, topic, partition, records.length, { window: 32, retryMs: timeoutMs });
+      const more = await readPartition(client, topic, partition, records.length, { window: 64, retryMs: timeoutMs });
       for (const record of more) {
         records.push(record);
         const id = (record.payload as { id?: unknown } | null)?.id;
@@ -202,7 +205,7 @@ export async function runCrashTrial(options: CrashTrialOptions = {}): Promise<Cr
   const log = options.log ?? (() => {});
   const tag = `s${seed.toString(36)}`;
   const state: ProducerState = {
-    stopping: false, killed: false, acked: new Set(), sent: new Set(), requestsAcked: 0, requestsNotAcked: 0,
+    stopping: false, idsMax: options.idsMax ?? Number.POSITIVE_INFINITY, killed: false, acked: new Set(), sent: new Set(), requestsAcked: 0, requestsNotAcked: 0,
     statusesBeforeKill: {},
   };
   const result: CrashTrialResult = {

@@ -3,6 +3,7 @@
 // partition and offset: 200 one Message, 204 past the end). A message is readable only after the partition owner
 // committed it, which happens after the 202 (spec 1.2), so every read-back here polls within a bounded time.
 // Imports nothing from src/; used by test/http/* and test/helpers/crash_scenario.ts.
+import { connect } from 'node:net';
 import { Agent, request } from 'undici';
 
 /** Spec 2, Message: what a replay answers. payload_encoding / key_encoding appear only for base64 (NOTES 3). */
@@ -222,4 +223,69 @@ export function assertError(t: Asserts, answer: Answer, status: number, includes
     if (startsWith) t.ok(error.startsWith(includes), `error starts with ${JSON.stringify(includes)}: ${error}`);
     else t.ok(error.toLowerCase().includes(includes.toLowerCase()), `error names ${JSON.stringify(includes)}: ${error}`);
   }
+}
+
+/**
+ * One request on its own raw TCP connection, for bodies the node refuses before reading them whole (413 with
+ * Connection: close): HTTP clients such as undici report the EPIPE of the unsent rest instead of the answer the
+ * node did send. Resolves with the answer once its Content-Length is read; rejects only without a full answer.
+ */
+export async function rawRequest(url: string, path: string, options: { method: string; headers: Record<string, string>;
+  body: Uint8Array; timeoutMs?: number }): Promise<Answer> {
+  const target = new URL(url);
+  const head = [`${options.method} ${path} HTTP/1.1`, `Host: ${target.host}`, `Content-Length: ${options.body.byteLength}`,
+    'Connection: close', ...Object.entries(options.headers).map(([name, value]) => `${name}: ${value}`)].join('\r\n');
+  return new Promise<Answer>((resolve, reject) => {
+    const socket = connect(Number(target.port), target.hostname);
+    const chunks: Buffer[] = [];
+    let settled = false;
+    const timer = setTimeout(() => finish(new Error(`raw request timed out`)), options.timeoutMs ?? 30_000);
+    function parse(): Answer | undefined {
+      const data = Buffer.concat(chunks);
+      const end = data.indexOf('\r\n\r\n');
+      if (end < 0) return undefined;
+      const lines = data.subarray(0, end).toString('latin1').split('\r\n');
+      const status = Number(/^HTTP\/1\.[01] (\d{3})/.exec(lines[0] ?? '')?.[1]);
+      const headers: Record<string, string> = {};
+      for (const line of lines.slice(1)) {
+        const colon = line.indexOf(':');
+        if (colon > 0) headers[line.slice(0, colon).trim().toLowerCase()] = line.slice(colon + 1).trim();
+      }
+      const length = status === 204 ? 0 : Number(headers['content-length'] ?? NaN);
+      if (!Number.isFinite(length) || data.length - end - 4 < length) return undefined;
+      return { status, headers, text: data.subarray(end + 4, end + 4 + length).toString('utf8') };
+    }
+    function finish(error: Error | null): void {
+      if (settled) return;
+      const answer = parse();
+      if (answer === undefined && error === null) return;
+      settled = true;
+      clearTimeout(timer);
+      socket.destroy();
+      if (answer !== undefined) resolve(answer);
+      else reject(error ?? new Error('no answer'));
+    }
+    socket.on('data', (chunk: Buffer) => {
+      chunks.push(chunk);
+      finish(null);
+    });
+    socket.on('error', (error) => finish(error));
+    socket.on('close', () => finish(new Error('connection closed before a full answer')));
+    // Headers first, then the body in chunks, each after the previous one drained; writing stops as soon as any
+    // answer byte arrived, so an early answer is read before the node's close can reset the connection.
+    socket.write(head + '\r\n\r\n');
+    const chunkBytes = 64 * 1024;
+    let offset = 0;
+    const writeMore = (): void => {
+      while (!settled && chunks.length === 0 && offset < options.body.byteLength) {
+        const chunk = options.body.subarray(offset, offset + chunkBytes);
+        offset += chunk.byteLength;
+        if (!socket.write(chunk)) {
+          socket.once('drain', writeMore);
+          return;
+        }
+      }
+    };
+    setTimeout(writeMore, 20);
+  });
 }

@@ -5,8 +5,8 @@
 // their own data dir with the helper; replay is GET /v1/topics/{t}/consume?partition=P&offset=O polled until 200.
 // /healthz answering 503 during shutdown is sampled over one kept-alive connection opened before SIGTERM.
 import t from 'tap';
-import { startNode, removeDataDir, makeDataDir, type StartedNode } from '../helpers/node.js';
 import { Agent, get as httpGet } from 'node:http';
+import { startNode, removeDataDir, makeDataDir, type StartedNode } from '../helpers/node.js';
 import { Client, assertError, pollUntil, type HttpResponse } from '../helpers/http.js';
 
 let node: StartedNode;
@@ -69,7 +69,7 @@ async function replay(client: Client, topic: string, partition: number, offset: 
 
 /**
  * Sends GET /healthz in a loop over one kept-alive connection (a listener closed at SIGTERM would hide the 503 from
- * new connections) until a request fails or `stopAfter` resolves and 2 s passed; returns the statuses seen.
+ * new connections) until a request fails (the process is gone); returns the statuses seen.
  * `started` resolves after the first answer so the caller can send SIGTERM while the loop runs.
  */
 function sampleHealth(port: number): { started: Promise<void>; statuses: Promise<number[]> } {

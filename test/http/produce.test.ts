@@ -6,7 +6,7 @@
 import t from 'tap';
 import { startNode, removeDataDir } from '../helpers/node.js';
 import {
-  Client, assertError, createTopic, readAllUntil, topicNamer, topicPath, waitReplay, type Answer,
+  Client, assertError, createTopic, rawRequest, readAllUntil, topicNamer, topicPath, waitReplay, type Answer,
 } from '../helpers/replay.js';
 
 const MiB = 1024 * 1024;
@@ -193,7 +193,12 @@ t.test('empty body is 400, body over 1 MiB is 413, exactly 1 MiB is accepted', a
   const topic = nextTopic();
   await createTopic(client, topic, 3);
   assertError(t, await produce(topic, new Uint8Array(0)), 400);
-  assertError(t, await produce(topic, new Uint8Array(MiB + 1).fill(0x61)), 413);
+  // Raw socket: the node may answer 413 and close before reading the rest, which undici reports as EPIPE.
+  const tooBig = await rawRequest(node.url, `${topicPath(topic)}/produce`, {
+    method: 'POST', body: new Uint8Array(MiB + 1).fill(0x61),
+    headers: { authorization: node.auth, 'content-type': 'application/octet-stream' },
+  });
+  assertError(t, tooBig, 413);
   const exact = await produce(topic, new Uint8Array(MiB).fill(0x62), '?partition=0');
   t.equal(exact.status, 202, `1 MiB body accepted (${exact.text})`);
   const replay = await waitReplay(client, topic, 0, 0);

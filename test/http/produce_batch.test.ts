@@ -9,7 +9,7 @@ import { gzipSync } from 'node:zlib';
 import { compress as zstdCompress } from 'zstd-napi';
 import { startNode, removeDataDir } from '../helpers/node.js';
 import {
-  Client, assertError, createTopic, nextOffsets, readAllUntil, readPartition, topicNamer, topicPath, waitReplay,
+  Client, assertError, createTopic, nextOffsets, rawRequest, readAllUntil, readPartition, topicNamer, topicPath, waitReplay,
   type Answer, type Asserts,
 } from '../helpers/replay.js';
 
@@ -207,7 +207,11 @@ t.test('a body over 16 MiB, sent or decoded, is 413', async (t) => {
   const messages = Array.from({ length: 17 }, () => ({ payload: 'p'.repeat(1_000_000 - 2) }));
   const body = Buffer.from(JSON.stringify({ messages }));
   t.ok(body.length > 16 * MiB, `body is ${body.length} bytes`);
-  assertError(t, await batch(topic, body), 413);
+  // Raw socket: the node answers 413 and closes before reading the rest, which undici reports as EPIPE.
+  const big = await rawRequest(node.url, `${topicPath(topic)}/produce/batch`, {
+    method: 'POST', body, headers: { authorization: node.auth, 'content-type': 'application/json' },
+  });
+  assertError(t, big, 413);
   const gz = gzipSync(body);
   t.ok(gz.length < MiB, `gzip body is ${gz.length} bytes as sent`);
   assertError(t, await batch(topic, gz, '', { 'content-encoding': 'gzip' }), 413);
