@@ -223,6 +223,11 @@ export const settings = {
   'storage.segment_bytes': sizeSetting(64 * MiB, 4 * KiB, 4 * GiB - 1),
   /** Bytes after which the node's ingress log rolls to a new segment; handed-off segments are then deleted. */
   'storage.ingress_segment_bytes': sizeSetting(64 * MiB, 4 * KiB, 4 * GiB - 1),
+  /** How often each partition worker deletes segments older than their topic's retention_ms (spec §1.12). */
+  'storage.retention_check_interval': durationSetting(30 * secondMs, 100, 1 * hourMs),
+  /** How long a partition's changed ack state may wait before it is written to its ack log: what a kill -9 can
+   *  forget of acks (those messages are delivered again, at least once). */
+  'storage.ack_flush_interval': durationSetting(100, 1, 10 * secondMs),
 };
 
 type Settings = typeof settings;
@@ -234,7 +239,7 @@ export type Profile = Config['profile'];
 /** Defaults each profile changes; anything a source sets explicitly still wins over these. */
 const profileDefaults: Readonly<Record<Profile, Partial<Config>>> = {
   default: {},
-  test_min: { 'storage.segment_bytes': 64 * KiB, 'storage.ingress_segment_bytes': 256 * KiB },
+  test_min: { 'storage.segment_bytes': 64 * KiB, 'storage.ingress_segment_bytes': 256 * KiB, 'storage.retention_check_interval': 1 * secondMs },
 };
 
 export const settingKeys = Object.keys(settings) as readonly SettingKey[];

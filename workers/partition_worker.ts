@@ -12,18 +12,27 @@ import {
   assertNever,
   type FromMetadata,
   type FromWorker,
+  type LeasedMessage,
   type PartitionStatsView,
   type PartitionWorkerData,
+  type SettleMode,
+  type StoredRecordView,
   type ToWorker,
 } from '../src/protocol/thread_messages.js';
 import { applyCommand, type MetadataState, type TopicRecord } from '../src/raft/metadata/state.js';
 import { scanFrames } from '../src/util/frame.js';
 import { parsePartitionDirName, parseTopicDirName, partitionDir, topicDir, topicsDir } from './partition_dirs.js';
+import { AckLog, type AckState } from './ack_log.js';
+import type { ActorConfig } from './partition_actor.js';
+import { PartitionReadPath } from './partition_read_path.js';
 import { PartitionLog } from './segment_log.js';
 
 type Dispatch = Extract<ToWorker, { kind: 'dispatch' }>;
 type ReadRequest = Extract<ToWorker, { kind: 'read' }>;
 type StatsRequest = Extract<ToWorker, { kind: 'stats' }>;
+type TakeRequest = Extract<ToWorker, { kind: 'take' }>;
+type SettleRequest = Extract<ToWorker, { kind: 'settle' }>;
+type ReleaseRequest = Extract<ToWorker, { kind: 'release' }>;
 
 /** Partitions opened at once at start: each open reads up to a 4 MiB window, so this bounds memory. */
 const startOpenConcurrency = 8;
@@ -34,6 +43,16 @@ class PartitionWorker {
   private topicsById = new Map<string, TopicRecord>();
   /** topicId -> partition -> log. Only partitions this worker owns. */
   private logs = new Map<string, Map<number, PartitionLog>>();
+  /** Which topic and partition each open log holds. */
+  private logKeys = new Map<PartitionLog, { topicId: string; partition: number }>();
+  /** The consume side of partitions that were committed to, consumed or settled since start. */
+  private readPaths = new Map<PartitionLog, PartitionReadPath>();
+  /** Ack logs found at start, until the partition's read path takes them over. */
+  private restoredAcks = new Map<PartitionLog, { log: AckLog; state: AckState | null }>();
+  /** Deliverable counts per topic id gathered during one turn of the event loop, posted once. */
+  private available = new Map<string, number>();
+  private retentionDue = false;
+  private retentionTimer: NodeJS.Timeout | null = null;
   /** Dispatches waiting until the replica has applied their metaIndex, in arrival order. */
   private held: Dispatch[] = [];
   /** Logs with staged records that no flush round has taken yet. */
@@ -65,7 +84,9 @@ class PartitionWorker {
     }
     const opener = async (): Promise<void> => {
       for (let job = jobs.pop(); job !== undefined; job = jobs.pop()) {
-        const log = await PartitionLog.open({ dir: this.dirOf(job.topicId, job.partition), segmentBytesMax: this.data.segmentBytesMax });
+        const dir = this.dirOf(job.topicId, job.partition);
+        const log = await PartitionLog.open({ dir, segmentBytesMax: this.data.segmentBytesMax });
+        this.restoredAcks.set(log, await AckLog.open(dir));
         this.logSet(job.topicId, job.partition, log);
       }
     };
@@ -73,6 +94,7 @@ class PartitionWorker {
     // Listening only now: both ports queue what arrives meanwhile, so nothing sees a half-opened worker.
     this.data.metadataPort.on('message', (msg: FromMetadata) => this.onMetadata(msg));
     this.port.on('message', (msg: ToWorker) => this.onMessage(msg));
+    this.retentionTimer = setInterval(() => this.retentionRequest(), this.data.retentionCheckIntervalMs);
     this.post({ kind: 'ready' });
   }
 
@@ -84,6 +106,12 @@ class PartitionWorker {
         return this.onRead(msg);
       case 'stats':
         return this.onStats(msg);
+      case 'take':
+        return this.onTake(msg);
+      case 'settle':
+        return this.onSettle(msg);
+      case 'release':
+        return this.onRelease(msg);
       case 'shutdown':
         return this.onShutdown();
       default:
@@ -130,6 +158,7 @@ class PartitionWorker {
       const result = applyCommand(replica, entry.command);
       this.appliedIndex = entry.index;
       if (result.ok && result.deletedTopicId !== undefined) this.topicForget(result.deletedTopicId);
+      if (result.ok && entry.command.type === 'topic.update' && result.topic !== undefined) this.topicConfigure(result.topic);
     }
     this.topicsByIdRebuild();
     this.heldRelease();
@@ -166,12 +195,8 @@ class PartitionWorker {
       this.post({ kind: 'readResult', reqId, status: result });
       return;
     }
-    // Fresh, exactly sized copies: the read buffer holds the frame header too, and transferred
-    // buffers must be owned by the message alone.
-    const payload = result.payload.slice();
-    const key = result.key === null ? null : result.key.slice();
-    const record = { offset: result.offset, timestampSec: result.timestampSec, key, payload, payloadKind: result.payloadKind };
-    const transfer = key === null ? [payload.buffer] : [payload.buffer, key.buffer];
+    const transfer: ArrayBuffer[] = [];
+    const record = recordCopy(result, transfer);
     this.post({ kind: 'readResult', reqId, status: 'ok', record }, transfer);
   }
 
@@ -198,6 +223,11 @@ class PartitionWorker {
     while (this.round !== null) await this.round;
     assert(this.uncoveredSeq === null, 'staged dispatches left without a round');
     await this.deletions;
+    if (this.retentionTimer !== null) clearInterval(this.retentionTimer);
+    // Read paths first: their last ack state is written while the logs are still open.
+    await Promise.all([...this.readPaths.values()].map((path) => path.close()));
+    this.readPaths.clear();
+    await Promise.all([...this.restoredAcks.values()].map((restored) => restored.log.close()));
     const logs = [...this.logs.values()].flatMap((partitions) => [...partitions.values()]);
     this.logsClosed = true;
     this.logs.clear();
@@ -252,9 +282,23 @@ class PartitionWorker {
     });
   }
 
-  /** Group commit: one round at a time flushes every dirty log concurrently, then reports 'durable'. */
+  /** Group commit: one round at a time flushes every dirty log concurrently, then reports 'durable' and tells
+   *  each partition's read path its new high watermark (consumers see records only now). Retention runs as a round
+   *  of its own, so it never overlaps a flush of the same log. */
   private roundStart(): void {
-    if (this.round !== null || this.uncoveredSeq === null) return;
+    if (this.round !== null) return;
+    if (this.retentionDue && !this.shuttingDown) {
+      this.retentionDue = false;
+      this.round = this.retentionRound().then(
+        () => {
+          this.round = null;
+          this.roundStart();
+        },
+        (err: unknown) => this.failStop('retention', err),
+      );
+      return;
+    }
+    if (this.uncoveredSeq === null) return;
     const seqUpTo = this.uncoveredSeq;
     const logs = [...this.dirty];
     this.uncoveredSeq = null;
@@ -263,10 +307,114 @@ class PartitionWorker {
       () => {
         this.round = null;
         this.post({ kind: 'durable', seqUpTo });
+        for (const log of logs) this.readPathOf(log)?.committed(log.highWatermark);
         this.roundStart();
       },
       (err: unknown) => this.failStop('flush', err),
     );
+  }
+
+  private retentionRequest(): void {
+    this.retentionDue = true;
+    this.roundStart();
+  }
+
+  /** Spec §1.12: segments whose newest record is older than the topic's retention_ms are deleted. */
+  private async retentionRound(): Promise<void> {
+    const nowMs = Date.now();
+    for (const [log, key] of this.logKeys) {
+      const topic = this.topicsById.get(key.topicId);
+      if (topic === undefined || topic.retentionMs === 0 || log.highWatermark === log.oldestOffset) continue;
+      const cutoffSec = Math.floor((nowMs - topic.retentionMs) / 1000);
+      const before = log.oldestOffset;
+      const { oldestOffset } = await log.retain(cutoffSec);
+      if (oldestOffset !== before) this.readPathOf(log)?.retained(oldestOffset);
+    }
+  }
+
+  private onTake(msg: TakeRequest): void {
+    if (this.logsClosed) return this.postShuttingDown(msg.reqId);
+    const leased: { partition: number; offset: number; nonce: string; path: PartitionReadPath }[] = [];
+    for (const partition of msg.partitions) {
+      if (leased.length >= msg.max) break;
+      assert(this.owns(msg.topicId, partition), `take of ${msg.topicId}/${partition} sent to the wrong worker`);
+      const log = this.logs.get(msg.topicId)?.get(partition);
+      const path = log === undefined ? null : this.readPathOf(log);
+      if (path === null) continue;
+      for (const lease of path.take(msg.max - leased.length)) leased.push({ partition, offset: lease.offset, nonce: lease.nonce, path });
+    }
+    Promise.all(leased.map((l) => l.path.read(l.offset))).then(
+      (records) => {
+        const messages: LeasedMessage[] = [];
+        const transfer: ArrayBuffer[] = [];
+        records.forEach((result, i) => {
+          const lease = leased[i]!;
+          // Retention deleted it between the lease and the read: the lease is gone with it.
+          if (typeof result === 'string') return;
+          const record = recordCopy(result, transfer);
+          messages.push({ partition: lease.partition, nonce: lease.nonce, record });
+        });
+        this.post({ kind: 'taken', reqId: msg.reqId, messages }, transfer);
+      },
+      (err: unknown) => {
+        process.stderr.write(`partition worker ${this.data.workerIndex}: read for consume of ${msg.topicId} failed: ${errorText(err)}\n`);
+        for (const l of leased) l.path.settle(l.offset, l.nonce, 'nack');
+        this.post({ kind: 'failed', reqId: msg.reqId, status: 500, error: 'partition unreadable' });
+      },
+    );
+  }
+
+  private onSettle(msg: SettleRequest): void {
+    if (this.logsClosed) return this.postShuttingDown(msg.reqId);
+    const statuses = msg.items.map((item) => this.settleOne(msg.topicId, item.partition, item.offset, item.nonce, msg.mode));
+    this.post({ kind: 'settledResult', reqId: msg.reqId, statuses });
+  }
+
+  private onRelease(msg: ReleaseRequest): void {
+    if (this.logsClosed) return;
+    for (const item of msg.items) this.settleOne(msg.topicId, item.partition, item.offset, item.nonce, 'nack');
+  }
+
+  /** A lease of a partition this worker holds no log for, or of a topic it does not know, is gone: 410. */
+  private settleOne(topicId: string, partition: number, offset: number, nonce: string, mode: SettleMode): number {
+    if (!this.owns(topicId, partition)) return 410;
+    const log = this.logs.get(topicId)?.get(partition);
+    const path = log === undefined ? null : this.readPathOf(log);
+    return path === null ? 410 : path.settle(offset, nonce, mode);
+  }
+
+  /** The read path of an open log whose topic the replica knows, built on first use. */
+  private readPathOf(log: PartitionLog): PartitionReadPath | null {
+    const existing = this.readPaths.get(log);
+    if (existing !== undefined) return existing;
+    const key = this.logKeys.get(log);
+    const topic = key === undefined ? undefined : this.topicsById.get(key.topicId);
+    if (key === undefined || topic === undefined || this.logsClosed) return null;
+    const restored = this.restoredAcks.get(log);
+    this.restoredAcks.delete(log);
+    const path = new PartitionReadPath(log, restored?.log ?? null, restored?.state ?? null, actorConfigOf(topic), this.data.ackFlushIntervalMs, {
+      onAvailable: (count) => this.availableAdd(key.topicId, count),
+      onFatal: (what, err) => this.failStop(what, err),
+    });
+    this.readPaths.set(log, path);
+    return path;
+  }
+
+  private topicConfigure(topic: TopicRecord): void {
+    for (const log of this.logs.get(topic.id)?.values() ?? []) this.readPaths.get(log)?.configure(actorConfigOf(topic));
+  }
+
+  /** Counts gathered in one turn go to the front in one message. */
+  private availableAdd(topicId: string, count: number): void {
+    if (count <= 0) return;
+    if (this.available.size === 0) setImmediate(() => this.availablePost());
+    this.available.set(topicId, (this.available.get(topicId) ?? 0) + count);
+  }
+
+  private availablePost(): void {
+    const topics = [...this.available].map(([topicId, count]) => ({ topicId, count }));
+    this.available.clear();
+    if (topics.length > 0 && !this.logsClosed) this.post({ kind: 'available', topics });
   }
 
   /** A deleted topic's logs leave the maps now (nothing stages or reads them again) and are destroyed
@@ -276,10 +424,18 @@ class PartitionWorker {
     this.logs.delete(topicId);
     const logs = partitions === undefined ? [] : [...partitions.values()];
     for (const log of logs) this.dirty.delete(log);
+    const paths = logs.map((log) => this.readPaths.get(log)).filter((p) => p !== undefined);
+    const restored = logs.map((log) => this.restoredAcks.get(log)).filter((r) => r !== undefined);
+    for (const log of logs) {
+      this.readPaths.delete(log);
+      this.restoredAcks.delete(log);
+      this.logKeys.delete(log);
+    }
     const round = this.round;
     this.deletions = this.deletions
       .then(async () => {
         await round;
+        await Promise.all([...paths.map((path) => path.discard()), ...restored.map((r) => r.log.close())]);
         await Promise.all(logs.map((log) => log.destroy()));
         await topicDirRemoveIfEmpty(topicDir(this.data.dataDir, topicId));
       })
@@ -305,6 +461,7 @@ class PartitionWorker {
     }
     assert(!partitions.has(partition), `partition ${topicId}/${partition} opened twice`);
     partitions.set(partition, log);
+    this.logKeys.set(log, { topicId, partition });
   }
 
   private owns(topicId: string, partition: number): boolean {
@@ -357,6 +514,24 @@ async function topicDirRemoveIfEmpty(dir: string): Promise<void> {
     const code = (err as NodeJS.ErrnoException).code;
     if (code !== 'ENOENT' && code !== 'ENOTEMPTY' && code !== 'EEXIST') throw err;
   }
+}
+
+/** Fresh, exactly sized copies of a record read from disk: the read buffer holds frame headers too, and
+ *  transferred buffers must be owned by the message alone. */
+function recordCopy(result: StoredRecordView, transfer: ArrayBuffer[]): StoredRecordView {
+  const payload = result.payload.slice();
+  const key = result.key === null ? null : result.key.slice();
+  transfer.push(payload.buffer);
+  if (key !== null) transfer.push(key.buffer);
+  return { offset: result.offset, timestampSec: result.timestampSec, key, payload, payloadKind: result.payloadKind };
+}
+
+function actorConfigOf(topic: TopicRecord): ActorConfig {
+  return {
+    visibilityTimeoutMs: topic.visibilityTimeoutMs,
+    maxInFlightPerPartition: topic.maxInFlightPerPartition,
+    maxAckedAheadPerPartition: topic.maxAckedAheadPerPartition,
+  };
 }
 
 function errorText(err: unknown): string {

@@ -1,14 +1,15 @@
 // One partition's log on disk: segments <baseOffset>.log (frames [u32 len][u32 crc32][record]) and their
 // dense .idx (segment_index.ts), under the directory partition_dirs.ts names. Runs on the partition worker
 // thread that owns the partition; only partition_worker.ts calls it. Lifecycle: open (recovery) or
-// createEmpty, then stage/flush/read in any order (one flush at a time), then close or destroy.
-// Offsets below highWatermark are fdatasynced and never change meaning, not even after a crash.
+// createEmpty, then stage/flush/read/retain in any order (flush and retain one at a time), then close or
+// destroy. Offsets below highWatermark are fdatasynced and never change meaning, not even after a crash;
+// retention removes whole segments from the old end, and next_offset.mark keeps the tail when none is left.
 import assert from 'node:assert/strict';
-import { mkdir, open, readdir, rm, unlink, type FileHandle } from 'node:fs/promises';
-import { dirname } from 'node:path';
+import { mkdir, open, readdir, readFile, rename, rm, unlink, type FileHandle } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
 import { Packr } from 'msgpackr';
 import type { PayloadKind } from '../src/protocol/ingress_frame.js';
-import { frameBodyBytesMax, frameHeaderBytes, scanFrames, writeFrame } from '../src/util/frame.js';
+import { encodeFrame, frameBodyBytesMax, frameHeaderBytes, scanFrames, writeFrame } from '../src/util/frame.js';
 import { parseSegmentFileName, segmentPath } from './partition_dirs.js';
 import { indexEntryBytes, indexEntryRead, segmentPositionLimit, SegmentPositions } from './segment_index.js';
 
@@ -49,6 +50,19 @@ const packr = new Packr({ useRecords: false, moreTypes: false });
 const recoveryScanWindowBytes = 4 * 1024 * 1024;
 /** First staging buffer; it doubles as records arrive and is dropped after each flush. */
 const stagingBytesInitial = 64 * 1024;
+/** Written when retention deletes every segment: it alone then carries highWatermark and lastIngress over
+ *  a restart. Replaced atomically through the .tmp name; a stale one is harmless, since segments win. */
+const markFileName = 'next_offset.mark';
+const markTmpFileName = `${markFileName}.tmp`;
+
+/** The partition's tail when retention last deleted every segment. */
+interface TailMark {
+  nextOffset: number;
+  lastIngress: IngressPosition | null;
+}
+
+// [nextOffset, ingressSeq, ingressIndex], the ingress pair null when nothing was ever stored.
+type WireMark = [number, number | null, number | null];
 
 interface Segment {
   baseOffset: number;
@@ -57,6 +71,9 @@ interface Segment {
   /** Synced bytes of the .log. */
   logBytes: number;
   idxBytes: number;
+  /** Unix seconds of the first and the last record; null while the segment holds none (only the active
+   *  one can). Retention judges a segment by its last record, the newest written. */
+  timestampsSec: { first: number; last: number } | null;
 }
 
 /** The active segment's open files. The .log handle outlives a roll or close while reads still use it. */
@@ -71,8 +88,11 @@ interface ActiveFiles {
 interface StagedBatch {
   bytes: Uint8Array;
   frameStarts: number[];
+  /** Parallel to frameStarts: a batch may split across segments, and each segment keeps its ends. */
+  timestampsSec: number[];
   firstOffset: number;
-  firstTimestampSec: number;
+  /** lastIngress once the whole batch is stored. */
+  lastIngress: IngressPosition | null;
 }
 
 export class PartitionLog {
@@ -83,12 +103,14 @@ export class PartitionLog {
   private nextOffsetValue = 0;
   private highWatermarkValue = 0;
   private lastIngressValue: IngressPosition | null = null;
-  private oldestSegmentAtSecValue: number | undefined = undefined;
+  /** lastIngress of the synced records alone: what the mark may promise to a restart. */
+  private storedLastIngress: IngressPosition | null = null;
   private staging = new Uint8Array(0);
   private stagingBytes = 0;
   private stagingFrameStarts: number[] = [];
-  private stagingFirstTimestampSec = 0;
+  private stagingTimestampsSec: number[] = [];
   private flushing = false;
+  private retaining = false;
   private closed = false;
 
   private constructor(
@@ -102,13 +124,21 @@ export class PartitionLog {
   /** Opens a partition directory (absent is empty): checks sealed segments, truncates a torn tail. */
   static async open(opts: { dir: string; segmentBytesMax: number }): Promise<PartitionLog> {
     const log = new PartitionLog(opts.dir, opts.segmentBytesMax);
-    const bases = await segmentBasesList(opts.dir);
-    for (let i = 0; i + 1 < bases.length; i++) {
-      log.segments.push(await sealedSegmentRecover(opts.dir, bases[i]!, bases[i + 1]!));
+    const listing = await partitionDirList(opts.dir);
+    for (let i = 0; i + 1 < listing.bases.length; i++) {
+      log.segments.push(await sealedSegmentRecover(opts.dir, listing.bases[i]!, listing.bases[i + 1]!));
     }
-    const activeBase = bases.at(-1);
+    const activeBase = listing.bases.at(-1);
     if (activeBase !== undefined) await log.openActiveRecover(activeBase);
-    await log.openTailRead();
+    const mark = listing.hasMark ? await markRead(opts.dir) : null;
+    if (mark !== null && activeBase === undefined) {
+      log.nextOffsetValue = mark.nextOffset;
+      log.highWatermarkValue = mark.nextOffset;
+    }
+    // A mark is written at the highWatermark of its time and offsets only grow: one above it is corrupt.
+    assert(mark === null || mark.nextOffset <= log.highWatermarkValue, `${markFileName} is ahead of the segments`);
+    await log.openTailRead(mark);
+    log.storedLastIngress = log.lastIngress;
     log.invariantsCheck();
     return log;
   }
@@ -128,8 +158,9 @@ export class PartitionLog {
     return this.highWatermarkValue;
   }
 
+  /** The first kept offset; with no segment, highWatermark (staged records are not kept yet). */
   get oldestOffset(): number {
-    return this.segments[0]?.baseOffset ?? this.nextOffsetValue;
+    return this.segments[0]?.baseOffset ?? this.highWatermarkValue;
   }
 
   /** (seq, index) of the last staged or stored record, or null: the worker skips ingress records at or
@@ -155,8 +186,8 @@ export class PartitionLog {
     const body = packr.pack(wire);
     assert(body.byteLength <= frameBodyBytesMax, `record of ${body.byteLength} bytes would read back as torn`);
     this.stagingReserve(frameHeaderBytes + body.byteLength);
-    if (this.stagingFrameStarts.length === 0) this.stagingFirstTimestampSec = r.timestampSec;
     this.stagingFrameStarts.push(this.stagingBytes);
+    this.stagingTimestampsSec.push(r.timestampSec);
     this.stagingBytes += writeFrame(this.staging, this.stagingBytes, body);
     this.nextOffsetValue = offset + 1;
     this.lastIngressValue = { seq: r.ingressSeq, index: r.ingressIndex };
@@ -167,6 +198,7 @@ export class PartitionLog {
    *  advances highWatermark to what was synced. One flush at a time; records staged meanwhile wait. */
   async flush(): Promise<void> {
     assert(!this.flushing, 'one flush at a time per partition log');
+    assert(!this.retaining, 'flush during a retain');
     assert(!this.closed, 'flush on a closed partition log');
     const count = this.stagingFrameStarts.length;
     if (count === 0) return;
@@ -174,12 +206,14 @@ export class PartitionLog {
     const batch: StagedBatch = {
       bytes: this.staging.subarray(0, this.stagingBytes),
       frameStarts: this.stagingFrameStarts,
+      timestampsSec: this.stagingTimestampsSec,
       firstOffset: this.nextOffsetValue - count,
-      firstTimestampSec: this.stagingFirstTimestampSec,
+      lastIngress: this.lastIngress,
     };
     this.staging = new Uint8Array(0);
     this.stagingBytes = 0;
     this.stagingFrameStarts = [];
+    this.stagingTimestampsSec = [];
     try {
       let from = 0;
       while (from < count) {
@@ -188,6 +222,7 @@ export class PartitionLog {
         await this.flushChunk(batch, from, to);
         from = to;
       }
+      this.storedLastIngress = batch.lastIngress;
     } finally {
       this.flushing = false;
     }
@@ -204,8 +239,42 @@ export class PartitionLog {
     const k = offset - segment.baseOffset;
     assert(k < segment.recordCount, `offset ${offset} below highWatermark but past its segment`);
     const isActive = this.active !== null && segmentIndex === this.segments.length - 1;
-    const frame = isActive ? await this.readActive(segment, k) : await segmentFrameReadSealed(this.dir, segment, k);
+    let frame: Uint8Array;
+    try {
+      frame = isActive ? await this.readActive(segment, k) : await segmentFrameReadSealed(this.dir, segment, k);
+    } catch (err) {
+      // Retention may delete a sealed segment while a read of it waits to open its files.
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT' && offset < this.oldestOffset) return 'aged_out';
+      throw err;
+    }
     return recordFromFrame(frame, offset, segmentPath(this.dir, segment.baseOffset, 'log'));
+  }
+
+  /** Spec §1.12: deletes, oldest first, every segment whose last (newest) record is older than cutoffSec,
+   *  and stops at the first one still needed. The active segment goes too when all of it is old: the next
+   *  flush then starts a fresh segment at highWatermark, and next_offset.mark keeps that over a restart.
+   *  The shell serializes it with flush (both move segment files). Like a failed flush, a failed retain
+   *  leaves memory and disk apart, and the caller fail-stops; open() recovers from the files. */
+  async retain(cutoffSec: number): Promise<{ oldestOffset: number; deletedSegments: number }> {
+    assert(!this.closed, 'retain on a closed partition log');
+    assert(!this.flushing, 'retain during a flush');
+    assert(!this.retaining, 'one retain at a time per partition log');
+    assert(Number.isSafeInteger(cutoffSec), `cutoffSec ${cutoffSec} invalid`);
+    const deletedSegments = this.retainCount(cutoffSec);
+    if (deletedSegments > 0) {
+      this.retaining = true;
+      try {
+        // The mark must be durable before the last segment, which knows the tail, is gone.
+        if (deletedSegments === this.segments.length) {
+          await markWrite(this.dir, { nextOffset: this.highWatermarkValue, lastIngress: this.storedLastIngress });
+        }
+        for (let k = 0; k < deletedSegments; k++) await this.retainOldestDelete();
+      } finally {
+        this.retaining = false;
+      }
+    }
+    this.invariantsCheck();
+    return { oldestOffset: this.oldestOffset, deletedSegments };
   }
 
   stats(): PartitionLogStats {
@@ -218,13 +287,15 @@ export class PartitionLog {
       highWatermark: this.highWatermarkValue,
       sizeBytes,
     };
-    if (this.oldestSegmentAtSecValue !== undefined) stats.oldestSegmentAtSec = this.oldestSegmentAtSecValue;
+    const oldestTimestampsSec = this.segments[0]?.timestampsSec ?? null;
+    if (oldestTimestampsSec !== null) stats.oldestSegmentAtSec = oldestTimestampsSec.first;
     return stats;
   }
 
   /** Closes the files. Records still staged are dropped: the caller flushes first unless destroying. */
   async close(): Promise<void> {
     assert(!this.flushing, 'close during a flush');
+    assert(!this.retaining, 'close during a retain');
     if (this.closed) return;
     this.closed = true;
     await this.activeFilesRetire();
@@ -240,9 +311,36 @@ export class PartitionLog {
     assert(this.oldestOffset <= this.highWatermarkValue, 'oldestOffset above highWatermark');
     assert(this.highWatermarkValue <= this.nextOffsetValue, 'highWatermark above nextOffset');
     const last = this.segments.at(-1);
-    if (last === undefined) return;
+    if (last === undefined) {
+      assert(this.active === null, 'active files without a segment');
+      return;
+    }
     assert.equal(last.baseOffset + last.recordCount, this.highWatermarkValue, 'last segment does not end at highWatermark');
     if (this.active !== null) assert.equal(this.activePositions.length, last.recordCount, 'active index out of step');
+  }
+
+  /** How many segments, from the oldest, hold no record at or after cutoffSec. An empty segment (only the
+   *  active one can be) holds nothing to keep. */
+  private retainCount(cutoffSec: number): number {
+    let count = 0;
+    for (const segment of this.segments) {
+      if (segment.timestampsSec !== null && segment.timestampsSec.last >= cutoffSec) break;
+      count += 1;
+    }
+    return count;
+  }
+
+  /** Leaves memory first, so reads from now on answer aged_out, then leaves the disk durably: one
+   *  directory sync per segment keeps the files on disk a contiguous run at every crash point, which is
+   *  what open() needs to trust the offsets they name. */
+  private async retainOldestDelete(): Promise<void> {
+    const segment = this.segments.shift();
+    assert(segment !== undefined, 'retain deletes more segments than exist');
+    if (this.segments.length === 0) await this.activeFilesRetire();
+    // .log first: an interrupted removal leaves a lone .idx, which open() removes.
+    await unlink(segmentPath(this.dir, segment.baseOffset, 'log'));
+    await unlink(segmentPath(this.dir, segment.baseOffset, 'idx'));
+    await dirSync(this.dir);
   }
 
   private stagingReserve(bytes: number): void {
@@ -294,9 +392,11 @@ export class PartitionLog {
     segment.recordCount += to - from;
     segment.logBytes += chunk.byteLength;
     segment.idxBytes += entries.byteLength;
+    segment.timestampsSec = {
+      first: segment.timestampsSec?.first ?? batch.timestampsSec[from]!,
+      last: batch.timestampsSec[to - 1]!,
+    };
     this.highWatermarkValue = segment.baseOffset + segment.recordCount;
-    // Only the partition's first records ever find it unset, and they start this batch.
-    if (this.oldestSegmentAtSecValue === undefined) this.oldestSegmentAtSecValue = batch.firstTimestampSec;
     this.invariantsCheck();
   }
 
@@ -307,7 +407,7 @@ export class PartitionLog {
     const log = await open(segmentPath(this.dir, baseOffset, 'log'), 'wx+');
     const idx = await open(segmentPath(this.dir, baseOffset, 'idx'), 'wx+');
     await dirSync(this.dir);
-    this.segments.push({ baseOffset, recordCount: 0, logBytes: 0, idxBytes: 0 });
+    this.segments.push({ baseOffset, recordCount: 0, logBytes: 0, idxBytes: 0, timestampsSec: null });
     this.active = { log, idx, readsInFlight: 0, retired: false };
     this.activePositions = new SegmentPositions();
   }
@@ -376,31 +476,31 @@ export class PartitionLog {
     const idx = await open(segmentPath(this.dir, baseOffset, 'idx'), 'w+');
     const entries = positions.encode(0, positions.length);
     await writeAll(idx, entries, 0);
-    this.segments.push({ baseOffset, recordCount: positions.length, logBytes: validBytes, idxBytes: entries.byteLength });
+    const firstRecord = first as StoredRecord | null;
+    const lastRecord = last as StoredRecord | null;
+    const timestampsSec =
+      firstRecord === null || lastRecord === null ? null : { first: firstRecord.timestampSec, last: lastRecord.timestampSec };
+    const recordCount = positions.length;
+    this.segments.push({ baseOffset, recordCount, logBytes: validBytes, idxBytes: entries.byteLength, timestampsSec });
     this.active = { log, idx, readsInFlight: 0, retired: false };
     this.activePositions = positions;
     this.nextOffsetValue = baseOffset + positions.length;
     this.highWatermarkValue = this.nextOffsetValue;
-    const lastRecord = last as StoredRecord | null;
     if (lastRecord !== null) this.lastIngressValue = { seq: lastRecord.ingressSeq, index: lastRecord.ingressIndex };
-    const firstRecord = first as StoredRecord | null;
-    if (firstRecord !== null && this.segments.length === 1) this.oldestSegmentAtSecValue = firstRecord.timestampSec;
   }
 
-  /** Fills lastIngress and oldestSegmentAtSec when the active segment's scan could not (it is empty,
-   *  or older segments exist). Reads at most two records. */
-  private async openTailRead(): Promise<void> {
-    if (this.lastIngressValue === null && this.highWatermarkValue > this.oldestOffset) {
+  /** Fills lastIngress when the active segment's scan could not: from the last sealed record when the
+   *  active segment is empty, or from the mark when no segment holds a record. */
+  private async openTailRead(mark: TailMark | null): Promise<void> {
+    if (this.lastIngressValue !== null) return;
+    if (this.highWatermarkValue > this.oldestOffset) {
       const last = await this.read(this.highWatermarkValue - 1);
       assert(typeof last === 'object', 'last stored record unreadable at open');
       this.lastIngressValue = { seq: last.ingressSeq, index: last.ingressIndex };
+      return;
     }
-    const oldest = this.segments[0];
-    if (this.oldestSegmentAtSecValue === undefined && oldest !== undefined && oldest.recordCount > 0) {
-      const first = await this.read(oldest.baseOffset);
-      assert(typeof first === 'object', 'first stored record unreadable at open');
-      this.oldestSegmentAtSecValue = first.timestampSec;
-    }
+    // No record is kept, so none was synced since the mark: everything synced after it would still be here.
+    if (mark !== null) this.lastIngressValue = mark.lastIngress;
   }
 }
 
@@ -412,13 +512,14 @@ function frameBytes(batch: StagedBatch, k: number): number {
   return frameEnd(batch, k) - batch.frameStarts[k]!;
 }
 
-/** Base offsets of the .log files in dir, ascending; a stray .idx without its .log is removed. */
-async function segmentBasesList(dir: string): Promise<number[]> {
+/** The segment base offsets in dir, ascending, and whether it holds a mark. What an interrupted removal
+ *  or mark write leaves behind is removed: a lone .idx, a mark's .tmp. */
+async function partitionDirList(dir: string): Promise<{ bases: number[]; hasMark: boolean }> {
   let names: string[];
   try {
     names = await readdir(dir);
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return { bases: [], hasMark: false };
     throw err;
   }
   const logs = new Set<number>();
@@ -429,53 +530,80 @@ async function segmentBasesList(dir: string): Promise<number[]> {
     if (parsed.kind === 'log') logs.add(parsed.baseOffset);
     else idxs.push(parsed.baseOffset);
   }
-  // Segment creation makes the .log first, so only an interrupted removal leaves a lone .idx; it would
-  // block creating that segment again.
+  // Segment creation makes the .log first and removal unlinks it first, so only an interrupted removal
+  // leaves a lone .idx; it would block creating that segment again.
   for (const base of idxs) if (!logs.has(base)) await unlink(segmentPath(dir, base, 'idx'));
-  return [...logs].sort((a, b) => a - b);
+  if (names.includes(markTmpFileName)) await unlink(join(dir, markTmpFileName));
+  return { bases: [...logs].sort((a, b) => a - b), hasMark: names.includes(markFileName) };
 }
 
-/** A sealed segment's bounds: its .idx is trusted when consistent with the .log, else rebuilt. */
+/** A sealed segment's bounds and end timestamps: its .idx is trusted when consistent with the .log, else rebuilt. */
 async function sealedSegmentRecover(dir: string, baseOffset: number, nextBaseOffset: number): Promise<Segment> {
   const recordCount = nextBaseOffset - baseOffset;
   assert(recordCount > 0, `sealed segment ${baseOffset} holds no offsets before ${nextBaseOffset}`);
   const log = await open(segmentPath(dir, baseOffset, 'log'), 'r');
   try {
     const logBytes = (await log.stat()).size;
-    const segment: Segment = { baseOffset, recordCount, logBytes, idxBytes: recordCount * indexEntryBytes };
-    if (await sealedIndexConsistent(dir, segment, log)) return segment;
-    await sealedIndexRebuild(dir, segment, log);
+    const segment: Segment = { baseOffset, recordCount, logBytes, idxBytes: recordCount * indexEntryBytes, timestampsSec: null };
+    segment.timestampsSec = (await sealedIndexEnds(dir, segment, log)) ?? (await sealedIndexRebuild(dir, segment, log));
     return segment;
   } finally {
     await log.close();
   }
 }
 
-/** The .idx holds one entry per offset, and its last entry's frame ends exactly at the end of the .log. */
-async function sealedIndexConsistent(dir: string, segment: Segment, log: FileHandle): Promise<boolean> {
+/** The first and last records' timestamps, read through the .idx; null when the .idx does not match the
+ *  .log: it must hold one entry per offset, and its first and last entries must each point at one whole,
+ *  valid frame holding their offset, the last one ending exactly at the end of the .log. */
+async function sealedIndexEnds(dir: string, segment: Segment, log: FileHandle): Promise<{ first: number; last: number } | null> {
   let idx: FileHandle;
   try {
     idx = await open(segmentPath(dir, segment.baseOffset, 'idx'), 'r');
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return false;
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
     throw err;
   }
   try {
-    if ((await idx.stat()).size !== segment.idxBytes) return false;
-    const lastPosition = indexEntryRead(await readExact(idx, segment.idxBytes - indexEntryBytes, indexEntryBytes), 0);
-    if (lastPosition + frameHeaderBytes > segment.logBytes) return false;
-    const header = await readExact(log, lastPosition, frameHeaderBytes);
-    return lastPosition + frameHeaderBytes + indexEntryRead(header, 0) === segment.logBytes;
+    if ((await idx.stat()).size !== segment.idxBytes) return null;
+    const lastK = segment.recordCount - 1;
+    const lastStart = indexEntryRead(await readExact(idx, lastK * indexEntryBytes, indexEntryBytes), 0);
+    const last = await sealedRecordRead(log, segment, lastK, { start: lastStart, end: segment.logBytes });
+    if (last === null) return null;
+    if (lastK === 0) return { first: last.timestampSec, last: last.timestampSec };
+    const firstEnd = indexEntryRead(await readExact(idx, indexEntryBytes, indexEntryBytes), 0);
+    const first = await sealedRecordRead(log, segment, 0, { start: 0, end: firstEnd });
+    return first === null ? null : { first: first.timestampSec, last: last.timestampSec };
   } finally {
     await idx.close();
   }
 }
 
-async function sealedIndexRebuild(dir: string, segment: Segment, log: FileHandle): Promise<void> {
+/** Record k of a sealed segment from the bytes an index entry says hold it, or null when they are not
+ *  exactly one whole, valid frame holding offset baseOffset + k. */
+async function sealedRecordRead(
+  log: FileHandle,
+  segment: Segment,
+  k: number,
+  { start, end }: { start: number; end: number },
+): Promise<StoredRecord | null> {
+  if (!(start < end && end <= segment.logBytes && end - start <= frameHeaderBytes + frameBodyBytesMax)) return null;
+  const bytes = await readExact(log, start, end - start);
+  const scan = scanFrames(bytes, frameBodyBytesMax);
+  const body = scan.bodies[0];
+  if (body === undefined || scan.validBytes !== bytes.byteLength) return null;
+  const record = recordDecode(body);
+  return record.offset === segment.baseOffset + k ? record : null;
+}
+
+/** Rebuilds the .idx from a full scan of the .log; returns the first and last records' timestamps. */
+async function sealedIndexRebuild(dir: string, segment: Segment, log: FileHandle): Promise<{ first: number; last: number }> {
   const positions = new SegmentPositions();
+  const timestampsSec = { first: 0, last: 0 };
   const validBytes = await logScan(log, segment.logBytes, (body, position) => {
     const record = recordDecode(body);
     assert.equal(record.offset, segment.baseOffset + positions.length, `segment ${segment.baseOffset}: offsets out of sequence`);
+    if (positions.length === 0) timestampsSec.first = record.timestampSec;
+    timestampsSec.last = record.timestampSec;
     positions.push(position);
   });
   // Sealed data was synced before the next segment existed: damage here is not a torn write, and
@@ -490,6 +618,42 @@ async function sealedIndexRebuild(dir: string, segment: Segment, log: FileHandle
   } finally {
     await idx.close();
   }
+  return timestampsSec;
+}
+
+/** Replaces the mark atomically and durably: written and synced as .tmp, renamed, directory synced. */
+async function markWrite(dir: string, mark: TailMark): Promise<void> {
+  assert(Number.isSafeInteger(mark.nextOffset) && mark.nextOffset >= 0, `mark nextOffset ${mark.nextOffset} invalid`);
+  const wire: WireMark = [mark.nextOffset, mark.lastIngress?.seq ?? null, mark.lastIngress?.index ?? null];
+  const bytes = encodeFrame(packr.pack(wire));
+  const tmpPath = join(dir, markTmpFileName);
+  const handle = await open(tmpPath, 'w');
+  try {
+    await writeAll(handle, bytes, 0);
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+  await rename(tmpPath, join(dir, markFileName));
+  await dirSync(dir);
+}
+
+/** The mark, checked after reading. It only ever appears whole (renamed into place), so one that fails a
+ *  check is damage, and recovery stops: guessing next_offset could give one offset two records. */
+async function markRead(dir: string): Promise<TailMark> {
+  const path = join(dir, markFileName);
+  const bytes = await readFile(path);
+  const scan = scanFrames(bytes, frameBodyBytesMax);
+  const body = scan.bodies[0];
+  if (body === undefined || scan.validBytes !== bytes.byteLength) throw new Error(`${path} fails its length or crc check`);
+  const wire = packr.unpack(body) as unknown;
+  if (!Array.isArray(wire) || wire.length !== 3) throw new Error(`${path}: malformed body`);
+  const [nextOffset, seq, index] = wire as WireMark;
+  if (!Number.isSafeInteger(nextOffset) || nextOffset < 0) throw new Error(`${path}: nextOffset ${nextOffset} invalid`);
+  if (seq === null && index === null) return { nextOffset, lastIngress: null };
+  const ingressValid = typeof seq === 'number' && typeof index === 'number' && Number.isSafeInteger(seq) && Number.isSafeInteger(index);
+  if (!ingressValid || index < 0) throw new Error(`${path}: ingress position (${seq}, ${index}) invalid`);
+  return { nextOffset, lastIngress: { seq, index } };
 }
 
 async function segmentFrameReadSealed(dir: string, segment: Segment, k: number): Promise<Uint8Array> {
@@ -572,7 +736,8 @@ function recordDecode(body: Uint8Array): StoredRecord {
   return { offset, timestampSec, key, payload, payloadKind, ingressSeq, ingressIndex };
 }
 
-async function writeAll(handle: FileHandle, bytes: Uint8Array, position: number): Promise<void> {
+/** Shared with ack_log.ts, as are dirSync and dirCreateDurably: the partition's durable-write helpers. */
+export async function writeAll(handle: FileHandle, bytes: Uint8Array, position: number): Promise<void> {
   let done = 0;
   while (done < bytes.byteLength) {
     const { bytesWritten } = await handle.write(bytes, done, bytes.byteLength - done, position + done);
@@ -592,7 +757,7 @@ async function readExact(handle: FileHandle, position: number, length: number): 
   return out;
 }
 
-async function dirSync(dir: string): Promise<void> {
+export async function dirSync(dir: string): Promise<void> {
   const handle = await open(dir, 'r');
   try {
     await handle.sync();
@@ -602,7 +767,7 @@ async function dirSync(dir: string): Promise<void> {
 }
 
 /** mkdir -p, then syncs the parent of every directory it created so the new entries survive a crash. */
-async function dirCreateDurably(dir: string): Promise<void> {
+export async function dirCreateDurably(dir: string): Promise<void> {
   const firstCreated = await mkdir(dir, { recursive: true });
   if (firstCreated === undefined) return;
   for (let created = dir; ; created = dirname(created)) {

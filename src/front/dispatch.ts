@@ -18,6 +18,8 @@ export class PartitionWorkers {
   private readonly closedWaiters = new Map<number, () => void>();
   /** Called with the highest ingress seq that every worker holds durably. */
   onAllDurable: (seqUpTo: number) => void = () => undefined;
+  /** Called when a worker reports messages of a topic became deliverable. */
+  onAvailable: (topicId: string, count: number) => void = () => undefined;
 
   constructor(private readonly workers: Worker[]) {
     this.durableSeq = workers.map(() => 0);
@@ -63,6 +65,11 @@ export class PartitionWorkers {
     });
   }
 
+  /** A message that needs no answer. */
+  send(workerIndex: number, message: Extract<ToWorker, { kind: 'release' }>): void {
+    this.workers[workerIndex]!.postMessage(message);
+  }
+
   /** Asks every worker to finish and close its files. */
   async shutdown(): Promise<void> {
     await Promise.all(
@@ -85,8 +92,13 @@ export class PartitionWorkers {
         this.onAllDurable(Math.min(...this.durableSeq));
         return;
       }
+      case 'available':
+        for (const { topicId, count } of message.topics) this.onAvailable(topicId, count);
+        return;
       case 'readResult':
       case 'statsResult':
+      case 'taken':
+      case 'settledResult':
       case 'failed': {
         const resolve = this.pending.get(message.reqId);
         this.pending.delete(message.reqId);

@@ -13,7 +13,8 @@ export interface RequestHeaders {
 }
 
 export class RequestContext {
-  aborted = false;
+  private abortedFlag = false;
+  private abortListeners: (() => void)[] | null = null;
   /** The authenticated user; undefined with security off. */
   user: UserRecord | undefined;
   /** Username, or the client IP with security off (spec §5.5, §8 limits per identity). */
@@ -30,6 +31,26 @@ export class RequestContext {
     readonly headers: RequestHeaders,
     readonly remoteIp: string,
   ) {}
+
+  get aborted(): boolean {
+    return this.abortedFlag;
+  }
+
+  /** Called by the server when uWS reports the client gone; wakes whatever waits for this request. */
+  abort(): void {
+    if (this.abortedFlag) return;
+    this.abortedFlag = true;
+    for (const listener of this.abortListeners?.splice(0) ?? []) listener();
+  }
+
+  /** Runs listener when the client goes away; returns a function that removes it. */
+  onAbort(listener: () => void): () => void {
+    (this.abortListeners ??= []).push(listener);
+    return () => {
+      const at = this.abortListeners?.indexOf(listener) ?? -1;
+      if (at >= 0) this.abortListeners!.splice(at, 1);
+    };
+  }
 
   param(index: number): string {
     const value = this.params[index];

@@ -90,7 +90,7 @@ export class FrontServer {
       { method: 'POST', pattern: '/v1/topics/{topic}/produce', handler: produce.onProduce, body: body1MiB },
       { method: 'POST', pattern: '/v1/topics/{topic}/produce/batch', handler: produce.onProduceBatch, body: bodyBatchProduce },
       { method: 'GET', pattern: '/v1/topics/{topic}/consume', handler: consume.onConsume },
-      { method: 'POST', pattern: '/v1/topics/{topic}/ack', handler: later, body: bodyBatchAck },
+      { method: 'POST', pattern: '/v1/topics/{topic}/ack', handler: consume.onAck, body: bodyBatchAck },
       { method: 'POST', pattern: '/v1/topics/{parent}/children', handler: later, body: body1MiBAs400 },
       { method: 'GET', pattern: '/v1/topics/{parent}/children', handler: later },
       { method: 'DELETE', pattern: '/v1/topics/{parent}/children/{child}', handler: later },
@@ -201,9 +201,7 @@ export class FrontServer {
     }
     const remoteIp = this.security ? '' : Buffer.from(res.getRemoteAddressAsText()).toString();
     const ctx = new RequestContext(method, path, match.params, new Query(rawQuery), headers, remoteIp);
-    res.onAborted(() => {
-      ctx.aborted = true;
-    });
+    res.onAborted(() => ctx.abort());
     if (route.body !== undefined) {
       const share = route.body.usesBatchBudget ? { budget: this.services.batchBudget, freeBytesMax: limits.request_body_bytes_max } : undefined;
       ctx.bodyReader = new BodyReader(res, hasBody ? contentLength : 0, route.body, share);

@@ -68,8 +68,32 @@ export type ToWorker =
   | { kind: 'read'; reqId: number; topicId: string; partition: number; offset: number }
   /** Front -> worker: statistics of these partitions of a topic. Answered by 'statsResult'. */
   | { kind: 'stats'; reqId: number; topicId: string; partitions: number[] }
+  /** Front -> worker: lease up to max messages, trying the partitions in the order given (each must be owned by
+   *  this worker). Answered by 'taken' (maybe empty). A lost answer leaves leases that simply expire. */
+  | { kind: 'take'; reqId: number; topicId: string; partitions: number[]; max: number }
+  /** Front -> worker: ack, extend or nack leases of one topic; answered by 'settledResult' with one status per
+   *  item, in order (204, or 410 when the lease is gone). */
+  | { kind: 'settle'; reqId: number; topicId: string; mode: SettleMode; items: LeaseRef[] }
+  /** Front -> worker: the client that asked for these leases went away: end them now (as a nack). No answer. */
+  | { kind: 'release'; topicId: string; items: LeaseRef[] }
   /** Front -> worker: finish what was dispatched, sync, close files; answered by 'closed'. */
   | { kind: 'shutdown' };
+
+export type SettleMode = 'ack' | 'extend' | 'nack';
+
+/** What a receipt handle names: one delivery of one offset. */
+export interface LeaseRef {
+  partition: number;
+  offset: number;
+  nonce: string;
+}
+
+/** One leased message as the worker answers a take. */
+export interface LeasedMessage {
+  partition: number;
+  nonce: string;
+  record: StoredRecordView;
+}
 
 export type FromWorker =
   /** Worker -> front: every record of every dispatch up to lastSeq that this worker owns is synced.
@@ -77,6 +101,11 @@ export type FromWorker =
   | { kind: 'durable'; seqUpTo: number }
   | { kind: 'readResult'; reqId: number; status: 'ok' | 'past_end' | 'aged_out'; record?: StoredRecordView }
   | { kind: 'statsResult'; reqId: number; stats: PartitionStatsView[] }
+  | { kind: 'taken'; reqId: number; messages: LeasedMessage[] }
+  | { kind: 'settledResult'; reqId: number; statuses: number[] }
+  /** Worker -> front, unasked: messages of these topics became deliverable (commit, lease expiry, nack, freed cap);
+   *  the front wakes up to count long-poll waiters per topic. Losing one only delays a waiter to its wait's end. */
+  | { kind: 'available'; topics: { topicId: string; count: number }[] }
   /** Worker -> front: a request failed on the worker (status decided there: 500 unreadable, ...). */
   | { kind: 'failed'; reqId: number; status: number; error: string }
   /** Worker -> front: started; all partitions found on disk are open. */
@@ -90,6 +119,10 @@ export interface PartitionWorkerData {
   dataDir: string;
   /** Segment roll size (config storage.segment_bytes). */
   segmentBytesMax: number;
+  /** config storage.retention_check_interval. */
+  retentionCheckIntervalMs: number;
+  /** config storage.ack_flush_interval. */
+  ackFlushIntervalMs: number;
   /** Port on which FromMetadata messages arrive. */
   metadataPort: MessagePort;
 }

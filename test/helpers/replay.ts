@@ -94,7 +94,7 @@ export class Client {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    await this.agent.destroy();
+    await this.agent.destroy().catch(() => {}); // requests still in flight fail; nothing else to do at teardown
   }
 }
 
@@ -231,7 +231,7 @@ export function assertError(t: Asserts, answer: Answer, status: number, includes
  * node did send. Resolves with the answer once its Content-Length is read; rejects only without a full answer.
  */
 export async function rawRequest(url: string, path: string, options: { method: string; headers: Record<string, string>;
-  body: Uint8Array; timeoutMs?: number }): Promise<Answer> {
+  body: Uint8Array; timeoutMs?: number; earlyAnswerWaitMs?: number }): Promise<Answer> {
   const target = new URL(url);
   const head = [`${options.method} ${path} HTTP/1.1`, `Host: ${target.host}`, `Content-Length: ${options.body.byteLength}`,
     'Connection: close', ...Object.entries(options.headers).map(([name, value]) => `${name}: ${value}`)].join('\r\n');
@@ -286,6 +286,23 @@ export async function rawRequest(url: string, path: string, options: { method: s
         }
       }
     };
-    setTimeout(writeMore, 20);
+    // A node may answer from the Content-Length header alone; give that answer time to arrive first.
+    setTimeout(writeMore, options.earlyAnswerWaitMs ?? 200);
   });
+}
+
+/**
+ * rawRequest, tried up to 3 times while the connection fails without an answer (the node's close can reset the
+ * connection before its answer is read). Only for requests the node is expected to refuse.
+ */
+export async function rawRefusedRequest(url: string, path: string, options: Parameters<typeof rawRequest>[2]): Promise<Answer> {
+  let lastError: unknown;
+  for (let attempt = 0; attempt < 3; attempt++) {
+    try {
+      return await rawRequest(url, path, options);
+    } catch (error) {
+      lastError = error;
+    }
+  }
+  throw lastError;
 }

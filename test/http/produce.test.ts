@@ -6,15 +6,15 @@
 import t from 'tap';
 import { startNode, removeDataDir } from '../helpers/node.js';
 import {
-  Client, assertError, createTopic, rawRequest, readAllUntil, topicNamer, topicPath, waitReplay, type Answer,
+  Client, assertError, createTopic, rawRefusedRequest, readAllUntil, topicNamer, topicPath, waitReplay, type Answer,
 } from '../helpers/replay.js';
 
 const MiB = 1024 * 1024;
 const node = await startNode();
 const client = new Client(node.url, node.auth);
 t.teardown(async () => {
+  await node.kill(); // first, so a failing step below can never leave the node running
   await client.close();
-  await node.kill();
   await removeDataDir(node.dataDir);
 });
 const nextTopic = topicNamer('produce');
@@ -194,7 +194,7 @@ t.test('empty body is 400, body over 1 MiB is 413, exactly 1 MiB is accepted', a
   await createTopic(client, topic, 3);
   assertError(t, await produce(topic, new Uint8Array(0)), 400);
   // Raw socket: the node may answer 413 and close before reading the rest, which undici reports as EPIPE.
-  const tooBig = await rawRequest(node.url, `${topicPath(topic)}/produce`, {
+  const tooBig = await rawRefusedRequest(node.url, `${topicPath(topic)}/produce`, {
     method: 'POST', body: new Uint8Array(MiB + 1).fill(0x61),
     headers: { authorization: node.auth, 'content-type': 'application/octet-stream' },
   });

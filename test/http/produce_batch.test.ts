@@ -9,7 +9,7 @@ import { gzipSync } from 'node:zlib';
 import { compress as zstdCompress } from 'zstd-napi';
 import { startNode, removeDataDir } from '../helpers/node.js';
 import {
-  Client, assertError, createTopic, nextOffsets, rawRequest, readAllUntil, readPartition, topicNamer, topicPath, waitReplay,
+  Client, assertError, createTopic, nextOffsets, rawRefusedRequest, readAllUntil, readPartition, topicNamer, topicPath, waitReplay,
   type Answer, type Asserts,
 } from '../helpers/replay.js';
 
@@ -17,8 +17,8 @@ const MiB = 1024 * 1024;
 const node = await startNode();
 const client = new Client(node.url, node.auth);
 t.teardown(async () => {
+  await node.kill(); // first, so a failing step below can never leave the node running
   await client.close();
-  await node.kill();
   await removeDataDir(node.dataDir);
 });
 const nextTopic = topicNamer('batch');
@@ -208,7 +208,7 @@ t.test('a body over 16 MiB, sent or decoded, is 413', async (t) => {
   const body = Buffer.from(JSON.stringify({ messages }));
   t.ok(body.length > 16 * MiB, `body is ${body.length} bytes`);
   // Raw socket: the node answers 413 and closes before reading the rest, which undici reports as EPIPE.
-  const big = await rawRequest(node.url, `${topicPath(topic)}/produce/batch`, {
+  const big = await rawRefusedRequest(node.url, `${topicPath(topic)}/produce/batch`, {
     method: 'POST', body, headers: { authorization: node.auth, 'content-type': 'application/json' },
   });
   assertError(t, big, 413);

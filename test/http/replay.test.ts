@@ -9,8 +9,8 @@ import { Client, assertError, createTopic, readPartition, replayAt, topicNamer, 
 const node = await startNode();
 const client = new Client(node.url, node.auth);
 t.teardown(async () => {
+  await node.kill(); // first, so a failing step below can never leave the node running
   await client.close();
-  await node.kill();
   await removeDataDir(node.dataDir);
 });
 const nextTopic = topicNamer('replay');

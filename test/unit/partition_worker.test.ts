@@ -45,6 +45,8 @@ class WorkerUnderTest {
       dataDir,
       segmentBytesMax: 1024 * 1024,
       metadataPort: this.metadata.port2,
+      retentionCheckIntervalMs: 60_000,
+      ackFlushIntervalMs: 10,
     };
     this.worker = new Worker(new URL('../../workers/partition_worker.js', import.meta.url), {
       workerData,

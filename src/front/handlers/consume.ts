@@ -1,44 +1,216 @@
-// The consume route (spec §4 Consume and ack). With partition and offset it is a replay: one record read
-// through the owning worker's segment index, no lease (spec §1.7). Leased consume comes with the consume
-// path issue and answers 501 until then. Front thread.
-import { parseDuration } from '../../config.js';
-import { errors } from '../../errors.js';
+// Consume and ack routes (spec §4 Consume and ack, §3 Lease of a message). Without offset a consume leases the
+// next available message(s) through the owning workers, walking the topic's partitions round-robin, and long-polls
+// (front/waiters.ts) when nothing is available; with partition and offset it is a replay (no lease). Ack, extend and
+// nack settle leases on the owning worker, one handle or a batch. Front thread.
+import { formatDuration, limits, parseDuration } from '../../config.js';
+import { BrokerError, errors } from '../../errors.js';
 import { PayloadKind } from '../../protocol/ingress_frame.js';
 import { isUtf8Bytes, utf8Text } from '../../protocol/payload.js';
-import type { StoredRecordView } from '../../protocol/thread_messages.js';
+import { formatReceiptHandle, parseReceiptHandle } from '../../protocol/receipt_handle.js';
+import type { LeasedMessage, LeaseRef, SettleMode, StoredRecordView } from '../../protocol/thread_messages.js';
+import type { TopicRecord } from '../../raft/metadata/state.js';
 import { workerFailure } from '../dispatch.js';
-import { jsonType, type Reply } from '../respond.js';
+import { InFlightPerIdentity } from '../in_flight.js';
+import { jsonReply, jsonType, type Reply } from '../respond.js';
 import type { RequestContext } from '../request_context.js';
 import type { FrontServices } from '../services.js';
+import { TopicWaiters } from '../waiters.js';
+
+const emptyAnswer: Reply = { status: 204 };
 
 export function consumeHandlers(services: FrontServices) {
-  const { replica, workers } = services;
+  const { replica, workers, config } = services;
+  const waiters = new TopicWaiters();
+  const consumeInFlight = new InFlightPerIdentity();
+  const consumeCapMax = config['http.max_consume_in_flight_per_identity'];
+  const waitMsMax = config['http.max_consume_wait'];
+  /** Per topic id: the partition the next consume starts from, so no partition starves. */
+  const startIndex = new Map<string, number>();
+  workers.onAvailable = (topicId, count) => waiters.notify(topicId, count);
+  replica.onApplied((command) => {
+    if (command.type === 'topic.delete') {
+      startIndex.delete(command.id);
+      waiters.notifyAll(command.id);
+    }
+  });
+
+  function lookup(name: string): TopicRecord {
+    const topic = replica.state.topics.get(name);
+    if (topic === undefined) throw errors.topicNotFound(name);
+    return topic;
+  }
 
   async function onConsume(ctx: RequestContext): Promise<Reply> {
-    const topic = replica.state.topics.get(ctx.param(0));
-    if (topic === undefined) throw errors.topicNotFound(ctx.param(0));
+    const topic = lookup(ctx.param(0));
     const { query } = ctx;
     const waitText = query.get('wait');
-    if (waitText !== undefined && parseDuration(waitText) === null) {
-      throw errors.invalid('wait', 'must be a duration such as 500ms or 10s, not negative');
-    }
+    const waitMsAsked = waitText === undefined ? 0 : parseDuration(waitText);
+    if (waitMsAsked === null) throw errors.invalid('wait', 'must be a duration such as 500ms or 10s, not negative');
     const partition = query.integer('partition', 0, topic.partitions - 1, `not a partition of topic ${topic.name} (0 to ${topic.partitions - 1})`);
     const offset = query.integer('offset', 0, Number.MAX_SAFE_INTEGER, 'must be a non-negative integer');
-    const maxText = query.get('max');
-    if (maxText !== undefined && offset !== undefined) throw errors.invalid('max', 'not allowed with offset');
+    const max = query.integer('max', 1, limits.batch_consume_max);
+    if (max !== undefined && offset !== undefined) throw errors.invalid('max', 'not allowed with offset');
     if (offset !== undefined && partition === undefined) throw errors.invalid('offset', 'requires partition');
-    if (offset === undefined || partition === undefined) throw errors.notImplemented();
+    if (max !== undefined && ctx.headers.svcClient === null) throw errors.invalid('max', 'needs the X-Svc-Client header');
+    if (offset !== undefined) return replay(topic, partition!, offset);
 
+    const headers: Record<string, string> = {};
+    let waitMs = waitMsAsked;
+    if (waitMs > waitMsMax) {
+      waitMs = waitMsMax;
+      headers['X-Svc-Wait-Clamped'] = formatDuration(waitMs);
+    }
+    // Spec §8: a batch consume counts as its max (clamped to the cap); long polls count while they wait.
+    const taken = consumeInFlight.tryTake(ctx.identity, max ?? 1, consumeCapMax);
+    if (taken === null) {
+      throw new BrokerError(429, 'too many in-flight consume requests for this identity', { 'Retry-After': '1', ...headers });
+    }
+    ctx.onDone(() => consumeInFlight.give(ctx.identity, taken));
+    const deadlineMs = Date.now() + waitMs;
+    // Bounded: every round either answers or waits for a wake-up, the deadline or an abort.
+    for (;;) {
+      const messages = await take(topic, partition, max ?? 1);
+      if (ctx.aborted) {
+        release(topic, messages);
+        return emptyAnswer;
+      }
+      if (messages.length > 0) return { status: 200, contentType: jsonType, headers, body: messagesJson(topic, messages, max !== undefined) };
+      const leftMs = deadlineMs - Date.now();
+      if (leftMs <= 0) return { ...emptyAnswer, headers };
+      const reason = await waiters.wait(topic.id, leftMs, (listener) => ctx.onAbort(listener));
+      if (reason === 'aborted') return emptyAnswer;
+      const current = replica.state.topics.get(topic.name);
+      if (current === undefined || current.id !== topic.id) throw errors.topicNotFound(topic.name);
+    }
+  }
+
+  /** Leases up to max messages: partitions in round-robin order from a per-topic start, one message per worker. */
+  async function take(topic: TopicRecord, partition: number | undefined, max: number): Promise<LeasedMessage[]> {
+    let order: number[];
+    if (partition !== undefined) {
+      order = [partition];
+    } else {
+      const start = (startIndex.get(topic.id) ?? 0) % topic.partitions;
+      startIndex.set(topic.id, start + 1);
+      order = Array.from({ length: topic.partitions }, (_, i) => (start + i) % topic.partitions);
+    }
+    const byWorker = new Map<number, number[]>();
+    for (const p of order) {
+      const owner = workers.ownerOf(topic.id, p);
+      byWorker.set(owner, [...(byWorker.get(owner) ?? []), p]);
+    }
+    const leased: LeasedMessage[] = [];
+    for (const [worker, partitions] of byWorker) {
+      const reply = await workers.request(worker, { kind: 'take', topicId: topic.id, partitions, max: max - leased.length });
+      const failure = workerFailure(reply);
+      if (failure !== null) {
+        release(topic, leased);
+        throw failure;
+      }
+      if (reply.kind === 'taken') leased.push(...reply.messages);
+      if (leased.length >= max) break;
+    }
+    return leased;
+  }
+
+  function release(topic: TopicRecord, messages: LeasedMessage[]): void {
+    const byWorker = new Map<number, LeaseRef[]>();
+    for (const m of messages) {
+      const owner = workers.ownerOf(topic.id, m.partition);
+      byWorker.set(owner, [...(byWorker.get(owner) ?? []), { partition: m.partition, offset: m.record.offset, nonce: m.nonce }]);
+    }
+    for (const [worker, items] of byWorker) workers.send(worker, { kind: 'release', topicId: topic.id, items });
+  }
+
+  async function replay(topic: TopicRecord, partition: number, offset: number): Promise<Reply> {
     const reply = await workers.request(workers.ownerOf(topic.id, partition), { kind: 'read', topicId: topic.id, partition, offset });
     const failure = workerFailure(reply);
     if (failure !== null) throw failure;
     if (reply.kind !== 'readResult') throw errors.internal('unexpected worker answer');
-    if (reply.status === 'past_end') return { status: 204 };
+    if (reply.status === 'past_end') return emptyAnswer;
     if (reply.status === 'aged_out') throw errors.offsetAgedOut(offset);
     return { status: 200, contentType: jsonType, body: messageJson(topic.name, partition, reply.record!) };
   }
 
-  return { onConsume };
+  async function onAck(ctx: RequestContext): Promise<Reply> {
+    const topic = lookup(ctx.param(0));
+    const mode = settleMode(ctx.query.get('extend'));
+    const handleText = ctx.query.get('receipt_handle');
+    if (handleText !== undefined) {
+      const lease = parseReceiptHandle(handleText);
+      if (lease === null) throw errors.invalid('receipt_handle', 'not a receipt handle from a consume answer');
+      const [status] = await settle(topic, mode, [lease]);
+      if (status === 204) return emptyAnswer;
+      throw leaseGone();
+    }
+    const handles = batchHandles(await ctx.body());
+    const results: { status: number; error?: string }[] = new Array(handles.length);
+    const valid: { at: number; lease: LeaseRef }[] = [];
+    handles.forEach((text, at) => {
+      const lease = typeof text === 'string' ? parseReceiptHandle(text) : null;
+      if (lease === null) results[at] = { status: 400, error: 'receipt_handle: not a receipt handle from a consume answer' };
+      else valid.push({ at, lease });
+    });
+    const statuses = await settle(topic, mode, valid.map((v) => v.lease));
+    valid.forEach(({ at }, i) => {
+      const status = statuses[i]!;
+      results[at] = status === 204 ? { status } : { status, error: leaseGone().message };
+    });
+    return jsonReply(200, { results });
+  }
+
+  /** One status per lease, in order: the owning worker's answer, or 410 for a partition the topic does not have. */
+  async function settle(topic: TopicRecord, mode: SettleMode, leases: LeaseRef[]): Promise<number[]> {
+    const statuses: number[] = leases.map(() => 410);
+    const byWorker = new Map<number, number[]>();
+    leases.forEach((lease, i) => {
+      if (lease.partition >= topic.partitions) return;
+      const owner = workers.ownerOf(topic.id, lease.partition);
+      byWorker.set(owner, [...(byWorker.get(owner) ?? []), i]);
+    });
+    await Promise.all([...byWorker].map(async ([worker, indexes]) => {
+      const reply = await workers.request(worker, { kind: 'settle', topicId: topic.id, mode, items: indexes.map((i) => leases[i]!) });
+      const failure = workerFailure(reply);
+      if (failure !== null) throw failure;
+      if (reply.kind !== 'settledResult') throw errors.internal('unexpected worker answer');
+      indexes.forEach((i, k) => (statuses[i] = reply.statuses[k]!));
+    }));
+    return statuses;
+  }
+
+  return { onConsume, onAck };
+}
+
+function settleMode(extend: string | undefined): SettleMode {
+  if (extend === undefined || extend === 'false') return 'ack';
+  if (extend === 'true' || extend === '1') return 'extend';
+  if (extend === '0') return 'nack';
+  throw errors.invalid('extend', 'must be true or 1 (extend), 0 (nack) or false (ack)');
+}
+
+function batchHandles(body: Uint8Array): unknown[] {
+  if (body.byteLength === 0) throw errors.invalid('receipt_handle', 'required in the query, or receipt_handles in the body');
+  let value: unknown;
+  try {
+    value = JSON.parse(Buffer.from(body.buffer, body.byteOffset, body.byteLength).toString('utf8'));
+  } catch {
+    throw errors.invalidJson();
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw errors.badRequest('body: must be a JSON object with receipt_handles');
+  for (const field of Object.keys(value)) if (field !== 'receipt_handles') throw errors.unknownField(field);
+  const handles = (value as { receipt_handles?: unknown }).receipt_handles;
+  if (!Array.isArray(handles) || handles.length === 0) throw errors.invalid('receipt_handles', `required, 1 to ${limits.batch_ack_handles_max} receipt handles`);
+  if (handles.length > limits.batch_ack_handles_max) throw errors.invalid('receipt_handles', `at most ${limits.batch_ack_handles_max} receipt handles`);
+  return handles;
+}
+
+function leaseGone(): BrokerError {
+  return new BrokerError(410, 'lease gone: it ran out, was settled, or the message was delivered again under a new handle');
+}
+
+function messagesJson(topic: TopicRecord, messages: LeasedMessage[], batch: boolean): string {
+  const items = messages.map((m) => messageJson(topic.name, m.partition, m.record, formatReceiptHandle(m.partition, m.record.offset, m.nonce)));
+  return batch ? `{"messages":[${items.join(',')}]}` : items[0]!;
 }
 
 /** Spec §2 Message, built as text so a JSON payload goes out byte for byte as it was stored. */

@@ -1,0 +1,52 @@
+// Long-poll waiters of the front thread (spec §4 Consume `wait`): a consume that found nothing waits here
+// until a worker reports messages of its topic deliverable, its wait ends, or its client goes away. No polling
+// loop: each waiter holds one timer and one entry in its topic's FIFO. Front thread; one instance per node.
+
+type Wake = (reason: 'available' | 'deadline' | 'aborted') => void;
+
+interface Waiter {
+  wake: Wake;
+}
+
+export class TopicWaiters {
+  private readonly byTopic = new Map<string, Set<Waiter>>();
+
+  /** Resolves when woken by availability, at deadlineMs, or when onAbort fires; never rejects. */
+  wait(topicId: string, waitMs: number, onAbort: (listener: () => void) => () => void): Promise<'available' | 'deadline' | 'aborted'> {
+    return new Promise((resolve) => {
+      let waiters = this.byTopic.get(topicId);
+      if (waiters === undefined) this.byTopic.set(topicId, (waiters = new Set()));
+      const set = waiters;
+      const waiter: Waiter = {
+        wake: (reason) => {
+          clearTimeout(timer);
+          removeAbort();
+          set.delete(waiter);
+          if (set.size === 0 && this.byTopic.get(topicId) === set) this.byTopic.delete(topicId);
+          resolve(reason);
+        },
+      };
+      const timer = setTimeout(() => waiter.wake('deadline'), waitMs);
+      const removeAbort = onAbort(() => waiter.wake('aborted'));
+      set.add(waiter);
+    });
+  }
+
+  /** Wakes up to count waiters of the topic, oldest first. */
+  notify(topicId: string, count: number): void {
+    const waiters = this.byTopic.get(topicId);
+    if (waiters === undefined) return;
+    for (const waiter of [...waiters].slice(0, count)) waiter.wake('available');
+  }
+
+  /** Every waiter of a deleted topic ends now (it then answers 404 or 204). */
+  notifyAll(topicId: string): void {
+    this.notify(topicId, Number.MAX_SAFE_INTEGER);
+  }
+
+  get size(): number {
+    let total = 0;
+    for (const waiters of this.byTopic.values()) total += waiters.size;
+    return total;
+  }
+}

@@ -1,0 +1,157 @@
+// Goal: prove the consume long poll (spec 4 GET .../consume wait; spec 8 Consume wait; NOTES 4; spec 3 Lease of a
+// message; decisions.md "Consume and ack"): a waiting consume is answered as soon as a message becomes available
+// (a produce, a nack, a lease expiry), 204 when its wait passes, a wait above http.max_consume_wait is clamped with
+// X-Svc-Wait-Clamped, and a client that goes away while waiting takes no lease.
+// Method: one node for the file (a second with http.max_consume_wait=1s for the clamp); a fresh topic per case;
+// timings measured on the client with generous bounds.
+import t from 'tap';
+import { startNode, removeDataDir } from '../helpers/node.js';
+import { Client, topicNamer } from '../helpers/replay.js';
+import { abortableConsume, ack, consume, consumeMessage, createTopicWith, place, produce, sleep } from '../helpers/consume.js';
+
+const node = await startNode();
+const client = new Client(node.url, node.auth);
+t.teardown(async () => {
+  await client.close();
+  await node.kill();
+  await removeDataDir(node.dataDir);
+});
+const nextTopic = topicNamer('poll');
+
+t.test('a waiting consume is woken by a produce, not by the end of its wait', async (t) => {
+  const topic = nextTopic();
+  await createTopicWith(client, topic);
+  const waiting = consume(client, topic, '?wait=5s');
+  await sleep(300);
+  await produce(client, topic, '{"wake":1}');
+  const producedAt = Date.now();
+  const answer = await waiting;
+  const afterProduce = Date.now() - producedAt;
+  t.equal(answer.status, 200, `200 (body ${answer.text.slice(0, 200)})`);
+  t.same(answer.message?.payload, { wake: 1 }, 'the produced message');
+  t.ok(afterProduce < 1_000, `answered ${afterProduce} ms after the produce's 202`);
+  t.ok(answer.elapsedMs < 3_000, `well before the 5 s wait ended (${answer.elapsedMs} ms)`);
+  t.equal(answer.headers['x-svc-wait-clamped'], undefined, 'no X-Svc-Wait-Clamped under the maximum');
+});
+
+t.test('several waiters: each produced message wakes one of them, each gets a different message', async (t) => {
+  const topic = nextTopic();
+  await createTopicWith(client, topic);
+  const waiters = Array.from({ length: 3 }, () => consume(client, topic, '?wait=5s'));
+  await sleep(300);
+  for (let i = 0; i < 3; i++) await produce(client, topic, JSON.stringify({ i }));
+  const answers = await Promise.all(waiters);
+  t.same(answers.map((a) => a.status), [200, 200, 200], 'all three answered 200');
+  t.equal(new Set(answers.map((a) => a.message && place(a.message))).size, 3, 'three different messages');
+  t.ok(answers.every((a) => a.elapsedMs < 3_000), `all before the wait ended (${answers.map((a) => a.elapsedMs).join(', ')} ms)`);
+});
+
+t.test('wait=300ms on an empty topic: 204 after about 300 ms', async (t) => {
+  const topic = nextTopic();
+  await createTopicWith(client, topic);
+  const answer = await consume(client, topic, '?wait=300ms');
+  t.equal(answer.status, 204, `204 (body ${answer.text.slice(0, 200)})`);
+  t.equal(answer.text, '', 'no body');
+  t.ok(answer.elapsedMs >= 250, `not before the wait (${answer.elapsedMs} ms)`);
+  t.ok(answer.elapsedMs < 2_000, `soon after it (${answer.elapsedMs} ms)`);
+  const fractional = await consume(client, topic, '?wait=0.5s');
+  t.equal(fractional.status, 204, 'wait=0.5s (Go duration syntax, NOTES 4)');
+  t.ok(fractional.elapsedMs >= 450 && fractional.elapsedMs < 2_000, `about 500 ms (${fractional.elapsedMs} ms)`);
+});
+
+t.test('a wait above the default maximum is clamped to 10s and says so, also on a 200', async (t) => {
+  const topic = nextTopic();
+  await createTopicWith(client, topic);
+  const waiting = consume(client, topic, '?wait=1m');
+  await sleep(300);
+  await produce(client, topic, '{"clamped":true}');
+  const answer = await waiting;
+  t.equal(answer.status, 200, 'woken by the produce');
+  t.equal(answer.headers['x-svc-wait-clamped'], '10s', 'X-Svc-Wait-Clamped: 10s');
+});
+
+t.test('a waiter is woken by a nack of another consumer', async (t) => {
+  const topic = nextTopic();
+  await createTopicWith(client, topic);
+  await produce(client, topic, '{"n":1}');
+  const held = await consumeMessage(client, topic);
+  const waiting = consume(client, topic, '?wait=5s');
+  await sleep(300);
+  t.equal((await ack(client, topic, held.receipt_handle, '0')).status, 204, 'the holder nacks');
+  const nackedAt = Date.now();
+  const answer = await waiting;
+  t.equal(answer.status, 200, 'the waiter gets the message');
+  t.equal(answer.message && place(answer.message), place(held), 'the nacked message');
+  t.ok(Date.now() - nackedAt < 1_000, `${Date.now() - nackedAt} ms after the nack`);
+  t.not(answer.message?.receipt_handle, held.receipt_handle, 'under a new handle');
+});
+
+t.test('a waiter is woken by the lease expiry of another consumer', async (t) => {
+  const topic = nextTopic();
+  await createTopicWith(client, topic, { visibility_timeout_ms: 1000 });
+  await produce(client, topic, '{"n":1}');
+  const held = await consumeMessage(client, topic);
+  const leasedAt = Date.now();
+  const answer = await consume(client, topic, '?wait=5s');
+  const sinceLease = Date.now() - leasedAt;
+  t.equal(answer.status, 200, 'the waiter gets the message');
+  t.equal(answer.message && place(answer.message), place(held), 'the expired message');
+  t.ok(sinceLease >= 900, `not before the lease ran out (${sinceLease} ms after the lease)`);
+  t.ok(sinceLease < 2_500, `soon after it ran out (${sinceLease} ms after the lease)`);
+  t.equal((await ack(client, topic, held.receipt_handle)).status, 410, 'the old handle is gone');
+});
+
+t.test('a client that aborts its long poll takes no lease', async (t) => {
+  const topic = nextTopic();
+  await createTopicWith(client, topic);
+  const poll = abortableConsume(node.url, node.auth, topic, '?wait=5s');
+  await sleep(300);
+  poll.abort();
+  const result = await poll.done;
+  t.ok(result.aborted, 'the poll was aborted');
+  await sleep(100);
+  await produce(client, topic, '{"after":"abort"}');
+  const answer = await consume(client, topic, '?wait=2s');
+  t.equal(answer.status, 200, 'a fresh consume gets the message');
+  t.ok(answer.elapsedMs < 1_000, `at once (${answer.elapsedMs} ms)`);
+  t.same(answer.message?.payload, { after: 'abort' });
+});
+
+t.test('a message produced right as its waiter aborts is released, not lost to the gone client', async (t) => {
+  const topic = nextTopic();
+  await createTopicWith(client, topic);
+  for (let round = 0; round < 5; round++) {
+    const poll = abortableConsume(node.url, node.auth, topic, '?wait=5s');
+    await sleep(100);
+    const produced = produce(client, topic, JSON.stringify({ round }));
+    poll.abort();
+    await produced;
+    await poll.done;
+    const answer = await consume(client, topic, '?wait=2s');
+    t.equal(answer.status, 200, `round ${round}: the message is deliverable (${answer.elapsedMs} ms)`);
+    t.same(answer.message?.payload, { round }, `round ${round}: that message`);
+    if (answer.message) await ack(client, topic, answer.message.receipt_handle);
+  }
+});
+
+t.test('with http.max_consume_wait=1s a wait of 10s is clamped: 204 after about 1 s with X-Svc-Wait-Clamped: 1s', async (t) => {
+  const short = await startNode({ args: ['--set', 'http.max_consume_wait=1s'] });
+  const shortClient = new Client(short.url, short.auth);
+  t.teardown(async () => {
+    await shortClient.close();
+    await short.kill();
+    await removeDataDir(short.dataDir);
+  });
+  const topic = nextTopic();
+  await createTopicWith(shortClient, topic);
+  const answer = await consume(shortClient, topic, '?wait=10s');
+  t.equal(answer.status, 204, '204');
+  t.equal(answer.headers['x-svc-wait-clamped'], '1s', 'X-Svc-Wait-Clamped: 1s');
+  t.ok(answer.elapsedMs >= 900, `not before 1 s (${answer.elapsedMs} ms)`);
+  t.ok(answer.elapsedMs < 3_000, `well before 10 s (${answer.elapsedMs} ms)`);
+  const within = await consume(shortClient, topic, '?wait=500ms');
+  t.equal(within.status, 204, 'a wait under the maximum');
+  t.equal(within.headers['x-svc-wait-clamped'], undefined, 'is not clamped');
+  const exact = await consume(shortClient, topic, '?wait=1s');
+  t.equal(exact.headers['x-svc-wait-clamped'], undefined, 'a wait equal to the maximum is not clamped');
+});

@@ -1,0 +1,86 @@
+// Goal: the lease table's building blocks hold on their own: the deadline heap orders and rebuilds, lazy deletion
+// stays bounded under extend and ack churn, restore rebuilds the offset partition (acked / leased / queued) from an
+// ack state, and settle never lets a lease at its deadline win even when expire was not called first.
+// Method: drive DeadlineHeap and LeaseTable directly with literal times and nonces; no actor, no shell.
+import t from 'tap';
+import { DeadlineHeap, LeaseTable, type ActorConfig } from '../../workers/lease_table.js';
+
+const config: ActorConfig = { visibilityTimeoutMs: 1000, maxInFlightPerPartition: 8, maxAckedAheadPerPartition: 8 };
+
+function counter(): () => string {
+  let n = 0;
+  return () => `n${++n}`;
+}
+
+t.test('deadline heap pops by deadline, then by offset, whatever the push order', async (t) => {
+  const heap = new DeadlineHeap();
+  const pushed = [
+    { deadlineMs: 30, offset: 1 },
+    { deadlineMs: 10, offset: 9 },
+    { deadlineMs: 20, offset: 4 },
+    { deadlineMs: 10, offset: 2 },
+    { deadlineMs: 50, offset: 0 },
+    { deadlineMs: 20, offset: 3 },
+  ];
+  for (const p of pushed) heap.push({ ...p, nonce: 'x' });
+  t.ok(heap.isOrdered());
+  const popped: [number, number][] = [];
+  for (let entry = heap.pop(); entry !== undefined; entry = heap.pop()) popped.push([entry.deadlineMs, entry.offset]);
+  t.same(popped, [[10, 2], [10, 9], [20, 3], [20, 4], [30, 1], [50, 0]]);
+  t.equal(heap.size, 0);
+  t.equal(heap.pop(), undefined);
+  heap.rebuild(pushed.map((p) => ({ ...p, nonce: 'y' })));
+  t.ok(heap.isOrdered(), 'rebuild restores the heap order');
+  t.equal(heap.peek()?.offset, 2);
+});
+
+t.test('extend churn leaves stale heap entries that compaction keeps bounded', async (t) => {
+  const table = new LeaseTable({ oldestOffset: 0, highWatermark: 4, config });
+  const leases = table.take(4, 0, counter());
+  const statuses = new Set<number>();
+  for (let nowMs = 1; nowMs <= 2000; nowMs++) {
+    table.expire(nowMs);
+    for (const l of leases) statuses.add(table.settle(l.offset, l.nonce, 'extend', nowMs));
+    table.checkInvariants();
+  }
+  t.same([...statuses], [204], 'every extend of a live lease succeeds');
+  t.equal(table.earliestDeadlineMs(), 3000);
+  t.equal(table.expire(2999), 0, 'no stale entry expires a renewed lease');
+  t.equal(table.expire(3000), 4);
+});
+
+t.test('restore rebuilds the partition of [frontier, cursor) into acked and redeliverable offsets', async (t) => {
+  const table = new LeaseTable({ oldestOffset: 0, highWatermark: 20, frontier: 4, acked: [9, 4, 5, 11, 2], config });
+  table.checkInvariants();
+  t.same(table.ackState(), { frontier: 6, acked: [9, 11] }, 'contiguous acks move the frontier; acks below it are dropped');
+  t.match(table.stats(), { frontier: 6, cursor: 12, redeliveries: 4, acked: 2, leases: 0 });
+  t.same(table.take(20, 0, counter()).map((l) => l.offset), [6, 7, 8, 10, 12, 13, 14, 15], 'redeliveries in offset order, then new up to the cap');
+});
+
+t.test('a long redelivery queue keeps its order across compaction', async (t) => {
+  const roomy = { ...config, maxInFlightPerPartition: 5000, maxAckedAheadPerPartition: 5000 };
+  const table = new LeaseTable({ oldestOffset: 0, highWatermark: 3000, config: roomy });
+  const leases = table.take(3000, 0, counter());
+  // Nack in a shuffled but known order: odd offsets first, then even ones.
+  const order = [...leases.filter((l) => l.offset % 2 === 1), ...leases.filter((l) => l.offset % 2 === 0)];
+  for (const l of order) table.settle(l.offset, l.nonce, 'nack', 1);
+  const again = [...table.take(1500, 2, counter()), ...table.take(1500, 2, counter())];
+  table.checkInvariants();
+  t.same(again.map((l) => l.offset), order.map((l) => l.offset), 'first nacked, first delivered again');
+  t.equal(table.stats().redeliveries, 0);
+});
+
+t.test('settle treats a lease at its deadline as gone even without expire', async (t) => {
+  const table = new LeaseTable({ oldestOffset: 0, highWatermark: 1, config });
+  const [held] = table.take(1, 0, counter());
+  if (held === undefined) throw new Error('lease expected');
+  t.equal(table.settle(held.offset, held.nonce, 'ack', 1000), 410);
+  t.equal(table.settle(held.offset, held.nonce, 'ack', 999), 204);
+});
+
+t.test('configuration is validated', async (t) => {
+  t.throws(() => new LeaseTable({ oldestOffset: 0, highWatermark: 0, config: { ...config, visibilityTimeoutMs: 0 } }));
+  t.throws(() => new LeaseTable({ oldestOffset: 0, highWatermark: 0, config: { ...config, maxAckedAheadPerPartition: 1.5 } }));
+  t.throws(() => new LeaseTable({ oldestOffset: 5, highWatermark: 4, config }), 'high watermark below the oldest offset');
+  t.throws(() => new LeaseTable({ oldestOffset: 0, highWatermark: 4, frontier: 5, config }), 'frontier above the high watermark');
+});

@@ -1,0 +1,169 @@
+// The shell around one partition's pure PartitionActor (runs on its partition worker thread): it feeds the
+// actor commands with the clock, performs its effects (one lease-expiry timer, ack-state persistence to the
+// partition's AckLog in the background, 'available' counts for long-poll waiters) and reads leased records from
+// the segment log. Built by the worker the first time the partition is committed to, consumed or settled;
+// closed when the partition's topic is deleted or the worker shuts down.
+import { randomBytes } from 'node:crypto';
+import { AckLog, type AckState } from './ack_log.js';
+import { PartitionActor, type ActorConfig, type Lease, type PartitionCommand, type PartitionEffect, type SettleMode } from './partition_actor.js';
+import type { PartitionLog } from './segment_log.js';
+
+export interface ReadPathHooks {
+  /** Messages became deliverable: the worker tells the front, which wakes waiters. */
+  onAvailable(count: number): void;
+  /** An ack log write failed: disk state unknown, the worker stops (fail-stop). */
+  onFatal(what: string, err: unknown): void;
+}
+
+/** Nonces come in blocks of random bytes: one crypto call serves many deliveries. */
+const nonceBlockBytes = 6 * 512;
+let nonceBlock = randomBytes(nonceBlockBytes);
+let nonceAt = 0;
+
+function nextNonce(): string {
+  if (nonceAt + 6 > nonceBlockBytes) {
+    nonceBlock = randomBytes(nonceBlockBytes);
+    nonceAt = 0;
+  }
+  const nonce = nonceBlock.toString('hex', nonceAt, nonceAt + 6);
+  nonceAt += 6;
+  return nonce;
+}
+
+export class PartitionReadPath {
+  private readonly actor: PartitionActor;
+  private timer: NodeJS.Timeout | null = null;
+  private timerAtMs = 0;
+  private ackDirty = false;
+  private ackFlushTimer: NodeJS.Timeout | null = null;
+  private ackWriting: Promise<void> | null = null;
+  private closed = false;
+
+  constructor(
+    private readonly log: PartitionLog,
+    private ackLog: AckLog | null,
+    restored: AckState | null,
+    config: ActorConfig,
+    private readonly ackFlushIntervalMs: number,
+    private readonly hooks: ReadPathHooks,
+  ) {
+    this.actor = new PartitionActor({
+      oldestOffset: log.oldestOffset,
+      highWatermark: log.highWatermark,
+      frontier: restored?.frontier,
+      acked: restored?.acked,
+      config,
+      nonceSource: nextNonce,
+    });
+  }
+
+  /** Leases up to max offsets now; the caller reads their records. */
+  take(max: number): Lease[] {
+    const effects = this.run({ kind: 'take', max });
+    const leased = effects.find((e) => e.kind === 'leased');
+    return leased?.kind === 'leased' ? leased.leases : [];
+  }
+
+  settle(offset: number, nonce: string, mode: SettleMode): 204 | 410 {
+    const effects = this.run({ kind: 'settle', offset, nonce, mode });
+    const settled = effects.find((e) => e.kind === 'settled');
+    return settled?.kind === 'settled' ? settled.status : 410;
+  }
+
+  committed(highWatermark: number): void {
+    this.run({ kind: 'committed', highWatermark });
+  }
+
+  retained(oldestOffset: number): void {
+    this.run({ kind: 'retained', oldestOffset });
+  }
+
+  configure(config: ActorConfig): void {
+    this.run({ kind: 'configure', config });
+  }
+
+  lag(): number {
+    return this.actor.lag();
+  }
+
+  read(offset: number): ReturnType<PartitionLog['read']> {
+    return this.log.read(offset);
+  }
+
+  /** Stops the timers and writes the last ack state, so a clean restart redelivers nothing acked. */
+  async close(): Promise<void> {
+    this.closed = true;
+    if (this.timer !== null) clearTimeout(this.timer);
+    if (this.ackFlushTimer !== null) clearTimeout(this.ackFlushTimer);
+    while (this.ackWriting !== null) await this.ackWriting;
+    if (this.ackDirty) await this.ackWrite();
+    await this.ackLog?.close();
+  }
+
+  /** Closes without persisting: the topic was deleted and its directory goes away. */
+  async discard(): Promise<void> {
+    this.closed = true;
+    this.ackDirty = false;
+    if (this.timer !== null) clearTimeout(this.timer);
+    if (this.ackFlushTimer !== null) clearTimeout(this.ackFlushTimer);
+    while (this.ackWriting !== null) await this.ackWriting;
+    await this.ackLog?.close();
+  }
+
+  private run(command: PartitionCommand): PartitionEffect[] {
+    const effects = this.actor.handle(command, Date.now());
+    for (const effect of effects) {
+      switch (effect.kind) {
+        case 'available':
+          this.hooks.onAvailable(effect.count);
+          break;
+        case 'scheduleTimer':
+          this.timerArm(effect.atMs);
+          break;
+        case 'ackStateChanged':
+          this.ackDirty = true;
+          this.ackFlushSchedule();
+          break;
+        case 'leased':
+        case 'settled':
+          break;
+      }
+    }
+    return effects;
+  }
+
+  private timerArm(atMs: number): void {
+    if (this.closed) return;
+    if (this.timer !== null) {
+      if (this.timerAtMs === atMs) return;
+      clearTimeout(this.timer);
+    }
+    this.timerAtMs = atMs;
+    // A timer that fires a little early is harmless: the actor re-arms for what is not yet due.
+    this.timer = setTimeout(() => {
+      this.timer = null;
+      if (!this.closed) this.run({ kind: 'timer' });
+    }, Math.max(0, atMs - Date.now()));
+  }
+
+  private ackFlushSchedule(): void {
+    if (this.closed || this.ackFlushTimer !== null || this.ackWriting !== null) return;
+    this.ackFlushTimer = setTimeout(() => {
+      this.ackFlushTimer = null;
+      this.ackWriting = this.ackWrite()
+        .catch((err: unknown) => this.hooks.onFatal('ack log write', err))
+        .finally(() => {
+          this.ackWriting = null;
+          if (this.ackDirty) this.ackFlushSchedule();
+        });
+    }, this.ackFlushIntervalMs);
+  }
+
+  private async ackWrite(): Promise<void> {
+    this.ackDirty = false;
+    const state = this.actor.ackState();
+    // The partition directory exists: acks only name delivered offsets, which a flush stored there.
+    this.ackLog ??= (await AckLog.open(this.log.dir)).log;
+    await this.ackLog.write(state);
+  }
+}
