@@ -303,6 +303,8 @@ class PartitionWorker {
     const logs = [...this.dirty];
     this.uncoveredSeq = null;
     this.dirty.clear();
+    // Read paths exist before the flush, so each sees its high watermark move and reports what became available.
+    for (const log of logs) this.readPathOf(log);
     this.round = Promise.all(logs.map((log) => log.flush())).then(
       () => {
         this.round = null;

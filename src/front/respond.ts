@@ -48,9 +48,9 @@ export function writeReply(res: HttpResponse, reply: Reply, closeConnection = fa
     for (const name in reply.headers) res.writeHeader(name, reply.headers[name]!);
   }
   if (reply.body === undefined) {
-    // 204 carries no body and no Content-Length; uWS writes Content-Length: 0 for an empty end().
-    if (reply.status === 204) res.endWithoutBody(undefined, closeConnection);
-    else res.end(undefined, closeConnection);
+    // An empty end() writes Content-Length: 0. endWithoutBody() is not used: this uWS build then writes a
+    // garbage Content-Length on a 204, and clients wait for a body that never comes.
+    res.end(undefined, closeConnection);
   } else {
     res.end(reply.body, closeConnection);
   }

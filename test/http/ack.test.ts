@@ -139,6 +139,13 @@ t.test('refusals of a single ack', async (t) => {
     assertError(t, await ack(client, topic, '99:0:0123456789ab'), 410);
     assertError(t, await ack(client, topic, '99:0:abcd'), 410);
   });
+  t.test('the right partition and offset with another nonce: 410, and the lease stays', async (t) => {
+    const [partition, offset, nonce] = message.receipt_handle.split(':');
+    const otherNonce = nonce === '0123456789ab' ? 'ba9876543210' : '0123456789ab';
+    assertError(t, await ack(client, topic, `${partition}:${offset}:${otherNonce}`), 410);
+    assertError(t, await ack(client, topic, `${partition}:${offset}:${otherNonce}`, '0'), 410, undefined);
+    t.equal((await consume(client, topic, '?wait=0')).status, 204, 'the message is still leased');
+  });
   t.test('a handle of another topic: 410, and the lease stays', async (t) => {
     const other = nextTopic();
     await createTopicWith(client, other);

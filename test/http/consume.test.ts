@@ -188,6 +188,9 @@ t.test('batch consume: {"messages": [...]} each with its own lease, without wait
     t.equal(handle && place(handle), place(message), `handle ${message.receipt_handle} names its message`);
   }
   t.equal((await consume(client, topic, '?max=10', clientHeader)).status, 204, 'all leased: a batch consume is 204');
+  const waited = await consume(client, topic, '?max=10&wait=300ms', clientHeader);
+  t.equal(waited.status, 204, 'a batch consume with wait=300ms and nothing available: 204');
+  t.ok(waited.elapsedMs >= 250, `after its wait, like a single consume (${waited.elapsedMs} ms)`);
   const acked = await ack(client, topic, messages[1]!.receipt_handle);
   t.equal(acked.status, 204, 'one lease of the batch acks on its own');
   t.equal((await consume(client, topic, '?max=1', clientHeader)).status, 204, 'two still leased, one acked: nothing to lease');
@@ -196,6 +199,24 @@ t.test('batch consume: {"messages": [...]} each with its own lease, without wait
   t.equal(single.status, 200, `max=1 answers 200 (body ${single.text.slice(0, 200)})`);
   t.equal(single.messages?.length, 1, 'in the batch shape with one message');
   t.same(single.messages?.[0]?.payload, { late: true }, 'the new message');
+});
+
+t.test('batch consume: at most max messages, the partition filter applies', async (t) => {
+  const topic = nextTopic();
+  await createTopicWith(client, topic);
+  await producePinned(topic, 1, 5);
+  await producePinned(topic, 2, 2);
+  const two = await consume(client, topic, '?max=2&partition=1', clientHeader);
+  t.equal(two.status, 200);
+  t.equal(two.messages?.length, 2, 'max=2: two messages');
+  const rest = await consume(client, topic, '?max=100&partition=1', clientHeader);
+  t.equal(rest.messages?.length, 3, 'max=100 with 3 left in partition 1: three');
+  const all = [...(two.messages ?? []), ...(rest.messages ?? [])];
+  t.ok(all.every((m) => m.partition === 1), 'all from partition 1');
+  t.same(all.map((m) => m.offset).sort(), [0, 1, 2, 3, 4], 'each offset once');
+  t.equal((await consume(client, topic, '?max=100&partition=1', clientHeader)).status, 204, 'partition 1 exhausted: 204');
+  const other = await consume(client, topic, '?max=100', clientHeader);
+  t.equal(other.messages?.length, 2, 'the two of partition 2 without the filter');
 });
 
 t.test('max_in_flight_per_partition caps the leases of one partition; a PATCH raising it lets more through', async (t) => {
@@ -304,6 +325,12 @@ t.test('429 over http.max_consume_in_flight_per_identity; long polls count while
   }
   const after = await consume(cappedClient, topic);
   t.equal(after.status, 204, 'with the polls answered a consume is accepted again');
+  // A batch consume counts as its max clamped to the cap (spec 8): beside one held poll, max=5 counts 2 and is over.
+  const one = abortableConsume(capped.url, capped.auth, topic, '?wait=2s');
+  await sleep(300);
+  t.equal((await consume(cappedClient, topic, '?max=5', clientHeader)).status, 429, 'one held poll + a batch of max=5: 429');
+  t.equal((await consume(cappedClient, topic)).status, 204, 'one held poll + a single consume: within the cap');
+  t.equal((await one.done).status, 204, 'the held poll ends 204');
   // Aborted waits give their slots back.
   const aborted = [abortableConsume(capped.url, capped.auth, topic, '?wait=5s'), abortableConsume(capped.url, capped.auth, topic, '?wait=5s')];
   await sleep(300);

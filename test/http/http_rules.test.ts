@@ -154,7 +154,7 @@ t.test('routes of later work answer 501 when authenticated, 401 otherwise', asyn
     ['POST', '/v1/users', '{"username":"u1","password":"p"}'],
     ['GET', '/v1/users', undefined],
     ['GET', '/v1/cluster/members', undefined],
-    ['POST', '/v1/topics/hr-topic/ack?receipt_handle=0:0:abc', ''],
+    ['POST', '/v1/topics/hr-topic/children', '{"child":"x"}'],
     ['GET', '/v1/topics/hr-topic/children', undefined],
   ];
   for (const [method, path, body] of cases) {

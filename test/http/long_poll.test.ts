@@ -6,7 +6,7 @@
 // timings measured on the client with generous bounds.
 import t from 'tap';
 import { startNode, removeDataDir } from '../helpers/node.js';
-import { Client, topicNamer } from '../helpers/replay.js';
+import { Client, topicNamer, waitReplay } from '../helpers/replay.js';
 import { abortableConsume, ack, consume, consumeMessage, createTopicWith, place, produce, sleep } from '../helpers/consume.js';
 
 const node = await startNode();
@@ -62,11 +62,11 @@ t.test('wait=300ms on an empty topic: 204 after about 300 ms', async (t) => {
 t.test('a wait above the default maximum is clamped to 10s and says so, also on a 200', async (t) => {
   const topic = nextTopic();
   await createTopicWith(client, topic);
-  const waiting = consume(client, topic, '?wait=1m');
-  await sleep(300);
-  await produce(client, topic, '{"clamped":true}');
-  const answer = await waiting;
-  t.equal(answer.status, 200, 'woken by the produce');
+  await produce(client, topic, '{"clamped":true}', '?partition=0');
+  await waitReplay(client, topic, 0, 0, 5_000);
+  const answer = await consume(client, topic, '?wait=1m');
+  t.equal(answer.status, 200, 'a message that is there is answered at once');
+  t.ok(answer.elapsedMs < 2_000, `(${answer.elapsedMs} ms)`);
   t.equal(answer.headers['x-svc-wait-clamped'], '10s', 'X-Svc-Wait-Clamped: 10s');
 });
 
@@ -131,6 +131,27 @@ t.test('a message produced right as its waiter aborts is released, not lost to t
     t.equal(answer.status, 200, `round ${round}: the message is deliverable (${answer.elapsedMs} ms)`);
     t.same(answer.message?.payload, { round }, `round ${round}: that message`);
     if (answer.message) await ack(client, topic, answer.message.receipt_handle);
+  }
+});
+
+t.test('a message nacked right as its waiter aborts is released, not lost to the gone client', async (t) => {
+  const topic = nextTopic();
+  await createTopicWith(client, topic);
+  await produce(client, topic, '{"n":1}');
+  let held = await consumeMessage(client, topic);
+  for (let round = 0; round < 5; round++) {
+    const poll = abortableConsume(node.url, node.auth, topic, '?wait=5s');
+    await sleep(100);
+    const nacked = ack(client, topic, held.receipt_handle, '0');
+    poll.abort();
+    t.equal((await nacked).status, 204, `round ${round}: nack`);
+    await poll.done;
+    const answer = await consume(client, topic, '?wait=2s');
+    t.equal(answer.status, 200, `round ${round}: the message is deliverable again (${answer.elapsedMs} ms)`);
+    t.ok(answer.elapsedMs < 1_000, `round ${round}: at once, not after a visibility timeout`);
+    if (!answer.message) break;
+    t.equal(place(answer.message), place(held), `round ${round}: that message`);
+    held = answer.message;
   }
 });
 

@@ -65,6 +65,8 @@ t.test('defaults', async (t) => {
     'topics.partitions_max': 108,
     'storage.segment_bytes': 64 * 1024 * 1024,
     'storage.ingress_segment_bytes': 64 * 1024 * 1024,
+    'storage.retention_check_interval': 30_000,
+    'storage.ack_flush_interval': 100,
   });
   t.equal(loaded.adminPassword, undefined, 'no built-in admin password');
   t.equal(loaded.help, undefined);
@@ -402,6 +404,7 @@ t.test('test_min profile', async (t) => {
     profile: 'test_min',
     'storage.segment_bytes': 65_536,
     'storage.ingress_segment_bytes': 262_144,
+    'storage.retention_check_interval': 1000,
   };
   t.strictSame(defaultConfig('test_min'), expected);
   t.strictSame((await load(['--profile', 'test_min'])).config, expected, 'from a flag');

@@ -147,7 +147,7 @@ export function consumeHandlers(services: FrontServices) {
     const results: { status: number; error?: string }[] = new Array(handles.length);
     const valid: { at: number; lease: LeaseRef }[] = [];
     handles.forEach((text, at) => {
-      const lease = typeof text === 'string' ? parseReceiptHandle(text) : null;
+      const lease = parseReceiptHandle(text);
       if (lease === null) results[at] = { status: 400, error: 'receipt_handle: not a receipt handle from a consume answer' };
       else valid.push({ at, lease });
     });
@@ -188,7 +188,7 @@ function settleMode(extend: string | undefined): SettleMode {
   throw errors.invalid('extend', 'must be true or 1 (extend), 0 (nack) or false (ack)');
 }
 
-function batchHandles(body: Uint8Array): unknown[] {
+function batchHandles(body: Uint8Array): string[] {
   if (body.byteLength === 0) throw errors.invalid('receipt_handle', 'required in the query, or receipt_handles in the body');
   let value: unknown;
   try {
@@ -201,7 +201,9 @@ function batchHandles(body: Uint8Array): unknown[] {
   const handles = (value as { receipt_handles?: unknown }).receipt_handles;
   if (!Array.isArray(handles) || handles.length === 0) throw errors.invalid('receipt_handles', `required, 1 to ${limits.batch_ack_handles_max} receipt handles`);
   if (handles.length > limits.batch_ack_handles_max) throw errors.invalid('receipt_handles', `at most ${limits.batch_ack_handles_max} receipt handles`);
-  return handles;
+  // A handle that is not even a string makes the body malformed; a string that does not decode fails alone (NOTES 10).
+  if (!handles.every((h) => typeof h === 'string')) throw errors.invalid('receipt_handles', 'must be an array of strings');
+  return handles as string[];
 }
 
 function leaseGone(): BrokerError {
