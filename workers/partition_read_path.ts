@@ -86,8 +86,8 @@ export class PartitionReadPath {
     return this.actor.lag();
   }
 
-  read(offset: number): ReturnType<PartitionLog['read']> {
-    return this.log.read(offset);
+  readMany(offsets: readonly number[]): ReturnType<PartitionLog['readMany']> {
+    return this.log.readMany(offsets);
   }
 
   /** Stops the timers and writes the last ack state, so a clean restart redelivers nothing acked. */

@@ -23,7 +23,7 @@ import { applyCommand, type MetadataState, type TopicRecord } from '../src/raft/
 import { scanFrames } from '../src/util/frame.js';
 import { parsePartitionDirName, parseTopicDirName, partitionDir, topicDir, topicsDir } from './partition_dirs.js';
 import { AckLog, type AckState } from './ack_log.js';
-import type { ActorConfig } from './partition_actor.js';
+import type { ActorConfig, Lease } from './partition_actor.js';
 import { PartitionReadPath } from './partition_read_path.js';
 import { PartitionLog } from './segment_log.js';
 
@@ -336,31 +336,40 @@ class PartitionWorker {
 
   private onTake(msg: TakeRequest): void {
     if (this.logsClosed) return this.postShuttingDown(msg.reqId);
-    const leased: { partition: number; offset: number; nonce: string; path: PartitionReadPath }[] = [];
+    const taken: { partition: number; path: PartitionReadPath; leases: Lease[] }[] = [];
+    let count = 0;
     for (const partition of msg.partitions) {
-      if (leased.length >= msg.max) break;
+      if (count >= msg.max) break;
       assert(this.owns(msg.topicId, partition), `take of ${msg.topicId}/${partition} sent to the wrong worker`);
       const log = this.logs.get(msg.topicId)?.get(partition);
       const path = log === undefined ? null : this.readPathOf(log);
       if (path === null) continue;
-      for (const lease of path.take(msg.max - leased.length)) leased.push({ partition, offset: lease.offset, nonce: lease.nonce, path });
+      const leases = path.take(msg.max - count);
+      if (leases.length === 0) continue;
+      taken.push({ partition, path, leases });
+      count += leases.length;
     }
-    Promise.all(leased.map((l) => l.path.read(l.offset))).then(
-      (records) => {
+    Promise.all(taken.map((t) => t.path.readMany(t.leases.map((l) => l.offset)))).then(
+      (perPartition) => {
         const messages: LeasedMessage[] = [];
-        const transfer: ArrayBuffer[] = [];
-        records.forEach((result, i) => {
-          const lease = leased[i]!;
-          // Retention deleted it between the lease and the read: the lease is gone with it.
-          if (typeof result === 'string') return;
-          const record = recordCopy(result, transfer);
-          messages.push({ partition: lease.partition, nonce: lease.nonce, record });
+        const transfer = new Set<ArrayBuffer>();
+        perPartition.forEach((records, i) => {
+          const { partition, leases } = taken[i]!;
+          records.forEach((record, k) => {
+            // Retention deleted it between the lease and the read: the lease is gone with it.
+            if (typeof record === 'string') return;
+            // Records are views into one freshly read buffer per run: each buffer is transferred once.
+            transfer.add(record.payload.buffer as ArrayBuffer);
+            if (record.key !== null) transfer.add(record.key.buffer as ArrayBuffer);
+            const view = { offset: record.offset, timestampSec: record.timestampSec, key: record.key, payload: record.payload, payloadKind: record.payloadKind };
+            messages.push({ partition, nonce: leases[k]!.nonce, record: view });
+          });
         });
-        this.post({ kind: 'taken', reqId: msg.reqId, messages }, transfer);
+        this.post({ kind: 'taken', reqId: msg.reqId, messages }, [...transfer]);
       },
       (err: unknown) => {
         process.stderr.write(`partition worker ${this.data.workerIndex}: read for consume of ${msg.topicId} failed: ${errorText(err)}\n`);
-        for (const l of leased) l.path.settle(l.offset, l.nonce, 'nack');
+        for (const t of taken) for (const l of t.leases) t.path.settle(l.offset, l.nonce, 'nack');
         this.post({ kind: 'failed', reqId: msg.reqId, status: 500, error: 'partition unreadable' });
       },
     );

@@ -230,24 +230,73 @@ export class PartitionLog {
 
   /** The record at offset, read from disk and checked (length, crc, offset) after reading. */
   async read(offset: number): Promise<StoredRecord | 'past_end' | 'aged_out'> {
+    return (await this.readMany([offset]))[0]!;
+  }
+
+  /**
+   * Reads many offsets with one file read per run of consecutive offsets in one segment (a batch consume leases
+   * runs of new offsets): answers in the order asked. Records are views into one buffer per run, so the caller can
+   * transfer each run's buffer once instead of copying every payload.
+   */
+  async readMany(offsets: readonly number[]): Promise<(StoredRecord | 'past_end' | 'aged_out')[]> {
     assert(!this.closed, 'read on a closed partition log');
-    assert(Number.isSafeInteger(offset) && offset >= 0, `offset ${offset} invalid`);
-    if (offset >= this.highWatermarkValue) return 'past_end';
-    if (offset < this.oldestOffset) return 'aged_out';
-    const segmentIndex = this.segmentIndexOf(offset);
+    const results: (StoredRecord | 'past_end' | 'aged_out')[] = new Array(offsets.length);
+    const runs: { at: number; count: number }[] = [];
+    for (let i = 0; i < offsets.length; i++) {
+      const offset = offsets[i]!;
+      assert(Number.isSafeInteger(offset) && offset >= 0, `offset ${offset} invalid`);
+      if (offset >= this.highWatermarkValue) results[i] = 'past_end';
+      else if (offset < this.oldestOffset) results[i] = 'aged_out';
+      else {
+        const run = runs[runs.length - 1];
+        const previous = run === undefined ? -1 : offsets[run.at + run.count - 1]!;
+        const sameRun = run !== undefined && run.at + run.count === i && offset === previous + 1 &&
+          this.segmentIndexOf(offset) === this.segmentIndexOf(previous);
+        if (sameRun) run.count += 1;
+        else runs.push({ at: i, count: 1 });
+      }
+    }
+    await Promise.all(runs.map(async ({ at, count }) => {
+      const records = await this.readRun(offsets[at]!, count);
+      records.forEach((record, k) => (results[at + k] = record));
+    }));
+    return results;
+  }
+
+  /** count consecutive offsets from first, all in one segment and below the high watermark. */
+  private async readRun(first: number, count: number): Promise<(StoredRecord | 'aged_out')[]> {
+    const segmentIndex = this.segmentIndexOf(first);
     const segment = this.segments[segmentIndex]!;
-    const k = offset - segment.baseOffset;
-    assert(k < segment.recordCount, `offset ${offset} below highWatermark but past its segment`);
+    const k = first - segment.baseOffset;
+    assert(k + count <= segment.recordCount, `run ${first}+${count} past its segment`);
     const isActive = this.active !== null && segmentIndex === this.segments.length - 1;
-    let frame: Uint8Array;
+    let frameStarts: number[];
+    let bytes: Uint8Array;
     try {
-      frame = isActive ? await this.readActive(segment, k) : await segmentFrameReadSealed(this.dir, segment, k);
+      if (isActive) {
+        const files = this.active!;
+        // Positions are taken before the first await: a roll or later flush cannot change them under us.
+        frameStarts = Array.from({ length: count + 1 }, (_, i) =>
+          k + i < segment.recordCount ? this.activePositions.at(k + i) : segment.logBytes);
+        files.readsInFlight += 1;
+        try {
+          bytes = await readExact(files.log, frameStarts[0]!, frameStarts[count]! - frameStarts[0]!);
+        } finally {
+          files.readsInFlight -= 1;
+          if (files.retired && files.readsInFlight === 0) await files.log.close();
+        }
+      } else {
+        ({ frameStarts, bytes } = await segmentRunReadSealed(this.dir, segment, k, count));
+      }
     } catch (err) {
       // Retention may delete a sealed segment while a read of it waits to open its files.
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT' && offset < this.oldestOffset) return 'aged_out';
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT' && first < this.oldestOffset) return new Array(count).fill('aged_out');
       throw err;
     }
-    return recordFromFrame(frame, offset, segmentPath(this.dir, segment.baseOffset, 'log'));
+    const path = segmentPath(this.dir, segment.baseOffset, 'log');
+    const base = frameStarts[0]!;
+    return Array.from({ length: count }, (_, i) =>
+      recordFromFrame(bytes.subarray(frameStarts[i]! - base, frameStarts[i + 1]! - base), first + i, path));
   }
 
   /** Spec §1.12: deletes, oldest first, every segment whose last (newest) record is older than cutoffSec,
@@ -427,20 +476,6 @@ export class PartitionLog {
     files.retired = true;
     await files.idx.close();
     if (files.readsInFlight === 0) await files.log.close();
-  }
-
-  private async readActive(segment: Segment, k: number): Promise<Uint8Array> {
-    const files = this.active!;
-    // Positions are taken before the first await: a roll or later flush cannot change them under us.
-    const start = this.activePositions.at(k);
-    const end = k + 1 < segment.recordCount ? this.activePositions.at(k + 1) : segment.logBytes;
-    files.readsInFlight += 1;
-    try {
-      return await readExact(files.log, start, end - start);
-    } finally {
-      files.readsInFlight -= 1;
-      if (files.retired && files.readsInFlight === 0) await files.log.close();
-    }
   }
 
   private segmentIndexOf(offset: number): number {
@@ -656,23 +691,25 @@ async function markRead(dir: string): Promise<TailMark> {
   return { nextOffset, lastIngress: { seq, index } };
 }
 
-async function segmentFrameReadSealed(dir: string, segment: Segment, k: number): Promise<Uint8Array> {
-  const hasNext = k + 1 < segment.recordCount;
+/** A run of count frames from entry k of a sealed segment: one read of its index, one of its log. */
+async function segmentRunReadSealed(dir: string, segment: Segment, k: number, count: number): Promise<{ frameStarts: number[]; bytes: Uint8Array }> {
+  const hasNext = k + count < segment.recordCount;
   const idx = await open(segmentPath(dir, segment.baseOffset, 'idx'), 'r');
   let entries: Uint8Array;
   try {
-    entries = await readExact(idx, k * indexEntryBytes, (hasNext ? 2 : 1) * indexEntryBytes);
+    entries = await readExact(idx, k * indexEntryBytes, (count + (hasNext ? 1 : 0)) * indexEntryBytes);
   } finally {
     await idx.close();
   }
-  const start = indexEntryRead(entries, 0);
-  const end = hasNext ? indexEntryRead(entries, 1) : segment.logBytes;
-  if (!(start < end && end <= segment.logBytes)) {
-    throw new Error(`segment ${segment.baseOffset}: index entry ${k} [${start}, ${end}) is corrupt`);
+  const frameStarts = Array.from({ length: count + 1 }, (_, i) => (i < count || hasNext ? indexEntryRead(entries, i) : segment.logBytes));
+  for (let i = 0; i < count; i++) {
+    if (!(frameStarts[i]! < frameStarts[i + 1]! && frameStarts[i + 1]! <= segment.logBytes)) {
+      throw new Error(`segment ${segment.baseOffset}: index entry ${k + i} [${frameStarts[i]}, ${frameStarts[i + 1]}) is corrupt`);
+    }
   }
   const log = await open(segmentPath(dir, segment.baseOffset, 'log'), 'r');
   try {
-    return await readExact(log, start, end - start);
+    return { frameStarts, bytes: await readExact(log, frameStarts[0]!, frameStarts[count]! - frameStarts[0]!) };
   } finally {
     await log.close();
   }
