@@ -85,7 +85,7 @@ async function main(): Promise<void> {
     maxThreads: availableParallelism(),
   });
   const services: FrontServices = {
-    config, log, nodeId, replica, workers, ingress, workPool,
+    config, log, nodeId, replica, workers, ingress, authPool, workPool,
     batchBudget: new ByteBudget(config['http.max_batch_body_bytes_in_flight']),
     metrics: new Metrics(replica),
   };
@@ -108,7 +108,7 @@ async function main(): Promise<void> {
     await closeMetadataThread(metadataThread);
     await Promise.all([authPool.destroy(), workPool.destroy()]);
     await lock.release();
-    log.info('stopped');
+    log.info({ ingressSyncs: ingress.syncCount }, 'stopped');
     log.flush();
     process.exit(0);
   };

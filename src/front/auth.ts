@@ -2,7 +2,7 @@
 // auth.verify_slots threads; a verified credential is cached under a SHA-256 of the Authorization value
 // together with the user's credential version, so bcrypt runs once per password and version, not per
 // request, and a password change invalidates the entry at once (the version moves). Lives as long as the node.
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { Piscina } from 'piscina';
 import { errors } from '../errors.js';
 import type { UserRecord } from '../raft/metadata/state.js';
@@ -18,18 +18,28 @@ interface CachedCredential {
 /** Bounds the cache's memory; a full cache starts over (a miss costs one bcrypt). */
 const cachedCredentialsMax = 65_536;
 
-/** A valid bcrypt hash that no password matches, compared for unknown users so they take as long as known ones. */
-const unknownUserHash = '$2a$10$CwTycUXWue0Thq9StjUM0uJ8.c/FBDmSXz1hJFZ6mJsY4zO0C2n7e';
+/** A valid bcrypt hash (cost 10) that no password matches, compared for unknown users so they take as long as
+ *  known ones. With another auth.bcrypt_cost it serves only until a dummy of that cost is hashed at start. */
+const unknownUserHashCost10 = '$2a$10$CwTycUXWue0Thq9StjUM0uJ8.c/FBDmSXz1hJFZ6mJsY4zO0C2n7e';
+const unknownUserHashCost = 10;
 
 export class Authenticator {
   private readonly cache = new Map<string, CachedCredential>();
   private readonly verifying = new Map<string, Promise<UserRecord>>();
+  private unknownUserHash = unknownUserHashCost10;
 
   constructor(
     private readonly replica: MetadataReplica,
     private readonly pool: Piscina,
     private readonly throttle: LoginThrottle,
-  ) {}
+    bcryptCost = unknownUserHashCost,
+  ) {
+    // Passwords set on this node are hashed at auth.bcrypt_cost; an unknown user's check must cost the same.
+    if (bcryptCost !== unknownUserHashCost) {
+      const task: BcryptTask = { op: 'hash', password: randomBytes(18).toString('base64'), cost: bcryptCost };
+      pool.run(task).then((hash: string) => (this.unknownUserHash = hash), () => undefined);
+    }
+  }
 
   /** The user named by a valid Authorization header; synchronous when cached. Throws or rejects 401. */
   check(authorization: string): UserRecord | Promise<UserRecord> {
@@ -60,7 +70,7 @@ export class Authenticator {
     if (credentials === null) throw errors.unauthorized();
     const user = this.replica.state.users.get(credentials.username);
     if (user !== undefined) this.throttle.admit(user.username, true, Date.now());
-    const hash = user?.passwordHash ?? unknownUserHash;
+    const hash = user?.passwordHash ?? this.unknownUserHash;
     let matches: boolean;
     try {
       matches = (await this.pool.run({ op: 'compare', password: credentials.password, hash } satisfies BcryptTask)) as boolean;

@@ -5,6 +5,7 @@
 import type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket } from 'uWebSockets.js';
 import { limits, parseListenAddress } from '../config.js';
 import { BrokerError, errors } from '../errors.js';
+import { canManageTopic, forbidden, requireAdmin, requireTopic } from './access.js';
 import { Authenticator } from './auth.js';
 import { BodyReader } from './body.js';
 import { LoginThrottle } from './login_throttle.js';
@@ -12,6 +13,7 @@ import { consumeHandlers } from './handlers/consume.js';
 import { healthHandlers, type NodeLifecycle } from './handlers/health.js';
 import { produceHandlers } from './handlers/produce.js';
 import { topicHandlers } from './handlers/topics.js';
+import { userHandlers } from './handlers/users.js';
 import { Query } from './query.js';
 import { RequestContext, type RequestHeaders } from './request_context.js';
 import { errorReply, plainReply, writeReply, type Reply } from './respond.js';
@@ -56,7 +58,7 @@ export class FrontServer {
       checkBudget: services.config['auth.login_check_budget'],
       checkRefillPerSecond: services.config['auth.login_check_refill_per_second'],
     }, Date.now());
-    this.authenticator = new Authenticator(services.replica, authPool, throttle);
+    this.authenticator = new Authenticator(services.replica, authPool, throttle, services.config['auth.bcrypt_cost']);
     const separateMetrics = services.config['http.metrics_addr'] !== '';
     const { entries, metricsEntries } = this.routeEntries(separateMetrics);
     this.routes = new RouteTable(entries);
@@ -67,13 +69,40 @@ export class FrontServer {
     const topics = topicHandlers(this.services);
     const produce = produceHandlers(this.services);
     const consume = consumeHandlers(this.services);
+    const users = userHandlers(this.services);
     const health = healthHandlers(this.services, this.lifecycle);
-    const later: Handler = () => {
+    // Routes of later work answer 501 once the caller passed the route's access check (spec §5 permissions).
+    const topicOf = (name: string) => {
+      const topic = this.services.replica.state.topics.get(name);
+      if (topic === undefined) throw errors.topicNotFound(name);
+      return topic;
+    };
+    const adminLater: Handler = (ctx) => {
+      requireAdmin(ctx.user);
       throw errors.notImplemented();
     };
-    // NOTES 8: with security off only the v3.2.0 remote items answer 403.
-    const remoteLater: Handler = () => {
+    // NOTES 8: with security off only the v3.2.0 remote items answer 403; with it on they need admin.
+    const remoteLater: Handler = (ctx) => {
       if (!this.security) throw new BrokerError(403, 'remotes need security on');
+      requireAdmin(ctx.user);
+      throw errors.notImplemented();
+    };
+    // Spec §5: an attach needs ownership of both topics (the child, named in the body, is checked with the
+    // fan-out work); listing children any grant on the parent or ownership; a detach ownership of either.
+    const attachLater: Handler = (ctx) => {
+      requireTopic.manage(ctx.user, topicOf(ctx.param(0)));
+      throw errors.notImplemented();
+    };
+    const childrenLater: Handler = (ctx) => {
+      requireTopic.read(ctx.user, topicOf(ctx.param(0)));
+      throw errors.notImplemented();
+    };
+    const detachLater: Handler = (ctx) => {
+      const parent = topicOf(ctx.param(0));
+      const child = topicOf(ctx.param(1));
+      if (!canManageTopic(ctx.user, parent) && !canManageTopic(ctx.user, child)) {
+        throw forbidden(`only the owner of topic ${parent.name} or ${child.name}, or an admin, may detach`);
+      }
       throw errors.notImplemented();
     };
     const metricsUnauthenticated = this.services.config['http.metrics_unauthenticated'];
@@ -91,20 +120,20 @@ export class FrontServer {
       { method: 'POST', pattern: '/v1/topics/{topic}/produce/batch', handler: produce.onProduceBatch, body: bodyBatchProduce },
       { method: 'GET', pattern: '/v1/topics/{topic}/consume', handler: consume.onConsume },
       { method: 'POST', pattern: '/v1/topics/{topic}/ack', handler: consume.onAck, body: bodyBatchAck },
-      { method: 'POST', pattern: '/v1/topics/{parent}/children', handler: later, body: body1MiBAs400 },
-      { method: 'GET', pattern: '/v1/topics/{parent}/children', handler: later },
-      { method: 'DELETE', pattern: '/v1/topics/{parent}/children/{child}', handler: later },
+      { method: 'POST', pattern: '/v1/topics/{parent}/children', handler: attachLater, body: body1MiBAs400 },
+      { method: 'GET', pattern: '/v1/topics/{parent}/children', handler: childrenLater },
+      { method: 'DELETE', pattern: '/v1/topics/{parent}/children/{child}', handler: detachLater },
       { method: 'POST', pattern: '/v1/topics/{parent}/children/{child}/pause', handler: remoteLater, body: body1MiB },
       { method: 'POST', pattern: '/v1/topics/{parent}/children/{child}/resume', handler: remoteLater, body: body1MiB },
       { method: 'POST', pattern: '/v1/topics/{parent}/children/{child}/skip', handler: remoteLater, body: body1MiB },
-      { method: 'POST', pattern: '/v1/users', handler: later, body: body1MiBAs400 },
-      { method: 'GET', pattern: '/v1/users', handler: later },
-      { method: 'GET', pattern: '/v1/users/{username}', handler: later },
-      { method: 'DELETE', pattern: '/v1/users/{username}', handler: later },
-      { method: 'PUT', pattern: '/v1/users/{username}/grants', handler: later, body: body1MiBAs400 },
-      { method: 'PUT', pattern: '/v1/users/{username}/password', handler: later, body: body1MiBAs400 },
-      { method: 'GET', pattern: '/v1/cluster/members', handler: later },
-      { method: 'POST', pattern: '/v1/cluster/members/{id}/forget', handler: later, body: body1MiB },
+      { method: 'POST', pattern: '/v1/users', handler: users.onCreateUser, body: body1MiBAs400 },
+      { method: 'GET', pattern: '/v1/users', handler: users.onListUsers },
+      { method: 'GET', pattern: '/v1/users/{username}', handler: users.onGetUser },
+      { method: 'DELETE', pattern: '/v1/users/{username}', handler: users.onDeleteUser },
+      { method: 'PUT', pattern: '/v1/users/{username}/grants', handler: users.onPutGrants, body: body1MiBAs400 },
+      { method: 'PUT', pattern: '/v1/users/{username}/password', handler: users.onPutPassword, body: body1MiBAs400 },
+      { method: 'GET', pattern: '/v1/cluster/members', handler: adminLater },
+      { method: 'POST', pattern: '/v1/cluster/members/{id}/forget', handler: adminLater, body: body1MiB },
       { method: 'POST', pattern: '/v1/cluster/reencrypt-remotes', handler: remoteLater, body: bodyRemotes },
       { method: 'POST', pattern: '/v1/remotes', handler: remoteLater, body: bodyRemotes },
       { method: 'GET', pattern: '/v1/remotes', handler: remoteLater },

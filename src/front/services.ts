@@ -16,6 +16,8 @@ export interface FrontServices {
   replica: MetadataReplica;
   workers: PartitionWorkers;
   ingress: IngressLog;
+  /** bcrypt checks and hashes (auth.verify_slots threads; spec §5.2): never on the front thread. */
+  authPool: Piscina;
   /** Decoding and parsing of big batch bodies (one thread per core). */
   workPool: Piscina;
   batchBudget: ByteBudget;

@@ -16,6 +16,14 @@ export function writeFrame(target: Uint8Array, at: number, body: Uint8Array): nu
   return frameHeaderBytes + body.byteLength;
 }
 
+/** Completes a frame whose body was written in place at target[at + frameHeaderBytes..]: length and crc. */
+export function sealFrame(target: Uint8Array, at: number, bodyBytes: number): number {
+  const view = new DataView(target.buffer, target.byteOffset, target.byteLength);
+  view.setUint32(at, bodyBytes, true);
+  view.setUint32(at + 4, crc32(target.subarray(at + frameHeaderBytes, at + frameHeaderBytes + bodyBytes)), true);
+  return frameHeaderBytes + bodyBytes;
+}
+
 export function encodeFrame(body: Uint8Array): Uint8Array {
   const out = new Uint8Array(frameHeaderBytes + body.byteLength);
   writeFrame(out, 0, body);

@@ -10,6 +10,7 @@ import { formatReceiptHandle, parseReceiptHandle } from '../../protocol/receipt_
 import type { LeasedMessage, LeaseRef, SettleMode, StoredRecordView } from '../../protocol/thread_messages.js';
 import type { TopicRecord } from '../../raft/metadata/state.js';
 import { workerFailure } from '../dispatch.js';
+import { requireTopic } from '../access.js';
 import { InFlightPerIdentity } from '../in_flight.js';
 import { jsonReply, jsonType, type Reply } from '../respond.js';
 import type { RequestContext } from '../request_context.js';
@@ -42,6 +43,7 @@ export function consumeHandlers(services: FrontServices) {
 
   async function onConsume(ctx: RequestContext): Promise<Reply> {
     const topic = lookup(ctx.param(0));
+    requireTopic.consume(ctx.user, topic);
     const { query } = ctx;
     const waitText = query.get('wait');
     const waitMsAsked = waitText === undefined ? 0 : parseDuration(waitText);
@@ -134,6 +136,7 @@ export function consumeHandlers(services: FrontServices) {
 
   async function onAck(ctx: RequestContext): Promise<Reply> {
     const topic = lookup(ctx.param(0));
+    requireTopic.consume(ctx.user, topic);
     const mode = settleMode(ctx.query.get('extend'));
     const handleText = ctx.query.get('receipt_handle');
     if (handleText !== undefined) {

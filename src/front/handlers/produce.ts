@@ -8,6 +8,7 @@ import { parseBatchBody, partitionForKey, partitionUnassigned, type BatchParse }
 import { classifyPayload, decodeBase64 } from '../../protocol/payload.js';
 import type { TopicRecord } from '../../raft/metadata/state.js';
 import type { BatchTask, BodyEncoding } from '../../pool/batch_task.js';
+import { requireTopic } from '../access.js';
 import { InFlightPerIdentity } from '../in_flight.js';
 import { jsonReply, type Reply } from '../respond.js';
 import type { RequestContext } from '../request_context.js';
@@ -65,6 +66,7 @@ export function produceHandlers(services: FrontServices) {
 
   async function onProduce(ctx: RequestContext): Promise<Reply> {
     const topic = lookup(ctx.param(0));
+    requireTopic.produce(ctx.user, topic);
     const { query } = ctx;
     const keyText = query.get('key');
     const keyEncoding = query.get('key_encoding');
@@ -93,6 +95,7 @@ export function produceHandlers(services: FrontServices) {
 
   async function onProduceBatch(ctx: RequestContext): Promise<Reply> {
     const topic = lookup(ctx.param(0));
+    requireTopic.produce(ctx.user, topic);
     if (ctx.query.has('key')) throw errors.invalid('key', 'not allowed in the query of a batch produce (set it per message)');
     if (ctx.query.has('partition')) throw errors.invalid('partition', 'not allowed in the query of a batch produce (set it per message)');
     const encoding = bodyEncoding(ctx.headers.contentEncoding);

@@ -5,6 +5,7 @@ import { limits } from '../../config.js';
 import { errors } from '../../errors.js';
 import type { TopicChanges, TopicRecord } from '../../raft/metadata/state.js';
 import type { PartitionStatsView } from '../../protocol/thread_messages.js';
+import { canReadTopic, requireTopic } from '../access.js';
 import { workerFailure } from '../dispatch.js';
 import { optionalInteger, optionalString, parseJsonObject } from '../json_body.js';
 import { jsonReply, type Reply } from '../respond.js';
@@ -53,6 +54,8 @@ export function topicHandlers(services: FrontServices) {
     if (name.length > limits.topic_name_chars_max) throw errors.invalid('name', `at most ${limits.topic_name_chars_max} characters`);
     if (!topicNamePattern.test(name)) throw errors.invalid('name', 'only characters A-Z a-z 0-9 . _ - are allowed');
     if (name === '.' || name === '..') throw errors.invalid('name', 'must not be . or ..');
+    // Spec §5: create on the name; checked before the other fields so a caller without it learns no more.
+    requireTopic.create(ctx.user, name);
     const partitions = optionalInteger(body, 'partitions', 0, partitionsMax, `must be an integer from ${limits.partitions_min} to ${partitionsMax}`);
     if (partitions !== undefined && partitions !== 0 && partitions < limits.partitions_min) {
       throw errors.invalid('partitions', `must be an integer from ${limits.partitions_min} to ${partitionsMax}`);
@@ -110,12 +113,15 @@ export function topicHandlers(services: FrontServices) {
     const names = [...replica.state.topics.keys()].filter((n) => after === null || n > after).sort(byteOrder);
     const page = names.slice(0, limit);
     const nextPageToken = names.length > limit ? Buffer.from(page[page.length - 1]!).toString('base64url') : '';
-    const topics = page.map((n) => topicJson(replica.state.topics.get(n)!, true));
+    // Spec §4: unreadable topics are removed after the page is cut, so a page may be short while
+    // next_page_token is set.
+    const topics = page.map((n) => replica.state.topics.get(n)!).filter((topic) => canReadTopic(ctx.user, topic)).map((topic) => topicJson(topic, true));
     return jsonReply(200, { topics, next_page_token: nextPageToken });
   }
 
   async function onGetTopic(ctx: RequestContext): Promise<Reply> {
     const topic = lookup(ctx.param(0));
+    requireTopic.read(ctx.user, topic);
     const only = ctx.query.integer('partition', 0, topic.partitions - 1,
       `not a partition of topic ${topic.name} (0 to ${topic.partitions - 1})`);
     const partitions = only === undefined ? [...Array(topic.partitions).keys()] : [only];
@@ -147,6 +153,7 @@ export function topicHandlers(services: FrontServices) {
 
   async function onPatchTopic(ctx: RequestContext): Promise<Reply> {
     const topic = lookup(ctx.param(0));
+    requireTopic.manage(ctx.user, topic);
     const body = parseJsonObject(await ctx.body(), patchFields);
     if (Object.keys(body).length === 0) throw errors.badRequest('body: send at least one field');
     if (body.visibility_timeout_ms !== undefined) throw errors.invalid('visibility_timeout_ms', 'cannot be changed after creation');
@@ -178,6 +185,7 @@ export function topicHandlers(services: FrontServices) {
 
   async function onDeleteTopic(ctx: RequestContext): Promise<Reply> {
     const topic = lookup(ctx.param(0));
+    requireTopic.manage(ctx.user, topic);
     const force = ctx.query.get('force');
     if (force !== undefined && force !== 'true' && force !== 'false') throw errors.invalid('force', 'must be true or false');
     const result = await replica.propose({ type: 'topic.delete', name: topic.name, id: topic.id });
@@ -187,6 +195,7 @@ export function topicHandlers(services: FrontServices) {
 
   function onGetSchema(ctx: RequestContext): Reply {
     const topic = lookup(ctx.param(0));
+    requireTopic.read(ctx.user, topic);
     return jsonReply(200, { topic: topic.name, version: 0, versions: [] });
   }
 

@@ -42,6 +42,10 @@ export interface MetadataState {
   /** Lower-cased name -> exact name, for the case-insensitive uniqueness rule at creation. */
   topicNamesLower: Map<string, string>;
   users: Map<string, UserRecord>;
+  /** The last credential version handed out. Every user create and password change takes the next one, so
+   *  a version never repeats, not even for a user deleted and created again under its name: a credential
+   *  cached for the old account can never match the new one (src/front/auth.ts keys on the version). */
+  credentialVersionLast: number;
 }
 
 /** Topic settings a PATCH may change; absent fields keep their value. Applied in spec order. */
@@ -60,15 +64,25 @@ export type MetadataCommand =
   | { type: 'topic.update'; name: string; id: string; changes: TopicChanges }
   /** DELETE /v1/topics/{topic}: workers remove the files once they apply it. */
   | { type: 'topic.delete'; name: string; id: string }
-  /** First start of a secured node: the root admin. Later the user routes. */
-  | { type: 'user.create'; user: UserRecord };
+  /** First start of a secured node: the root admin; POST /v1/users. The credential version given is replaced
+   *  by the next one of the state (credentialVersionLast). */
+  | { type: 'user.create'; user: UserRecord }
+  /** DELETE /v1/users/{username}: the root admin is never deleted (403); its topics lose their owner (spec §5,
+   *  v3.1.0). */
+  | { type: 'user.delete'; username: string }
+  /** PUT /v1/users/{username}/grants: replaces every grant; the root admin's never change (403). */
+  | { type: 'user.grants'; username: string; grants: Grant[]; updatedAtMs: number }
+  /** PUT /v1/users/{username}/password: a new hash and the next credential version, so every replica stops
+   *  accepting cached verifications of the old password at once. */
+  | { type: 'user.password'; username: string; passwordHash: string; updatedAtMs: number };
 
 export type ApplyResult =
-  | { ok: true; topic?: TopicRecord; deletedTopicId?: string }
+  /** user: the user after a user.grants or user.password (a copy). */
+  | { ok: true; topic?: TopicRecord; deletedTopicId?: string; user?: UserRecord }
   | { ok: false; status: number; error: string };
 
 export function emptyMetadataState(): MetadataState {
-  return { topics: new Map(), topicNamesLower: new Map(), users: new Map() };
+  return { topics: new Map(), topicNamesLower: new Map(), users: new Map(), credentialVersionLast: 0 };
 }
 
 /** Applies one committed command. Mutates state; the result is what the proposer answers. */
@@ -82,6 +96,12 @@ export function applyCommand(state: MetadataState, command: MetadataCommand): Ap
       return applyTopicDelete(state, command.name, command.id);
     case 'user.create':
       return applyUserCreate(state, command.user);
+    case 'user.delete':
+      return applyUserDelete(state, command.username);
+    case 'user.grants':
+      return applyUserGrants(state, command.username, command.grants, command.updatedAtMs);
+    case 'user.password':
+      return applyUserPassword(state, command.username, command.passwordHash, command.updatedAtMs);
     default:
       return assertNeverCommand(command);
   }
@@ -126,8 +146,49 @@ function applyTopicDelete(state: MetadataState, name: string, id: string): Apply
 
 function applyUserCreate(state: MetadataState, user: UserRecord): ApplyResult {
   if (state.users.has(user.username)) return { ok: false, status: 409, error: `user ${user.username} already exists` };
-  state.users.set(user.username, { ...user, grants: user.grants.map((g) => (g.patterns === undefined ? { ...g } : { ...g, patterns: [...g.patterns] })) });
+  state.credentialVersionLast += 1;
+  state.users.set(user.username, { ...user, grants: copyGrants(user.grants), credentialVersion: state.credentialVersionLast });
   return { ok: true };
+}
+
+function applyUserDelete(state: MetadataState, username: string): ApplyResult {
+  const user = state.users.get(username);
+  if (user === undefined) return userNotFound(username);
+  // Also refused by the front; checked here too so no path through the log can remove the root admin.
+  if (user.root) return { ok: false, status: 403, error: 'the root admin cannot be deleted' };
+  state.users.delete(username);
+  // Spec §5 (v3.1.0): a user created later under this name must not own these topics.
+  for (const topic of state.topics.values()) {
+    if (topic.owner === username) delete topic.owner;
+  }
+  return { ok: true };
+}
+
+function applyUserGrants(state: MetadataState, username: string, grants: Grant[], updatedAtMs: number): ApplyResult {
+  const user = state.users.get(username);
+  if (user === undefined) return userNotFound(username);
+  if (user.root) return { ok: false, status: 403, error: "the root admin's grants cannot change" };
+  user.grants = copyGrants(grants);
+  user.updatedAtMs = updatedAtMs;
+  return { ok: true, user: { ...user, grants: copyGrants(user.grants) } };
+}
+
+function applyUserPassword(state: MetadataState, username: string, passwordHash: string, updatedAtMs: number): ApplyResult {
+  const user = state.users.get(username);
+  if (user === undefined) return userNotFound(username);
+  state.credentialVersionLast += 1;
+  user.passwordHash = passwordHash;
+  user.credentialVersion = state.credentialVersionLast;
+  user.updatedAtMs = updatedAtMs;
+  return { ok: true, user: { ...user, grants: copyGrants(user.grants) } };
+}
+
+function userNotFound(username: string): ApplyResult {
+  return { ok: false, status: 404, error: `user ${username} not found` };
+}
+
+function copyGrants(grants: Grant[]): Grant[] {
+  return grants.map((g) => (g.patterns === undefined ? { ...g } : { ...g, patterns: [...g.patterns] }));
 }
 
 function assertNeverCommand(command: never): never {

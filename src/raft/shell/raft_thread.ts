@@ -27,6 +27,9 @@ const metadataCommandTypes: Record<MetadataCommand['type'], true> = {
   'topic.update': true,
   'topic.delete': true,
   'user.create': true,
+  'user.delete': true,
+  'user.grants': true,
+  'user.password': true,
 };
 
 class MetadataRaftShell {

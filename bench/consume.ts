@@ -1,0 +1,938 @@
+// Scenario `consume` of `npm run bench` (bench/README.md, issue 3): against a broker node it starts itself (or
+// --url), in one run:
+//   consume-single  prefill a topic, then N connections loop GET consume -> POST ack?receipt_handle -> 204;
+//   consume-batch   prefill another topic, then connections loop GET consume?max -> POST ack {"receipt_handles"};
+//   wake-up         K consumers long-poll an empty topic while a producer sends one message at a time; latency
+//                   from the producer's 202 to a consumer holding that message.
+// The drain runs stop their window when the prefill runs out (no background top-up), so their figures cover only
+// time while messages were available. Clients are raw keep-alive connections (bench/http_conn.ts) on the bench
+// process's main thread; every loop ends by itself (phase flags, deadlines) and closes its sockets.
+import os from 'node:os';
+import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
+import { build, type Histogram } from 'hdr-histogram-js';
+import {
+  cleanups, CpuWindow, createTopic, deleteTopic, errorText, fixed, formatErrors, makeBatchBody, makePayload, percent,
+  renderTable, reportedOptions, serverCpuText, sleep, startBroker, type BrokerTarget, type ServerThreadCpu,
+} from './common.js';
+import { HttpConnection, HttpFailure, requestBuffer, type HttpReply } from './http_conn.js';
+import { formatInt, type LatencySummaryMs } from './load.js';
+import type { BenchOptions, ConsumePhase } from './options.js';
+
+/** Issue 3's targets, printed beside the figures. */
+const targetBatchMsgsPerSec = 300_000;
+const targetWakeP99Ms = 2;
+/** The node's default consume cap per identity (config http.max_consume_in_flight_per_identity). */
+const consumeCapDefault = 1024;
+const prefillConnections = 8;
+const prefillMessagesPerRequest = 1000;
+/** A prefill gives up after this many failed requests. */
+const prefillErrorsMax = 200;
+/** After the window, how long requests in flight may take before their sockets are closed. */
+const drainTimeoutMs = 10_000;
+/** After the wake-up window, how long to wait for messages sent in it to reach a consumer. */
+const wakeDeliveryGraceMs = 5_000;
+const wakeProducerConnections = 4;
+/** One consume answer in this many is parsed in full and checked against the handles scanned from it. */
+const bodyCheckEvery = 64;
+const clientHeader = 'bench';
+/** A drain run whose prefill ran out sooner than this into the window counts as failed. */
+const windowSecMin = 1;
+/** Resolution of the client event-loop delay monitor in the wake-up run, ms. */
+const loopDelayResolutionMs = 1;
+
+/** Options only the produce scenario reads; left out of consume's JSON. */
+const produceOnlyOptions = ['topic', 'batch', 'client', 'skipFloor'];
+
+type Phase = 'warmup' | 'measure' | 'drain';
+
+/** What every run needs: the node, its credentials and this invocation's options. */
+interface Context {
+  options: BenchOptions;
+  target: BrokerTarget;
+  address: { host: string; port: number };
+  /** Resolves when the node the bench started exits; never for --url. */
+  serverExited: Promise<void>;
+}
+
+function newHistogram(): Histogram {
+  return build({ bitBucketSize: 32, numberOfSignificantValueDigits: 3, autoResize: true });
+}
+
+function recordUs(histogram: Histogram, ms: number): void {
+  histogram.recordValue(Math.max(1, Math.round(ms * 1000)));
+}
+
+function summary(histogram: Histogram): LatencySummaryMs & { count: number } {
+  const ms = (us: number): number => us / 1000;
+  return { count: histogram.totalCount, p50: ms(histogram.getValueAtPercentile(50)),
+    p90: ms(histogram.getValueAtPercentile(90)), p99: ms(histogram.getValueAtPercentile(99)),
+    p999: ms(histogram.getValueAtPercentile(99.9)), max: ms(histogram.maxValue), mean: ms(histogram.mean) };
+}
+
+function bump(counts: Map<string, number>, key: string, by = 1): void {
+  counts.set(key, (counts.get(key) ?? 0) + by);
+}
+
+function failureCode(error: unknown): string {
+  return error instanceof HttpFailure ? error.code : errorText(error);
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Requests and answers.
+
+function topicPath(topic: string, rest: string): string {
+  return `/v1/topics/${encodeURIComponent(topic)}/${rest}`;
+}
+
+function authHeaders(ctx: Context): Record<string, string> {
+  return ctx.target.authorization === null ? {} : { authorization: ctx.target.authorization };
+}
+
+/** Builds ack requests as one string per request: the handles are ASCII (partition:offset:nonce). */
+class AckRequests {
+  private readonly singleHead: string;
+  private readonly singleTail: string;
+  private readonly batchHead: string;
+
+  constructor(ctx: Context, topic: string) {
+    const host = `host: ${ctx.target.url.replace(/^http:\/\//, '')}\r\n`;
+    const auth = ctx.target.authorization === null ? '' : `authorization: ${ctx.target.authorization}\r\n`;
+    this.singleHead = `POST ${topicPath(topic, 'ack')}?receipt_handle=`;
+    this.singleTail = ` HTTP/1.1\r\n${host}${auth}x-svc-client: ${clientHeader}\r\ncontent-length: 0\r\n\r\n`;
+    this.batchHead = `POST ${topicPath(topic, 'ack')} HTTP/1.1\r\n${host}${auth}content-type: application/json\r\n`;
+  }
+
+  single(handle: string): Buffer {
+    return Buffer.from(this.singleHead + handle + this.singleTail, 'latin1');
+  }
+
+  batch(handles: string[]): Buffer {
+    const body = `{"receipt_handles":["${handles.join('","')}"]}`;
+    return Buffer.from(`${this.batchHead}content-length: ${body.length}\r\n\r\n${body}`, 'latin1');
+  }
+}
+
+const handleKey = Buffer.from('"receipt_handle":"');
+const statusKey = Buffer.from('"status":');
+const idKey = Buffer.from('"payload":{"id":"');
+const idDigits = 9;
+
+/** The receipt handles of a consume answer, in order, found by scanning (our payloads never hold the key). */
+function scanHandles(body: Buffer): string[] {
+  const handles: string[] = [];
+  let at = body.indexOf(handleKey);
+  while (at >= 0) {
+    const start = at + handleKey.length;
+    const end = body.indexOf(0x22, start);
+    if (end < 0) break;
+    handles.push(body.toString('latin1', start, end));
+    at = body.indexOf(handleKey, end);
+  }
+  return handles;
+}
+
+/** The statuses of a batch ack answer {"results":[{"status":204},...]}, in order. */
+function scanStatuses(body: Buffer): number[] {
+  const statuses: number[] = [];
+  let at = body.indexOf(statusKey);
+  while (at >= 0) {
+    const start = at + statusKey.length;
+    statuses.push(Number(body.toString('latin1', start, start + 3)));
+    at = body.indexOf(statusKey, start);
+  }
+  return statuses;
+}
+
+/** A wake-up message's id: payload {"id":"000000123","d":"xx..."}, exactly bytes long. */
+function wakePayload(id: number, bytes: number): Buffer {
+  const head = `{"id":"${String(id).padStart(idDigits, '0')}","d":"`;
+  return Buffer.from(head + 'x'.repeat(bytes - head.length - 2) + '"}');
+}
+
+function scanId(body: Buffer): number | null {
+  const at = body.indexOf(idKey);
+  if (at < 0) return null;
+  const start = at + idKey.length;
+  const id = Number(body.toString('latin1', start, start + idDigits));
+  return Number.isInteger(id) ? id : null;
+}
+
+/** Parses a consume answer in full; null when it matches the scanned handles, else what is wrong. */
+function checkConsumeBody(body: Buffer, topic: string, batch: boolean, max: number, handles: string[]): string | null {
+  let value: unknown;
+  try {
+    value = JSON.parse(body.toString('utf8'));
+  } catch {
+    return 'not JSON';
+  }
+  const messages = batch ? (value as { messages?: unknown } | null)?.messages : [value];
+  if (!Array.isArray(messages)) return 'no messages array';
+  if (messages.length !== handles.length) return `${messages.length} messages but ${handles.length} handles scanned`;
+  if (messages.length === 0 || messages.length > max) return `${messages.length} messages for max ${max}`;
+  for (const [i, message] of messages.entries()) {
+    const m = message as { topic?: unknown; receipt_handle?: unknown; payload?: unknown } | null;
+    if (m?.topic !== topic) return `message of topic ${String(m?.topic)}`;
+    if (m.receipt_handle !== handles[i]) return 'receipt_handle differs from the scanned one';
+    if (typeof m.payload !== 'object' || m.payload === null) return 'payload is not the JSON object produced';
+  }
+  return null;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Prefill: batch produce until the topic holds `count` messages, bounded by --prefill-timeout.
+
+export interface PrefillFigures {
+  requested: number;
+  accepted: number;
+  seconds: number;
+  msgsPerSec: number;
+  timedOut: boolean;
+  errorCounts: Record<string, number>;
+}
+
+async function prefill(ctx: Context, label: string, topic: string, count: number): Promise<PrefillFigures> {
+  const { options } = ctx;
+  const payload = makePayload(options.messageBytes);
+  const headers = { ...authHeaders(ctx), 'content-type': 'application/json' };
+  const path = topicPath(topic, 'produce/batch');
+  const full = requestBuffer(ctx.target.url, 'POST', path, headers, makeBatchBody(payload, prefillMessagesPerRequest));
+  const errors = new Map<string, number>();
+  let issued = 0;
+  let accepted = 0;
+  let failed = 0;
+  const startMs = performance.now();
+  const deadlineMs = startMs + options.prefillTimeoutSec * 1000;
+  const more = (): boolean => issued < count && performance.now() < deadlineMs && failed < prefillErrorsMax;
+  const loop = async (connection: HttpConnection): Promise<void> => {
+    while (more()) {
+      const n = Math.min(prefillMessagesPerRequest, count - issued);
+      issued += n;
+      const request = n === prefillMessagesPerRequest ? full
+        : requestBuffer(ctx.target.url, 'POST', path, headers, makeBatchBody(payload, n));
+      const reply = await connection.request(request).catch((error: unknown) => failureCode(error));
+      if (typeof reply !== 'string' && reply.status === 202) {
+        accepted += Number(/"accepted":(\d+)/.exec(reply.body.toString('latin1'))?.[1] ?? n);
+        continue;
+      }
+      issued -= n;
+      failed++;
+      bump(errors, typeof reply === 'string' ? reply : String(reply.status));
+      await sleep(typeof reply === 'string' || reply.status === 429 || reply.status === 503 ? 100 : 10);
+    }
+  };
+  const progress = setInterval(() => {
+    const sec = (performance.now() - startMs) / 1000;
+    process.stderr.write(`  [${label}] prefill ${fixed(sec, 0).padStart(3)}s  ${formatInt(accepted)} / ` +
+      `${formatInt(count)} messages  ${formatInt(accepted / sec)} msg/s\n`);
+  }, 1000);
+  const connections = Array.from({ length: prefillConnections }, () => new HttpConnection(ctx.address));
+  try {
+    await Promise.race([Promise.all(connections.map(loop)), ctx.serverExited]);
+  } finally {
+    clearInterval(progress);
+    for (const connection of connections) connection.destroy();
+  }
+  const seconds = (performance.now() - startMs) / 1000;
+  return { requested: count, accepted, seconds, msgsPerSec: accepted / seconds, timedOut: accepted < count,
+    errorCounts: Object.fromEntries(errors) };
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// consume-single and consume-batch: closed loops that drain a prefilled topic.
+
+interface DrainSpec {
+  name: string;
+  topic: string;
+  connections: number;
+  /** null: single consume and ack by query; else consume?max and batch ack. */
+  max: number | null;
+  /** Messages the topic holds when the run starts. */
+  available: number;
+}
+
+/** Counters of one drain run; only responses completed while phase is 'measure' count. */
+class DrainState {
+  phase: Phase = 'warmup';
+  windowStartMs = 0;
+  /** When the prefill ran out (a consume answered 204 with at most a round of messages unaccounted for). */
+  drainedAtMs: number | null = null;
+  drainedIn: Phase | null = null;
+  onDrained: () => void = () => undefined;
+  /** Messages received in consume answers, every phase: how far the prefill is used up. */
+  consumedTotal = 0;
+  ackedTotal = 0;
+  ackedAtWindowStart = 0;
+  consumedInWindow = 0;
+  consumeAnswersInWindow = 0;
+  ackedInWindow = 0;
+  readonly consumeUs = newHistogram();
+  readonly ackUs = newHistogram();
+  readonly consumeStatus = new Map<string, number>();
+  readonly ackStatus = new Map<string, number>();
+  /** Failures by "<request> <status or code>", e.g. "consume 429", "ack-item 410", "consume ECONNRESET". */
+  readonly errors = new Map<string, number>();
+  firstBadBody: string | null = null;
+  answersSeen = 0;
+
+  get sending(): boolean {
+    return this.phase !== 'drain';
+  }
+
+  get counting(): boolean {
+    return this.phase === 'measure';
+  }
+
+  error(key: string, by = 1): void {
+    if (this.counting) bump(this.errors, key, by);
+  }
+
+  markDrained(atMs: number): void {
+    if (this.drainedAtMs !== null) return;
+    this.drainedAtMs = atMs;
+    this.drainedIn = this.phase;
+    this.phase = 'drain';
+    this.onDrained();
+  }
+}
+
+/** One request of a drain loop, timed and counted; null when it got no response (counted as an error). */
+async function drainRequest(connection: HttpConnection, request: Buffer, state: DrainState,
+  kind: 'consume' | 'ack'): Promise<HttpReply | null> {
+  let reply: HttpReply;
+  try {
+    reply = await connection.request(request);
+  } catch (error) {
+    state.error(`${kind} ${failureCode(error)}`);
+    await sleep(50);
+    return null;
+  }
+  if (state.counting) {
+    recordUs(kind === 'consume' ? state.consumeUs : state.ackUs, reply.endedMs - reply.startedMs);
+    bump(kind === 'consume' ? state.consumeStatus : state.ackStatus, String(reply.status));
+  }
+  return reply;
+}
+
+async function drainLoop(connection: HttpConnection, spec: DrainSpec, state: DrainState, consume: Buffer,
+  acks: AckRequests): Promise<void> {
+  const max = spec.max ?? 1;
+  while (state.sending) {
+    const reply = await drainRequest(connection, consume, state, 'consume');
+    if (reply === null) continue;
+    if (reply.status === 200) {
+      await ackAnswer(connection, spec, state, reply.body, acks);
+    } else if (reply.status === 204) {
+      // Nothing available: the prefill is used up when at most one round of leases is unaccounted for.
+      if (state.consumedTotal >= spec.available - spec.connections * max) state.markDrained(reply.endedMs);
+      else state.error('consume 204-with-messages-left');
+      await sleep(1);
+    } else {
+      state.error(`consume ${reply.status}`);
+      await sleep(10);
+    }
+  }
+}
+
+/** Acks every message of a consume answer (also after the window closed, so no lease is left behind). */
+async function ackAnswer(connection: HttpConnection, spec: DrainSpec, state: DrainState, body: Buffer,
+  acks: AckRequests): Promise<void> {
+  const handles = scanHandles(body);
+  state.consumedTotal += handles.length;
+  if (state.counting) {
+    state.consumedInWindow += handles.length;
+    state.consumeAnswersInWindow++;
+  }
+  if (state.answersSeen++ % bodyCheckEvery === 0 || handles.length === 0) {
+    const problem = checkConsumeBody(body, spec.topic, spec.max !== null, spec.max ?? 1, handles);
+    if (problem !== null) {
+      state.error('consume bad-body');
+      state.firstBadBody ??= `${problem}: ${body.toString('utf8', 0, 300)}`;
+    }
+  }
+  if (handles.length === 0) return;
+  const request = spec.max === null ? acks.single(handles[0]!) : acks.batch(handles);
+  const reply = await drainRequest(connection, request, state, 'ack');
+  if (reply === null) return;
+  let settled = 0;
+  if (spec.max === null) {
+    if (reply.status === 204) settled = 1;
+    else state.error(`ack ${reply.status}`);
+  } else if (reply.status === 200) {
+    const statuses = scanStatuses(reply.body);
+    if (statuses.length !== handles.length) state.error('ack results-count-mismatch');
+    for (const status of statuses) {
+      if (status === 204) settled++;
+      else state.error(`ack-item ${status}`);
+    }
+  } else {
+    state.error(`ack ${reply.status}`);
+  }
+  state.ackedTotal += settled;
+  if (state.counting) state.ackedInWindow += settled;
+}
+
+export interface RequestFigures {
+  /** Responses (any status) completed in the window, per second, and their latency, write to last byte. */
+  requests: number;
+  reqPerSec: number;
+  latencyMs: LatencySummaryMs;
+  statusCounts: Record<string, number>;
+}
+
+export interface DrainFigures {
+  name: string;
+  topic: string;
+  connections: number;
+  max: number | null;
+  prefill: PrefillFigures;
+  plannedWindowSec: number;
+  windowSec: number;
+  /** The prefill ran out: during 'warmup' (no window at all) or 'measure' (the window ended early), or null. */
+  drainedIn: Phase | null;
+  /** Messages whose ack completed with 204 (per handle for a batch) inside the window, per second. */
+  ackedMessages: number;
+  msgsPerSec: number;
+  consumedMessages: number;
+  /** Messages per 200 consume answer (max for a full batch). */
+  messagesPerConsume: number;
+  consume: RequestFigures;
+  ack: RequestFigures;
+  errorCounts: Record<string, number>;
+  firstBadBody: string | null;
+  clientCpuPercent: number;
+  /** Bench process CPU per acked message, µs: the load generator's own cost. */
+  clientCpuUsPerMessage: number;
+  serverCpuPercent: number | null;
+  serverThreads: ServerThreadCpu[];
+  otherCpuPercent: number | null;
+  connectionsOpened: number;
+  abandonedInFlight: number;
+}
+
+async function measureDrain(ctx: Context, spec: DrainSpec, prefilled: PrefillFigures): Promise<DrainFigures> {
+  const { options } = ctx;
+  const state = new DrainState();
+  const drained = new Promise<void>((resolve) => (state.onDrained = resolve));
+  const cpu = new CpuWindow(ctx.target.serverPid);
+  const query = spec.max === null ? '' : `?max=${spec.max}`;
+  const headers = { ...authHeaders(ctx), ...(spec.max === null ? {} : { 'x-svc-client': clientHeader }) };
+  const consume = requestBuffer(ctx.target.url, 'GET', topicPath(spec.topic, 'consume') + query, headers);
+  const acks = new AckRequests(ctx, spec.topic);
+  process.stderr.write(`${spec.name}: ${spec.connections} connections, ${options.warmupSec}s warm-up + ` +
+    `${options.durationSec}s (or until ${formatInt(spec.available)} prefilled messages run out), ${ctx.target.url}\n`);
+  const connections = Array.from({ length: spec.connections }, () => new HttpConnection(ctx.address));
+  const loops = connections.map((connection) => drainLoop(connection, spec, state, consume, acks));
+  const progress = drainProgress(spec, state);
+  let windowMs = 0;
+  try {
+    await Promise.race([sleep(options.warmupSec * 1000), drained, ctx.serverExited]);
+    if (state.phase === 'warmup') {
+      state.phase = 'measure';
+      state.windowStartMs = performance.now();
+      state.ackedAtWindowStart = state.ackedTotal;
+      cpu.start();
+      await Promise.race([sleep(options.durationSec * 1000), drained, ctx.serverExited]);
+      windowMs = (state.drainedAtMs ?? performance.now()) - state.windowStartMs;
+      cpu.end();
+    }
+    state.phase = 'drain';
+    await Promise.race([Promise.allSettled(loops), sleep(drainTimeoutMs)]);
+  } finally {
+    clearInterval(progress);
+  }
+  const abandoned = connections.filter((connection) => connection.busy).length;
+  for (const connection of connections) connection.destroy();
+  await Promise.allSettled(loops);
+  const opened = connections.reduce((sum, connection) => sum + connection.opened, 0);
+  return drainFigures(ctx, spec, prefilled, state, cpu, windowMs, { opened, abandoned });
+}
+
+function drainProgress(spec: DrainSpec, state: DrainState): NodeJS.Timeout {
+  const startedMs = performance.now();
+  let lastAcked = 0;
+  let lastMs = startedMs;
+  return setInterval(() => {
+    const now = performance.now();
+    const rate = ((state.ackedTotal - lastAcked) * 1000) / (now - lastMs);
+    [lastAcked, lastMs] = [state.ackedTotal, now];
+    const average = state.phase === 'measure' && now - state.windowStartMs >= 100
+      ? `  avg ${formatInt(((state.ackedTotal - state.ackedAtWindowStart) * 1000) / (now - state.windowStartMs))} msg/s` : '';
+    const left = Math.max(0, spec.available - state.consumedTotal);
+    process.stderr.write(`  [${spec.name}] ${state.phase.padEnd(7)} ${fixed((now - startedMs) / 1000, 0).padStart(3)}s  ` +
+      `${formatInt(rate).padStart(9)} msg/s acked${average}  ${formatInt(left)} left\n`);
+  }, 1000);
+}
+
+function requestFigures(histogram: Histogram, statuses: Map<string, number>, seconds: number): RequestFigures {
+  const { count: requests, ...latencyMs } = summary(histogram);
+  return { requests, reqPerSec: seconds > 0 ? requests / seconds : 0, latencyMs, statusCounts: Object.fromEntries(statuses) };
+}
+
+function drainFigures(ctx: Context, spec: DrainSpec, prefilled: PrefillFigures, state: DrainState, cpuWindow: CpuWindow,
+  windowMs: number, sockets: { opened: number; abandoned: number }): DrainFigures {
+  const seconds = windowMs / 1000;
+  const cpu = cpuWindow.figures(windowMs);
+  return {
+    name: spec.name, topic: spec.topic, connections: spec.connections, max: spec.max, prefill: prefilled,
+    plannedWindowSec: ctx.options.durationSec, windowSec: seconds, drainedIn: state.drainedIn,
+    ackedMessages: state.ackedInWindow,
+    msgsPerSec: seconds > 0 ? state.ackedInWindow / seconds : 0,
+    consumedMessages: state.consumedInWindow,
+    messagesPerConsume: state.consumeAnswersInWindow > 0 ? state.consumedInWindow / state.consumeAnswersInWindow : 0,
+    consume: requestFigures(state.consumeUs, state.consumeStatus, seconds),
+    ack: requestFigures(state.ackUs, state.ackStatus, seconds),
+    errorCounts: Object.fromEntries(state.errors), firstBadBody: state.firstBadBody,
+    clientCpuPercent: cpu.clientCpuPercent,
+    clientCpuUsPerMessage: state.ackedInWindow > 0 ? (cpu.clientCpuMs * 1000) / state.ackedInWindow : 0,
+    serverCpuPercent: cpu.serverCpuPercent, serverThreads: cpu.serverThreads, otherCpuPercent: cpu.otherCpuPercent,
+    connectionsOpened: sockets.opened, abandonedInFlight: sockets.abandoned,
+  };
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Wake-up latency: K long polls on an empty topic, an open-loop producer of one message at a time.
+
+/** Per message id: when it was written, when its produce answered 202, when a consumer got it (NaN: not yet). */
+class WakeLedger {
+  readonly sentMs: Float64Array;
+  readonly acceptedMs: Float64Array;
+  readonly receivedMs: Float64Array;
+  readonly inWindow: Uint8Array;
+  readonly wakeUs = newHistogram();
+  readonly endToEndUs = newHistogram();
+  readonly produceUs = newHistogram();
+  readonly ackUs = newHistogram();
+  readonly consumeStatus = new Map<string, number>();
+  readonly errors = new Map<string, number>();
+  sentInWindow = 0;
+  acceptedInWindow = 0;
+  deliveredInWindow = 0;
+  deliveredBefore202 = 0;
+  duplicates = 0;
+  skippedBusy = 0;
+  deliveredTotal = 0;
+
+  constructor(readonly capacity: number) {
+    this.sentMs = new Float64Array(capacity).fill(NaN);
+    this.acceptedMs = new Float64Array(capacity).fill(NaN);
+    this.receivedMs = new Float64Array(capacity).fill(NaN);
+    this.inWindow = new Uint8Array(capacity);
+  }
+
+  accepted(id: number, atMs: number): void {
+    this.acceptedMs[id] = atMs;
+    if (this.inWindow[id]) {
+      this.acceptedInWindow++;
+      recordUs(this.produceUs, atMs - this.sentMs[id]!);
+    }
+    this.settle(id);
+  }
+
+  received(id: number, atMs: number): void {
+    if (id < 0 || id >= this.capacity || Number.isNaN(this.sentMs[id]!)) {
+      bump(this.errors, 'consume unknown-id');
+      return;
+    }
+    if (!Number.isNaN(this.receivedMs[id]!)) {
+      this.duplicates++;
+      return;
+    }
+    this.receivedMs[id] = atMs;
+    this.deliveredTotal++;
+    this.settle(id);
+  }
+
+  /** Records the message's latencies once both its 202 and its delivery are known. */
+  private settle(id: number): void {
+    const accepted = this.acceptedMs[id]!;
+    const received = this.receivedMs[id]!;
+    if (!this.inWindow[id] || Number.isNaN(accepted) || Number.isNaN(received)) return;
+    this.deliveredInWindow++;
+    if (received < accepted) this.deliveredBefore202++;
+    recordUs(this.wakeUs, received - accepted);
+    recordUs(this.endToEndUs, received - this.sentMs[id]!);
+  }
+
+  /** Messages sent in the window and accepted (202) that no consumer has received yet. */
+  undelivered(): number {
+    let count = 0;
+    for (let id = 0; id < this.capacity; id++) {
+      if (this.inWindow[id] && !Number.isNaN(this.acceptedMs[id]!) && Number.isNaN(this.receivedMs[id]!)) count++;
+    }
+    return count;
+  }
+}
+
+interface WakeState {
+  phase: Phase;
+  producing: boolean;
+  polling: boolean;
+  /** Pollers with a consume (long poll) in flight. */
+  waiting: number;
+  windowStartMs: number;
+  windowEndMs: number;
+}
+
+async function pollLoop(connection: HttpConnection, state: WakeState, ledger: WakeLedger, poll: Buffer,
+  acks: AckRequests): Promise<void> {
+  while (state.polling) {
+    state.waiting++;
+    const reply = await connection.request(poll).catch((error: unknown) => failureCode(error));
+    state.waiting--;
+    if (!state.polling) return;
+    if (typeof reply === 'string') {
+      bump(ledger.errors, `consume ${reply}`);
+      await sleep(50);
+      continue;
+    }
+    if (state.phase === 'measure') bump(ledger.consumeStatus, String(reply.status));
+    if (reply.status === 204) continue;
+    if (reply.status !== 200) {
+      bump(ledger.errors, `consume ${reply.status}`);
+      await sleep(10);
+      continue;
+    }
+    const id = scanId(reply.body);
+    const handle = scanHandles(reply.body)[0];
+    if (id === null || handle === undefined) bump(ledger.errors, 'consume bad-body');
+    else ledger.received(id, reply.endedMs);
+    if (handle === undefined) continue;
+    const ack = await connection.request(acks.single(handle)).catch((error: unknown) => failureCode(error));
+    if (typeof ack === 'string' || ack.status !== 204) bump(ledger.errors, `ack ${typeof ack === 'string' ? ack : ack.status}`);
+    else if (state.phase === 'measure') recordUs(ledger.ackUs, ack.endedMs - ack.startedMs);
+  }
+}
+
+/** Sends message ids 0, 1, ... at --wake-rate on the first idle producer connection; skips an id when none is idle. */
+function startProducer(ctx: Context, state: WakeState, ledger: WakeLedger, topic: string,
+  connections: HttpConnection[]): Promise<void> {
+  const intervalMs = 1000 / ctx.options.wakeRate;
+  const headers = { ...authHeaders(ctx), 'content-type': 'application/json' };
+  const path = topicPath(topic, 'produce');
+  const send = (connection: HttpConnection, id: number): void => {
+    const request = requestBuffer(ctx.target.url, 'POST', path, headers, wakePayload(id, ctx.options.messageBytes));
+    ledger.sentMs[id] = performance.now();
+    if (state.phase === 'measure') [ledger.inWindow[id], ledger.sentInWindow] = [1, ledger.sentInWindow + 1];
+    connection.request(request).then(
+      (reply) => (reply.status === 202 ? ledger.accepted(id, reply.endedMs) : bump(ledger.errors, `produce ${reply.status}`)),
+      (error: unknown) => bump(ledger.errors, `produce ${failureCode(error)}`));
+  };
+  const startMs = performance.now();
+  let next = 0;
+  return new Promise<void>((resolve) => {
+    const tick = (): void => {
+      const now = performance.now();
+      while (state.producing && next < ledger.capacity && startMs + next * intervalMs <= now) {
+        const idle = connections.find((connection) => !connection.busy);
+        if (idle === undefined) ledger.skippedBusy++;
+        else send(idle, next);
+        next++;
+      }
+      if (!state.producing || next >= ledger.capacity) return resolve();
+      setTimeout(tick, Math.max(0, startMs + next * intervalMs - performance.now()));
+    };
+    tick();
+  });
+}
+
+export interface WakeFigures {
+  topic: string;
+  pollers: number;
+  ratePerSec: number;
+  windowSec: number;
+  /** Messages written in the window, answered 202, and received by a consumer (within the grace after it). */
+  sent: number;
+  accepted: number;
+  delivered: number;
+  undelivered: number;
+  duplicates: number;
+  /** Messages a consumer held before their producer saw the 202 (recorded as latency 0). */
+  deliveredBefore202: number;
+  /** Ids the producer skipped because all its connections were busy (open loop falling behind). */
+  skippedBusy: number;
+  /** From the producer's 202 to the consumer's last response byte: the wake-up latency of issue 3. */
+  wakeLatencyMs: LatencySummaryMs & { count: number };
+  /** From writing the produce request to the consumer's last response byte. */
+  endToEndMs: LatencySummaryMs & { count: number };
+  produceMs: LatencySummaryMs & { count: number };
+  ackMs: LatencySummaryMs & { count: number };
+  consumeStatusCounts: Record<string, number>;
+  errorCounts: Record<string, number>;
+  /** The bench process's event-loop lateness in the window (a 1 ms timer's delay past its due time): how late the
+   * client itself may have noticed a response. */
+  clientLoopDelayMs: { p50: number; p99: number; max: number };
+  clientCpuPercent: number;
+  clientCpuUsPerMessage: number;
+  serverCpuPercent: number | null;
+  serverThreads: ServerThreadCpu[];
+  otherCpuPercent: number | null;
+}
+
+async function measureWake(ctx: Context, topic: string): Promise<WakeFigures> {
+  const { options } = ctx;
+  const ledger = new WakeLedger(Math.ceil((options.wakeRate * (options.warmupSec + options.durationSec)) + 16));
+  const state: WakeState = { phase: 'warmup', producing: true, polling: true, waiting: 0, windowStartMs: 0, windowEndMs: 0 };
+  const poll = requestBuffer(ctx.target.url, 'GET', topicPath(topic, 'consume') + '?wait=10s', authHeaders(ctx));
+  const acks = new AckRequests(ctx, topic);
+  process.stderr.write(`wake-up: ${options.pollers} long-polling consumers (wait=10s), producer ${options.wakeRate} msg/s ` +
+    `one at a time, ${options.warmupSec}s warm-up + ${options.durationSec}s, ${ctx.target.url}\n`);
+  const pollers = Array.from({ length: options.pollers }, () => new HttpConnection(ctx.address));
+  const producers = Array.from({ length: wakeProducerConnections }, () => new HttpConnection(ctx.address));
+  const loops = pollers.map((connection) => pollLoop(connection, state, ledger, poll, acks));
+  await waitUntil(() => state.waiting === options.pollers, 2000);
+  const producer = startProducer(ctx, state, ledger, topic, producers);
+  const progress = wakeProgress(state, ledger, options.pollers);
+  const cpu = new CpuWindow(ctx.target.serverPid);
+  const loopDelay = monitorEventLoopDelay({ resolution: loopDelayResolutionMs });
+  try {
+    await Promise.race([sleep(options.warmupSec * 1000), ctx.serverExited]);
+    [state.phase, state.windowStartMs] = ['measure', performance.now()];
+    cpu.start();
+    loopDelay.enable();
+    await Promise.race([sleep(options.durationSec * 1000), ctx.serverExited]);
+    loopDelay.disable();
+    cpu.end();
+    [state.phase, state.windowEndMs, state.producing] = ['drain', performance.now(), false];
+    await producer;
+    await waitUntil(() => ledger.undelivered() === 0 && !producers.some((p) => p.busy), wakeDeliveryGraceMs);
+  } finally {
+    clearInterval(progress);
+    state.polling = false;
+    for (const connection of [...pollers, ...producers]) connection.destroy();
+  }
+  await Promise.allSettled(loops);
+  return wakeFigures(ctx, topic, state, ledger, cpu, loopDelay);
+}
+
+/** Polls cond every 10 ms until it holds or timeoutMs passes. */
+async function waitUntil(cond: () => boolean, timeoutMs: number): Promise<void> {
+  const deadline = performance.now() + timeoutMs;
+  while (!cond() && performance.now() < deadline) await sleep(10);
+}
+
+function wakeProgress(state: WakeState, ledger: WakeLedger, pollers: number): NodeJS.Timeout {
+  const startedMs = performance.now();
+  let [lastSent, lastDelivered, lastMs] = [0, 0, startedMs];
+  return setInterval(() => {
+    const now = performance.now();
+    const sent = ledger.sentMs.reduce((n, ms) => (Number.isNaN(ms) ? n : n + 1), 0);
+    const seconds = (now - lastMs) / 1000;
+    const p99 = ledger.wakeUs.totalCount > 0 ? `  wake p99 ${fixed(ledger.wakeUs.getValueAtPercentile(99) / 1000, 2)} ms so far` : '';
+    process.stderr.write(`  [wake-up] ${state.phase.padEnd(7)} ${fixed((now - startedMs) / 1000, 0).padStart(3)}s  ` +
+      `sent ${formatInt((sent - lastSent) / seconds)}/s  delivered ${formatInt((ledger.deliveredTotal - lastDelivered) / seconds)}/s  ` +
+      `polls waiting ${state.waiting}/${pollers}${p99}\n`);
+    [lastSent, lastDelivered, lastMs] = [sent, ledger.deliveredTotal, now];
+  }, 1000);
+}
+
+function wakeFigures(ctx: Context, topic: string, state: WakeState, ledger: WakeLedger, cpuWindow: CpuWindow,
+  loopDelay: ReturnType<typeof monitorEventLoopDelay>): WakeFigures {
+  const windowMs = state.windowEndMs - state.windowStartMs;
+  const cpu = cpuWindow.figures(windowMs);
+  // The histogram holds the intervals between its timer's runs; lateness is the interval minus the resolution.
+  const nsToMs = (ns: number): number => (Number.isFinite(ns) ? Math.max(0, ns / 1e6 - loopDelayResolutionMs) : 0);
+  return {
+    topic, pollers: ctx.options.pollers, ratePerSec: ctx.options.wakeRate, windowSec: windowMs / 1000,
+    sent: ledger.sentInWindow, accepted: ledger.acceptedInWindow, delivered: ledger.deliveredInWindow,
+    undelivered: ledger.undelivered(), duplicates: ledger.duplicates, deliveredBefore202: ledger.deliveredBefore202,
+    skippedBusy: ledger.skippedBusy,
+    wakeLatencyMs: summary(ledger.wakeUs), endToEndMs: summary(ledger.endToEndUs), produceMs: summary(ledger.produceUs),
+    ackMs: summary(ledger.ackUs),
+    consumeStatusCounts: Object.fromEntries(ledger.consumeStatus), errorCounts: Object.fromEntries(ledger.errors),
+    clientLoopDelayMs: { p50: nsToMs(loopDelay.percentile(50)), p99: nsToMs(loopDelay.percentile(99)), max: nsToMs(loopDelay.max) },
+    clientCpuPercent: cpu.clientCpuPercent,
+    clientCpuUsPerMessage: ledger.sentInWindow > 0 ? (cpu.clientCpuMs * 1000) / ledger.sentInWindow : 0,
+    serverCpuPercent: cpu.serverCpuPercent, serverThreads: cpu.serverThreads, otherCpuPercent: cpu.otherCpuPercent,
+  };
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// The scenario.
+
+export interface ConsumeReport {
+  scenario: 'consume';
+  startedAt: string;
+  target: string;
+  options: Record<string, unknown>;
+  /** Settings the bench gave the node it started (environment variables), so the report says what ran. */
+  nodeEnv: Record<string, string>;
+  drainRuns: DrainFigures[];
+  wake: WakeFigures | null;
+  targets: { batchMsgsPerSec: number; wakeP99Ms: number };
+  failures: string[];
+}
+
+/** The consume cap (per identity) the runs need: a batch consume counts as its max. */
+function nodeEnvFor(options: BenchOptions): Record<string, string> {
+  const needed = Math.max(options.phases.includes('single') ? options.connections : 0,
+    options.phases.includes('batch') ? options.batchConnections * options.max : 0,
+    options.phases.includes('wake') ? options.pollers : 0);
+  if (needed <= consumeCapDefault) return {};
+  if (options.url !== null) {
+    process.stderr.write(`warning: these runs hold up to ${needed} consumes in flight (a batch consume counts as its max); ` +
+      `a node with the default http.max_consume_in_flight_per_identity (${consumeCapDefault}) answers 429 beyond that\n`);
+    return {};
+  }
+  return { SVC_HTTP_MAX_CONSUME_IN_FLIGHT_PER_IDENTITY: String(needed) };
+}
+
+export async function runConsume(options: BenchOptions): Promise<ConsumeReport> {
+  const startedAt = new Date().toISOString();
+  const failures: string[] = [];
+  const drainRuns: DrainFigures[] = [];
+  let wake: WakeFigures | null = null;
+  const nodeEnv = nodeEnvFor(options);
+  let target: BrokerTarget | null = null;
+  try {
+    target = await startBroker(options, nodeEnv);
+    const server = target.server;
+    const ctx: Context = { options, target, address: HttpConnection.forUrl(target.url),
+      serverExited: server === null ? new Promise<void>(() => undefined) : server.exited.then(() => undefined) };
+    const stamp = Date.now();
+    for (const phase of options.phases) {
+      try {
+        const topic = await newTopic(ctx, `bench-consume-${stamp}-${phase}`);
+        if (phase === 'wake') wake = await measureWake(ctx, topic);
+        else drainRuns.push(await drainRun(ctx, phase, topic));
+      } catch (error) {
+        failures.push(`${phase}: ${errorText(error)}`);
+      }
+      if (server?.hasExited()) throw new Error(`broker exited during ${phase}; its output:\n${server.outputTail()}`);
+    }
+  } catch (error) {
+    failures.push(errorText(error));
+  }
+  failures.push(...judge(drainRuns, wake));
+  return { scenario: 'consume', startedAt, target: target === null ? 'none' : target.url,
+    options: reportedOptions(options, produceOnlyOptions), nodeEnv, drainRuns, wake,
+    targets: { batchMsgsPerSec: targetBatchMsgsPerSec, wakeP99Ms: targetWakeP99Ms }, failures };
+}
+
+async function newTopic(ctx: Context, name: string): Promise<string> {
+  await createTopic(ctx.target, name, ctx.options.partitions);
+  const target = ctx.target;
+  if (ctx.options.url !== null) cleanups.push(() => deleteTopic(target, name));
+  return name;
+}
+
+async function drainRun(ctx: Context, phase: Exclude<ConsumePhase, 'wake'>, topic: string): Promise<DrainFigures> {
+  const { options } = ctx;
+  const single = phase === 'single';
+  const name = single ? 'consume-single' : 'consume-batch';
+  const count = single ? options.prefill : options.batchPrefill;
+  const prefilled = await prefill(ctx, name, topic, count);
+  process.stderr.write(`${name}: prefilled ${formatInt(prefilled.accepted)} messages in ${fixed(prefilled.seconds, 1)} s` +
+    `${prefilled.timedOut ? ` (stopped short of ${formatInt(count)}: --prefill-timeout or errors ${formatErrors(prefilled.errorCounts)})` : ''}\n`);
+  if (prefilled.accepted === 0) throw new Error(`prefill wrote nothing (errors: ${formatErrors(prefilled.errorCounts)})`);
+  return measureDrain(ctx, { name, topic, connections: single ? options.connections : options.batchConnections,
+    max: single ? null : options.max, available: prefilled.accepted }, prefilled);
+}
+
+/** Failures a reader must not miss: runs without figures. Errors and drained windows are shown in the table. */
+function judge(drainRuns: DrainFigures[], wake: WakeFigures | null): string[] {
+  const failures: string[] = [];
+  for (const run of drainRuns) {
+    if (run.drainedIn === 'warmup') failures.push(`${run.name}: the prefill ran out during warm-up; raise --prefill/--batch-prefill`);
+    else if (run.ackedMessages === 0) failures.push(`${run.name}: no message acked in the window (errors: ${formatErrors(run.errorCounts)})`);
+    else if (run.windowSec < windowSecMin) {
+      failures.push(`${run.name}: the prefill ran out after ${fixed(run.windowSec, 2)} s of window, too short to trust; raise --prefill/--batch-prefill`);
+    }
+    if (run.firstBadBody !== null) failures.push(`${run.name}: consume answer did not check out: ${run.firstBadBody}`);
+  }
+  if (wake !== null && wake.delivered === 0) failures.push(`wake-up: no message delivered (errors: ${formatErrors(wake.errorCounts)})`);
+  return failures;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Output.
+
+function latencyCells(latency: LatencySummaryMs): string[] {
+  return [latency.p50, latency.p90, latency.p99, latency.p999, latency.max].map((ms) => fixed(ms, 2));
+}
+
+function errorsOf(run: DrainFigures, kind: 'consume' | 'ack'): string {
+  const own = Object.entries(run.errorCounts).filter(([key]) => key.startsWith(`${kind} `) || (kind === 'ack' && key.startsWith('ack-item ')));
+  return own.length === 0 ? 'none' : own.map(([key, count]) => `${key.replace(/^consume |^ack /, '')}:${count}`).join(' ');
+}
+
+function drainRows(run: DrainFigures): string[][] {
+  const window = `${fixed(run.windowSec, 2)}${run.drainedIn === null ? '' : ' drained'}`;
+  const perMsg = (figure: number): string => (run.ackedMessages > 0 ? fixed(figure, 1) : 'n/a');
+  return [
+    [run.name, String(run.connections), window, formatInt(run.msgsPerSec), fixed(run.messagesPerConsume, 1), 'consume',
+      formatInt(run.consume.reqPerSec), ...latencyCells(run.consume.latencyMs), errorsOf(run, 'consume'),
+      `${fixed(run.clientCpuPercent, 0)}%`, perMsg(run.clientCpuUsPerMessage),
+      serverCpuText(run.serverCpuPercent, run.serverThreads), percent(run.otherCpuPercent)],
+    ['', '', '', '', '', run.max === null ? 'ack' : 'ack batch', formatInt(run.ack.reqPerSec), ...latencyCells(run.ack.latencyMs),
+      errorsOf(run, 'ack'), '', '', '', ''],
+  ];
+}
+
+function wakeLines(wake: WakeFigures): string[] {
+  const out = [`wake-up: ${wake.pollers} consumers long-polling (wait=10s) an empty topic, one message at a time at ` +
+    `${formatInt(wake.ratePerSec)}/s, ${fixed(wake.windowSec, 2)} s window: ${formatInt(wake.sent)} sent, ` +
+    `${formatInt(wake.accepted)} answered 202, ${formatInt(wake.delivered)} delivered, ${formatInt(wake.undelivered)} ` +
+    `not delivered within ${wakeDeliveryGraceMs / 1000} s, ${wake.duplicates} duplicates, ${wake.deliveredBefore202} ` +
+    `delivered before their 202 (counted as 0), ${wake.skippedBusy} sends skipped (producer connections busy)`];
+  const rows = [
+    ['wake-up: producer 202 -> consumer has it', wake.wakeLatencyMs],
+    ['produce write -> consumer has it', wake.endToEndMs],
+    ['produce write -> 202', wake.produceMs],
+    ['ack (write -> 204)', wake.ackMs],
+  ].map(([label, latency]) => {
+    const l = latency as WakeFigures['wakeLatencyMs'];
+    return [label as string, formatInt(l.count), ...latencyCells(l)];
+  });
+  out.push(...renderTable(['latency', 'count', 'p50 ms', 'p90 ms', 'p99 ms', 'p99.9 ms', 'max ms'], rows, [0]));
+  const d = wake.clientLoopDelayMs;
+  out.push(`consume statuses ${formatErrors(wake.consumeStatusCounts)}; errors ${formatErrors(wake.errorCounts)}; ` +
+    `client CPU ${fixed(wake.clientCpuPercent, 0)}% (${fixed(wake.clientCpuUsPerMessage, 0)} µs/msg), client event-loop ` +
+    `lateness p50 ${fixed(d.p50, 2)} / p99 ${fixed(d.p99, 2)} / max ${fixed(d.max, 2)} ms; server CPU ` +
+    `${serverCpuText(wake.serverCpuPercent, wake.serverThreads)}; other CPU ${percent(wake.otherCpuPercent)}`);
+  return out;
+}
+
+function targetLines(report: ConsumeReport): string[] {
+  const out = ['issue 3 targets:'];
+  const batch = report.drainRuns.find((run) => run.name === 'consume-batch');
+  if (batch !== undefined) {
+    const met = batch.msgsPerSec >= targetBatchMsgsPerSec ? 'met' : 'NOT met';
+    out.push(`  batched consume+ack >= ${formatInt(targetBatchMsgsPerSec)} msg/s: ${formatInt(batch.msgsPerSec)} msg/s, ` +
+      `${fixed((batch.msgsPerSec / targetBatchMsgsPerSec) * 100, 1)}% of target: ${met}` +
+      `${batch.drainedIn === null ? '' : ` (window ended early: prefill drained after ${fixed(batch.windowSec, 2)} s)`}`);
+  }
+  if (report.wake !== null) {
+    const p99 = report.wake.wakeLatencyMs.p99;
+    out.push(`  wake-up p99 <= ${targetWakeP99Ms} ms: ${fixed(p99, 3)} ms over ${formatInt(report.wake.wakeLatencyMs.count)} ` +
+      `messages: ${p99 <= targetWakeP99Ms ? 'met' : 'NOT met'}`);
+  }
+  return out;
+}
+
+export function printConsumeTable(report: ConsumeReport): void {
+  const out: string[] = [];
+  if (report.drainRuns.length > 0) {
+    const header = ['run', 'conns', 'window s', 'msgs/s', 'msgs/consume', 'request', 'req/s', 'p50 ms', 'p90 ms', 'p99 ms',
+      'p99.9 ms', 'max ms', 'errors', 'client CPU', 'client µs/msg', 'server CPU', 'other CPU'];
+    out.push(...renderTable(header, report.drainRuns.flatMap(drainRows), [0, 5, 12]));
+    for (const run of report.drainRuns) {
+      const p = run.prefill;
+      out.push(`${run.name}: prefill ${formatInt(p.accepted)} msgs in ${fixed(p.seconds, 1)} s (${formatInt(p.msgsPerSec)} msg/s, ` +
+        `batch produce)${p.timedOut ? ' STOPPED SHORT' : ''}; ${formatInt(run.ackedMessages)} acked in the window` +
+        `${run.drainedIn === null ? '' : `, which ended early when the prefill ran out (during ${run.drainedIn})`}`);
+    }
+    out.push('');
+  }
+  if (report.wake !== null) out.push(...wakeLines(report.wake), '');
+  const targets = targetLines(report);
+  if (targets.length > 1) out.push(...targets);
+  if (Object.keys(report.nodeEnv).length > 0) {
+    out.push(`node started with ${Object.entries(report.nodeEnv).map(([k, v]) => `${k}=${v}`).join(' ')} ` +
+      `(a batch consume counts as its max against the per-user consume cap, default ${consumeCapDefault})`);
+  }
+  out.push(`msgs/s = messages acked (204, per handle for a batch ack) inside the window / window; latencies per request ` +
+    `from write to last response byte; CPU % is of one core (${os.cpus().length} cores here); client µs/msg = bench ` +
+    `process CPU per acked message`);
+  for (const failure of report.failures) out.push(`FAILED: ${failure}`);
+  process.stdout.write(`\n${out.join('\n')}\n`);
+}
