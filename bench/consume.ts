@@ -31,7 +31,7 @@ const prefillErrorsMax = 200;
 const drainTimeoutMs = 10_000;
 /** After the wake-up window, how long to wait for messages sent in it to reach a consumer. */
 const wakeDeliveryGraceMs = 5_000;
-const wakeProducerConnections = 4;
+const wakeProducerConnections = 8;
 /** One consume answer in this many is parsed in full and checked against the handles scanned from it. */
 const bodyCheckEvery = 64;
 const clientHeader = 'bench';
@@ -455,8 +455,9 @@ function drainProgress(spec: DrainSpec, state: DrainState): NodeJS.Timeout {
     const now = performance.now();
     const rate = ((state.ackedTotal - lastAcked) * 1000) / (now - lastMs);
     [lastAcked, lastMs] = [state.ackedTotal, now];
+    const inWindow = state.ackedTotal - state.ackedAtWindowStart;
     const average = state.phase === 'measure' && now - state.windowStartMs >= 100
-      ? `  avg ${formatInt(((state.ackedTotal - state.ackedAtWindowStart) * 1000) / (now - state.windowStartMs))} msg/s` : '';
+      ? `  avg ${formatInt((inWindow * 1000) / (now - state.windowStartMs))} msg/s` : '';
     const left = Math.max(0, spec.available - state.consumedTotal);
     process.stderr.write(`  [${spec.name}] ${state.phase.padEnd(7)} ${fixed((now - startedMs) / 1000, 0).padStart(3)}s  ` +
       `${formatInt(rate).padStart(9)} msg/s acked${average}  ${formatInt(left)} left\n`);
@@ -465,7 +466,8 @@ function drainProgress(spec: DrainSpec, state: DrainState): NodeJS.Timeout {
 
 function requestFigures(histogram: Histogram, statuses: Map<string, number>, seconds: number): RequestFigures {
   const { count: requests, ...latencyMs } = summary(histogram);
-  return { requests, reqPerSec: seconds > 0 ? requests / seconds : 0, latencyMs, statusCounts: Object.fromEntries(statuses) };
+  const reqPerSec = seconds > 0 ? requests / seconds : 0;
+  return { requests, reqPerSec, latencyMs, statusCounts: Object.fromEntries(statuses) };
 }
 
 function drainFigures(ctx: Context, spec: DrainSpec, prefilled: PrefillFigures, state: DrainState, cpuWindow: CpuWindow,
@@ -598,7 +600,8 @@ async function pollLoop(connection: HttpConnection, state: WakeState, ledger: Wa
     else ledger.received(id, reply.endedMs);
     if (handle === undefined) continue;
     const ack = await connection.request(acks.single(handle)).catch((error: unknown) => failureCode(error));
-    if (typeof ack === 'string' || ack.status !== 204) bump(ledger.errors, `ack ${typeof ack === 'string' ? ack : ack.status}`);
+    if (typeof ack === 'string') bump(ledger.errors, `ack ${ack}`);
+    else if (ack.status !== 204) bump(ledger.errors, `ack ${ack.status}`);
     else if (state.phase === 'measure') recordUs(ledger.ackUs, ack.endedMs - ack.startedMs);
   }
 }
@@ -614,7 +617,10 @@ function startProducer(ctx: Context, state: WakeState, ledger: WakeLedger, topic
     ledger.sentMs[id] = performance.now();
     if (state.phase === 'measure') [ledger.inWindow[id], ledger.sentInWindow] = [1, ledger.sentInWindow + 1];
     connection.request(request).then(
-      (reply) => (reply.status === 202 ? ledger.accepted(id, reply.endedMs) : bump(ledger.errors, `produce ${reply.status}`)),
+      (reply) => {
+        if (reply.status === 202) ledger.accepted(id, reply.endedMs);
+        else bump(ledger.errors, `produce ${reply.status}`);
+      },
       (error: unknown) => bump(ledger.errors, `produce ${failureCode(error)}`));
   };
   const startMs = performance.now();
@@ -717,9 +723,11 @@ function wakeProgress(state: WakeState, ledger: WakeLedger, pollers: number): No
     const now = performance.now();
     const sent = ledger.sentMs.reduce((n, ms) => (Number.isNaN(ms) ? n : n + 1), 0);
     const seconds = (now - lastMs) / 1000;
-    const p99 = ledger.wakeUs.totalCount > 0 ? `  wake p99 ${fixed(ledger.wakeUs.getValueAtPercentile(99) / 1000, 2)} ms so far` : '';
+    const p99 = ledger.wakeUs.totalCount === 0 ? ''
+      : `  wake p99 ${fixed(ledger.wakeUs.getValueAtPercentile(99) / 1000, 2)} ms so far`;
     process.stderr.write(`  [wake-up] ${state.phase.padEnd(7)} ${fixed((now - startedMs) / 1000, 0).padStart(3)}s  ` +
-      `sent ${formatInt((sent - lastSent) / seconds)}/s  delivered ${formatInt((ledger.deliveredTotal - lastDelivered) / seconds)}/s  ` +
+      `sent ${formatInt((sent - lastSent) / seconds)}/s  ` +
+      `delivered ${formatInt((ledger.deliveredTotal - lastDelivered) / seconds)}/s  ` +
       `polls waiting ${state.waiting}/${pollers}${p99}\n`);
     [lastSent, lastDelivered, lastMs] = [sent, ledger.deliveredTotal, now];
   }, 1000);
@@ -739,7 +747,9 @@ function wakeFigures(ctx: Context, topic: string, state: WakeState, ledger: Wake
     wakeLatencyMs: summary(ledger.wakeUs), endToEndMs: summary(ledger.endToEndUs), produceMs: summary(ledger.produceUs),
     ackMs: summary(ledger.ackUs),
     consumeStatusCounts: Object.fromEntries(ledger.consumeStatus), errorCounts: Object.fromEntries(ledger.errors),
-    clientLoopDelayMs: { p50: nsToMs(loopDelay.percentile(50)), p99: nsToMs(loopDelay.percentile(99)), max: nsToMs(loopDelay.max) },
+    clientLoopDelayMs: {
+      p50: nsToMs(loopDelay.percentile(50)), p99: nsToMs(loopDelay.percentile(99)), max: nsToMs(loopDelay.max),
+    },
     clientCpuPercent: cpu.clientCpuPercent,
     clientCpuUsPerMessage: ledger.sentInWindow > 0 ? (cpu.clientCpuMs * 1000) / ledger.sentInWindow : 0,
     serverCpuPercent: cpu.serverCpuPercent, serverThreads: cpu.serverThreads, otherCpuPercent: cpu.otherCpuPercent,
@@ -769,8 +779,8 @@ function nodeEnvFor(options: BenchOptions): Record<string, string> {
     options.phases.includes('wake') ? options.pollers : 0);
   if (needed <= consumeCapDefault) return {};
   if (options.url !== null) {
-    process.stderr.write(`warning: these runs hold up to ${needed} consumes in flight (a batch consume counts as its max); ` +
-      `a node with the default http.max_consume_in_flight_per_identity (${consumeCapDefault}) answers 429 beyond that\n`);
+    process.stderr.write(`warning: these runs hold up to ${needed} consumes in flight (a batch consume counts ` +
+      `as its max); a node with the default http.max_consume_in_flight_per_identity (${consumeCapDefault}) answers 429 beyond that\n`);
     return {};
   }
   return { SVC_HTTP_MAX_CONSUME_IN_FLIGHT_PER_IDENTITY: String(needed) };
@@ -821,8 +831,10 @@ async function drainRun(ctx: Context, phase: Exclude<ConsumePhase, 'wake'>, topi
   const name = single ? 'consume-single' : 'consume-batch';
   const count = single ? options.prefill : options.batchPrefill;
   const prefilled = await prefill(ctx, name, topic, count);
-  process.stderr.write(`${name}: prefilled ${formatInt(prefilled.accepted)} messages in ${fixed(prefilled.seconds, 1)} s` +
-    `${prefilled.timedOut ? ` (stopped short of ${formatInt(count)}: --prefill-timeout or errors ${formatErrors(prefilled.errorCounts)})` : ''}\n`);
+  const short = prefilled.timedOut
+    ? ` (stopped short of ${formatInt(count)}: --prefill-timeout, or errors ${formatErrors(prefilled.errorCounts)})` : '';
+  process.stderr.write(`${name}: prefilled ${formatInt(prefilled.accepted)} messages in ` +
+    `${fixed(prefilled.seconds, 1)} s${short}\n`);
   if (prefilled.accepted === 0) throw new Error(`prefill wrote nothing (errors: ${formatErrors(prefilled.errorCounts)})`);
   return measureDrain(ctx, { name, topic, connections: single ? options.connections : options.batchConnections,
     max: single ? null : options.max, available: prefilled.accepted }, prefilled);
@@ -832,14 +844,19 @@ async function drainRun(ctx: Context, phase: Exclude<ConsumePhase, 'wake'>, topi
 function judge(drainRuns: DrainFigures[], wake: WakeFigures | null): string[] {
   const failures: string[] = [];
   for (const run of drainRuns) {
-    if (run.drainedIn === 'warmup') failures.push(`${run.name}: the prefill ran out during warm-up; raise --prefill/--batch-prefill`);
-    else if (run.ackedMessages === 0) failures.push(`${run.name}: no message acked in the window (errors: ${formatErrors(run.errorCounts)})`);
-    else if (run.windowSec < windowSecMin) {
-      failures.push(`${run.name}: the prefill ran out after ${fixed(run.windowSec, 2)} s of window, too short to trust; raise --prefill/--batch-prefill`);
+    const raise = 'raise --prefill/--batch-prefill';
+    if (run.drainedIn === 'warmup') {
+      failures.push(`${run.name}: the prefill ran out during warm-up; ${raise}`);
+    } else if (run.ackedMessages === 0) {
+      failures.push(`${run.name}: no message acked in the window (errors: ${formatErrors(run.errorCounts)})`);
+    } else if (run.windowSec < windowSecMin) {
+      failures.push(`${run.name}: the prefill ran out ${fixed(run.windowSec, 2)} s into the window, too short to trust; ${raise}`);
     }
     if (run.firstBadBody !== null) failures.push(`${run.name}: consume answer did not check out: ${run.firstBadBody}`);
   }
-  if (wake !== null && wake.delivered === 0) failures.push(`wake-up: no message delivered (errors: ${formatErrors(wake.errorCounts)})`);
+  if (wake !== null && wake.delivered === 0) {
+    failures.push(`wake-up: no message delivered (errors: ${formatErrors(wake.errorCounts)})`);
+  }
   return failures;
 }
 
@@ -851,7 +868,8 @@ function latencyCells(latency: LatencySummaryMs): string[] {
 }
 
 function errorsOf(run: DrainFigures, kind: 'consume' | 'ack'): string {
-  const own = Object.entries(run.errorCounts).filter(([key]) => key.startsWith(`${kind} `) || (kind === 'ack' && key.startsWith('ack-item ')));
+  const own = Object.entries(run.errorCounts)
+    .filter(([key]) => key.startsWith(`${kind} `) || (kind === 'ack' && key.startsWith('ack-item ')));
   return own.length === 0 ? 'none' : own.map(([key, count]) => `${key.replace(/^consume |^ack /, '')}:${count}`).join(' ');
 }
 
@@ -863,8 +881,8 @@ function drainRows(run: DrainFigures): string[][] {
       formatInt(run.consume.reqPerSec), ...latencyCells(run.consume.latencyMs), errorsOf(run, 'consume'),
       `${fixed(run.clientCpuPercent, 0)}%`, perMsg(run.clientCpuUsPerMessage),
       serverCpuText(run.serverCpuPercent, run.serverThreads), percent(run.otherCpuPercent)],
-    ['', '', '', '', '', run.max === null ? 'ack' : 'ack batch', formatInt(run.ack.reqPerSec), ...latencyCells(run.ack.latencyMs),
-      errorsOf(run, 'ack'), '', '', '', ''],
+    ['', '', '', '', '', run.max === null ? 'ack' : 'ack batch', formatInt(run.ack.reqPerSec),
+      ...latencyCells(run.ack.latencyMs), errorsOf(run, 'ack'), '', '', '', ''],
   ];
 }
 
@@ -903,8 +921,8 @@ function targetLines(report: ConsumeReport): string[] {
   }
   if (report.wake !== null) {
     const p99 = report.wake.wakeLatencyMs.p99;
-    out.push(`  wake-up p99 <= ${targetWakeP99Ms} ms: ${fixed(p99, 3)} ms over ${formatInt(report.wake.wakeLatencyMs.count)} ` +
-      `messages: ${p99 <= targetWakeP99Ms ? 'met' : 'NOT met'}`);
+    out.push(`  wake-up p99 <= ${targetWakeP99Ms} ms: ${fixed(p99, 3)} ms over ` +
+      `${formatInt(report.wake.wakeLatencyMs.count)} messages: ${p99 <= targetWakeP99Ms ? 'met' : 'NOT met'}`);
   }
   return out;
 }
@@ -917,8 +935,8 @@ export function printConsumeTable(report: ConsumeReport): void {
     out.push(...renderTable(header, report.drainRuns.flatMap(drainRows), [0, 5, 12]));
     for (const run of report.drainRuns) {
       const p = run.prefill;
-      out.push(`${run.name}: prefill ${formatInt(p.accepted)} msgs in ${fixed(p.seconds, 1)} s (${formatInt(p.msgsPerSec)} msg/s, ` +
-        `batch produce)${p.timedOut ? ' STOPPED SHORT' : ''}; ${formatInt(run.ackedMessages)} acked in the window` +
+      out.push(`${run.name}: prefill ${formatInt(p.accepted)} msgs in ${fixed(p.seconds, 1)} s ` +
+        `(${formatInt(p.msgsPerSec)} msg/s, batch produce)${p.timedOut ? ' STOPPED SHORT' : ''}; ${formatInt(run.ackedMessages)} acked in the window` +
         `${run.drainedIn === null ? '' : `, which ended early when the prefill ran out (during ${run.drainedIn})`}`);
     }
     out.push('');

@@ -87,7 +87,7 @@ async function main(): Promise<void> {
   const services: FrontServices = {
     config, log, nodeId, replica, workers, ingress, authPool, workPool,
     batchBudget: new ByteBudget(config['http.max_batch_body_bytes_in_flight']),
-    metrics: new Metrics(replica),
+    metrics: new Metrics(replica, workers),
   };
   const loginHint = config['security.enabled'] ? await ensureRootAdmin(services, authPool, loaded, dataDir) : 'security is off: no credentials needed';
 

@@ -112,6 +112,8 @@ class PartitionWorker {
         return this.onSettle(msg);
       case 'release':
         return this.onRelease(msg);
+      case 'lags':
+        return this.onLags(msg.reqId);
       case 'shutdown':
         return this.onShutdown();
       default:
@@ -379,6 +381,15 @@ class PartitionWorker {
     if (this.logsClosed) return this.postShuttingDown(msg.reqId);
     const statuses = msg.items.map((item) => this.settleOne(msg.topicId, item.partition, item.offset, item.nonce, msg.mode));
     this.post({ kind: 'settledResult', reqId: msg.reqId, statuses });
+  }
+
+  private onLags(reqId: number): void {
+    const lags: { topicId: string; partition: number; lag: number }[] = [];
+    for (const [log, path] of this.readPaths) {
+      const key = this.logKeys.get(log);
+      if (key !== undefined) lags.push({ topicId: key.topicId, partition: key.partition, lag: path.lag() });
+    }
+    this.post({ kind: 'lagsResult', reqId, lags });
   }
 
   private onRelease(msg: ReleaseRequest): void {

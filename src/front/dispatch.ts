@@ -99,6 +99,7 @@ export class PartitionWorkers {
       case 'statsResult':
       case 'taken':
       case 'settledResult':
+      case 'lagsResult':
       case 'failed': {
         const resolve = this.pending.get(message.reqId);
         this.pending.delete(message.reqId);

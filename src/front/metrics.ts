@@ -2,6 +2,7 @@
 // maps and the registry reads them at scrape time, so a produce pays a map increment, not a label lookup.
 // Front thread; one instance per node.
 import { Counter, Gauge, Registry } from 'prom-client';
+import type { PartitionWorkers } from './dispatch.js';
 import type { MetadataReplica } from './metadata_replica.js';
 
 export class Metrics {
@@ -11,7 +12,7 @@ export class Metrics {
   private readonly produced = new Map<string, number[]>();
   private ingressFailed = 0;
 
-  constructor(replica: MetadataReplica) {
+  constructor(replica: MetadataReplica, workers: PartitionWorkers) {
     const requests = this.requests;
     const produced = this.produced;
     new Counter({
@@ -48,6 +49,24 @@ export class Metrics {
       registers: [this.registry],
       collect() {
         this.set(self.ingressFailed);
+      },
+    });
+    new Gauge({
+      name: 'svc_consumer_lag_messages',
+      help: 'High watermark minus committed frontier (messages not yet acked), by topic and partition.',
+      labelNames: ['topic', 'partition'],
+      registers: [this.registry],
+      async collect() {
+        this.reset();
+        const names = new Map([...replica.state.topics.values()].map((t) => [t.id, t.name]));
+        const replies = await Promise.all(Array.from({ length: workers.count }, (_, i) => workers.request(i, { kind: 'lags' })));
+        for (const reply of replies) {
+          if (reply.kind !== 'lagsResult') continue;
+          for (const { topicId, partition, lag } of reply.lags) {
+            const name = names.get(topicId);
+            if (name !== undefined) this.labels(name, String(partition)).set(lag);
+          }
+        }
       },
     });
     new Gauge({

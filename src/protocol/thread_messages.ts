@@ -76,6 +76,9 @@ export type ToWorker =
   | { kind: 'settle'; reqId: number; topicId: string; mode: SettleMode; items: LeaseRef[] }
   /** Front -> worker: the client that asked for these leases went away: end them now (as a nack). No answer. */
   | { kind: 'release'; topicId: string; items: LeaseRef[] }
+  /** Front -> worker: consumer lag of every partition this worker has a read path for (metrics scrape).
+   *  Answered by 'lagsResult'. */
+  | { kind: 'lags'; reqId: number }
   /** Front -> worker: finish what was dispatched, sync, close files; answered by 'closed'. */
   | { kind: 'shutdown' };
 
@@ -103,6 +106,8 @@ export type FromWorker =
   | { kind: 'statsResult'; reqId: number; stats: PartitionStatsView[] }
   | { kind: 'taken'; reqId: number; messages: LeasedMessage[] }
   | { kind: 'settledResult'; reqId: number; statuses: number[] }
+  /** lag = high watermark - frontier (spec §4 metrics svc_consumer_lag_messages). */
+  | { kind: 'lagsResult'; reqId: number; lags: { topicId: string; partition: number; lag: number }[] }
   /** Worker -> front, unasked: messages of these topics became deliverable (commit, lease expiry, nack, freed cap);
    *  the front wakes up to count long-poll waiters per topic. Losing one only delays a waiter to its wait's end. */
   | { kind: 'available'; topics: { topicId: string; count: number }[] }
