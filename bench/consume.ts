@@ -780,7 +780,8 @@ function nodeEnvFor(options: BenchOptions): Record<string, string> {
   if (needed <= consumeCapDefault) return {};
   if (options.url !== null) {
     process.stderr.write(`warning: these runs hold up to ${needed} consumes in flight (a batch consume counts ` +
-      `as its max); a node with the default http.max_consume_in_flight_per_identity (${consumeCapDefault}) answers 429 beyond that\n`);
+      `as its max); a node with the default http.max_consume_in_flight_per_identity (${consumeCapDefault}) ` +
+      'answers 429 beyond that\n');
     return {};
   }
   return { SVC_HTTP_MAX_CONSUME_IN_FLIGHT_PER_IDENTITY: String(needed) };
@@ -850,7 +851,8 @@ function judge(drainRuns: DrainFigures[], wake: WakeFigures | null): string[] {
     } else if (run.ackedMessages === 0) {
       failures.push(`${run.name}: no message acked in the window (errors: ${formatErrors(run.errorCounts)})`);
     } else if (run.windowSec < windowSecMin) {
-      failures.push(`${run.name}: the prefill ran out ${fixed(run.windowSec, 2)} s into the window, too short to trust; ${raise}`);
+      const into = `${fixed(run.windowSec, 2)} s into the window`;
+      failures.push(`${run.name}: the prefill ran out ${into}, too short to trust; ${raise}`);
     }
     if (run.firstBadBody !== null) failures.push(`${run.name}: consume answer did not check out: ${run.firstBadBody}`);
   }
@@ -936,7 +938,8 @@ export function printConsumeTable(report: ConsumeReport): void {
     for (const run of report.drainRuns) {
       const p = run.prefill;
       out.push(`${run.name}: prefill ${formatInt(p.accepted)} msgs in ${fixed(p.seconds, 1)} s ` +
-        `(${formatInt(p.msgsPerSec)} msg/s, batch produce)${p.timedOut ? ' STOPPED SHORT' : ''}; ${formatInt(run.ackedMessages)} acked in the window` +
+        `(${formatInt(p.msgsPerSec)} msg/s, batch produce)${p.timedOut ? ' STOPPED SHORT' : ''}; ` +
+        `${formatInt(run.ackedMessages)} acked in the window` +
         `${run.drainedIn === null ? '' : `, which ended early when the prefill ran out (during ${run.drainedIn})`}`);
     }
     out.push('');

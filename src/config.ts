@@ -147,6 +147,9 @@ function enumSetting<const V extends readonly string[]>(values: V, defaultValue:
   return declared({ defaultValue, rule: `must be one of ${values.join(', ')}`, fromFile: check, fromText: check });
 }
 
+/** The fault points test.fault_points may name. */
+export const faultPoints = ['ingress.write', 'ingress.sync'] as const;
+
 function stringSetting(defaultValue: string, rule: string, ok: (text: string) => boolean): Setting<string> {
   const check = (raw: unknown): string | undefined => (typeof raw === 'string' && ok(raw) ? raw : undefined);
   return declared({ defaultValue, rule, fromFile: check, fromText: check });
@@ -228,6 +231,10 @@ export const settings = {
   /** How long a partition's changed ack state may wait before it is written to its ack log: what a kill -9 can
    *  forget of acks (those messages are delivered again, at least once). */
   'storage.ack_flush_interval': durationSetting(100, 1, 10 * secondMs),
+  /** Named fault points switched on for tests only (STYLE §6): a comma list of ingress.write, ingress.sync.
+   *  Each makes that step of the ingress log fail, so tests can see the 500 latch of spec §7. Empty in service. */
+  'test.fault_points': stringSetting('', 'a comma list of ingress.write, ingress.sync', (text) =>
+    text === '' || text.split(',').every((point) => (faultPoints as readonly string[]).includes(point.trim()))),
 };
 
 type Settings = typeof settings;

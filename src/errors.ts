@@ -46,6 +46,8 @@ export const errors = {
     new BrokerError(429, 'too many in-flight produce requests for this identity', { 'Retry-After': '1' }),
   /** 500: ingress log write failed; latched until restart (spec §7). */
   ingressFailed: () => new BrokerError(500, 'produce failed: ingress log unavailable'),
+  /** 499: the client went away (recorded, never sent; spec §7). */
+  clientGone: () => new BrokerError(499, 'client went away'),
   /** 500: the node could not do what was asked. */
   internal: (message = 'internal error') => new BrokerError(500, message),
   /** 501: a route whose work comes in a later release of this codebase. */

@@ -64,9 +64,12 @@ async function main(): Promise<void> {
   const workers = new PartitionWorkers(workerThreads);
   await Promise.all([replica.whenReady(), workers.whenReady()]);
 
+  const faults = new Set(config['test.fault_points'].split(',').map((point) => point.trim()));
+  const injected = (point: string) => (faults.has(point) ? () => new Error(`fault point ${point}`) : undefined);
   const { log: ingress, replay, replayLastSeq } = await IngressLog.open({
     dir: join(dataDir, 'ingress'),
     segmentBytesMax: config['storage.ingress_segment_bytes'],
+    faults: { write: injected('ingress.write'), sync: injected('ingress.sync') },
   });
   ingress.onSynced = (group, lastSeq) => workers.dispatch(group, lastSeq, replica.appliedIndex);
   workers.onAllDurable = (seqUpTo) => ingress.markDurable(seqUpTo);

@@ -41,9 +41,11 @@ export class BodyReader {
   /** True while the client is still sending: an early answer must then close the connection. */
   receiving = true;
   private takenBytes = 0;
+  private rejectDone: (error: BrokerError) => void = () => undefined;
 
   constructor(res: HttpResponse, contentLength: number | null, rule: BodyRule, private readonly share?: BudgetShare) {
     this.done = new Promise<Uint8Array>((resolve, reject) => {
+      this.rejectDone = reject;
       const tooLarge = (): BrokerError =>
         rule.oversizeStatus === 400 ? errors.bodyTooLargeAs400(rule.bytesMax) : errors.bodyTooLarge(rule.bytesMax);
       let failed: BrokerError | null = null;
@@ -89,6 +91,12 @@ export class BodyReader {
     });
     // The handler may answer before awaiting the body (401, 404): keep an unobserved rejection quiet.
     this.done.catch(() => undefined);
+  }
+
+  /** The client went away: a handler waiting for the body stops, so its request ends and gives back its shares. */
+  abort(): void {
+    this.receiving = false;
+    this.rejectDone(errors.clientGone());
   }
 
   /** Gives back the budget share; called once when the request is answered. */

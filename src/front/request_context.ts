@@ -40,6 +40,7 @@ export class RequestContext {
   abort(): void {
     if (this.abortedFlag) return;
     this.abortedFlag = true;
+    this.bodyReader?.abort();
     for (const listener of this.abortListeners?.splice(0) ?? []) listener();
   }
 
