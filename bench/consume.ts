@@ -630,7 +630,7 @@ function startProducer(ctx: Context, state: WakeState, ledger: WakeLedger, topic
       const now = performance.now();
       while (state.producing && next < ledger.capacity && startMs + next * intervalMs <= now) {
         const idle = connections.find((connection) => !connection.busy);
-        if (idle === undefined) ledger.skippedBusy++;
+        if (idle === undefined) ledger.skippedBusy += state.phase === 'measure' ? 1 : 0;
         else send(idle, next);
         next++;
       }
@@ -654,7 +654,7 @@ export interface WakeFigures {
   duplicates: number;
   /** Messages a consumer held before their producer saw the 202 (recorded as latency 0). */
   deliveredBefore202: number;
-  /** Ids the producer skipped because all its connections were busy (open loop falling behind). */
+  /** Ids due in the window that the producer skipped because all its connections were busy (open loop behind). */
   skippedBusy: number;
   /** From the producer's 202 to the consumer's last response byte: the wake-up latency of issue 3. */
   wakeLatencyMs: LatencySummaryMs & { count: number };

@@ -38,14 +38,14 @@ class WorkerUnderTest {
   private waiters: (() => void)[] = [];
   private nextReqId = 1;
 
-  constructor(dataDir: string, opts: { workerIndex?: number; workerCount?: number } = {}) {
+  constructor(dataDir: string, opts: { workerIndex?: number; workerCount?: number; retentionCheckIntervalMs?: number } = {}) {
     const workerData: PartitionWorkerData = {
       workerIndex: opts.workerIndex ?? 0,
       workerCount: opts.workerCount ?? 1,
       dataDir,
       segmentBytesMax: 1024 * 1024,
       metadataPort: this.metadata.port2,
-      retentionCheckIntervalMs: 60_000,
+      retentionCheckIntervalMs: opts.retentionCheckIntervalMs ?? 60_000,
       ackFlushIntervalMs: 10,
     };
     this.worker = new Worker(new URL('../../workers/partition_worker.js', import.meta.url), {
@@ -124,7 +124,7 @@ async function started(
   dataDir: string,
   state: MetadataState,
   index: number,
-  opts: { workerIndex?: number; workerCount?: number } = {},
+  opts: { workerIndex?: number; workerCount?: number; retentionCheckIntervalMs?: number } = {},
 ): Promise<WorkerUnderTest> {
   const w = new WorkerUnderTest(dataDir, opts);
   t.teardown(() => w.terminate());
@@ -295,3 +295,26 @@ async function waitForAbsent(path: string): Promise<void> {
   }
   throw new Error(`${path} still exists`);
 }
+
+t.test('retention deletes what is older than retention_ms and keeps forever with 0', async (t) => {
+  const dataDir = await tempDataDir(t);
+  const forever: TopicRecord = { ...topicB, retentionMs: 0 };
+  const w = await started(t, dataDir, stateWith(topicA, forever), 1, { retentionCheckIntervalMs: 100 });
+  // Records stamped in 2023 are far older than topicA's hour of retention.
+  const owned = (topic: TopicRecord) => [...Array(topic.partitions).keys()].find((p) => workerForPartition(topic.id, p, 1) === 0)!;
+  w.send(dispatch(1, [entry(1, topicA.id, [[owned(topicA), 'old-a']]), entry(2, forever.id, [[owned(forever), 'old-b']])]));
+  await w.durable(2);
+  let statsA = await w.stats(topicA.id, [owned(topicA)]);
+  for (let attempt = 0; attempt < 50 && statsA[0]!.segments > 0; attempt++) {
+    await sleep(100);
+    statsA = await w.stats(topicA.id, [owned(topicA)]);
+  }
+  t.same(statsA[0], { index: owned(topicA), segments: 0, oldestOffset: 1, nextOffset: 1, highWatermark: 1, sizeBytes: 0 },
+    'the old segment is gone and the offsets keep their meaning');
+  const aged = await w.read(topicA.id, owned(topicA), 0);
+  t.same(aged.kind === 'readResult' && aged.status, 'aged_out');
+  const statsB = await w.stats(forever.id, [owned(forever)]);
+  t.equal(statsB[0]!.segments, 1, 'retention_ms 0 keeps messages forever');
+  const kept = await w.read(forever.id, owned(forever), 0);
+  t.equal(recordText(t, kept).payload, 'old-b');
+});
