@@ -43,6 +43,7 @@ export class FrontServer {
   private inFlight = 0;
   private readonly security: boolean;
   private readonly headerBytesMax: number;
+  private closeWaiters: () => void = () => undefined;
 
   constructor(
     private readonly uws: uWSModule,
@@ -69,6 +70,7 @@ export class FrontServer {
     const topics = topicHandlers(this.services);
     const produce = produceHandlers(this.services);
     const consume = consumeHandlers(this.services);
+    this.closeWaiters = consume.closeWaiters;
     const users = userHandlers(this.services);
     const health = healthHandlers(this.services, this.lifecycle);
     // Routes of later work answer 501 once the caller passed the route's access check (spec §5 permissions).
@@ -182,6 +184,7 @@ export class FrontServer {
   /** Refuses new requests (503), waits for in-flight ones (bounded), then stops listening. */
   async shutdown(): Promise<void> {
     this.lifecycle.shuttingDown = true;
+    this.closeWaiters();
     const deadline = Date.now() + shutdownDrainMsMax;
     while (this.inFlight > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
     for (const socket of this.listenSockets.splice(0)) this.uws.us_listen_socket_close(socket);

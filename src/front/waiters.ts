@@ -2,7 +2,8 @@
 // until a worker reports messages of its topic deliverable, its wait ends, or its client goes away. No polling
 // loop: each waiter holds one timer and one entry in its topic's FIFO. Front thread; one instance per node.
 
-type Wake = (reason: 'available' | 'deadline' | 'aborted') => void;
+export type WakeReason = 'available' | 'deadline' | 'aborted' | 'closed';
+type Wake = (reason: WakeReason) => void;
 
 interface Waiter {
   wake: Wake;
@@ -10,9 +11,12 @@ interface Waiter {
 
 export class TopicWaiters {
   private readonly byTopic = new Map<string, Set<Waiter>>();
+  private closed = false;
 
-  /** Resolves when woken by availability, at deadlineMs, or when onAbort fires; never rejects. */
-  wait(topicId: string, waitMs: number, onAbort: (listener: () => void) => () => void): Promise<'available' | 'deadline' | 'aborted'> {
+  /** Resolves when woken by availability, at deadlineMs, when onAbort fires, or when the node shuts down;
+   *  never rejects. */
+  wait(topicId: string, waitMs: number, onAbort: (listener: () => void) => () => void): Promise<WakeReason> {
+    if (this.closed) return Promise.resolve('closed');
     return new Promise((resolve) => {
       let waiters = this.byTopic.get(topicId);
       if (waiters === undefined) this.byTopic.set(topicId, (waiters = new Set()));
@@ -37,6 +41,12 @@ export class TopicWaiters {
     const waiters = this.byTopic.get(topicId);
     if (waiters === undefined) return;
     for (const waiter of [...waiters].slice(0, count)) waiter.wake('available');
+  }
+
+  /** Graceful shutdown: every waiter answers now, and no new one waits. */
+  close(): void {
+    this.closed = true;
+    for (const waiters of [...this.byTopic.values()]) for (const waiter of [...waiters]) waiter.wake('closed');
   }
 
   /** Every waiter of a deleted topic ends now (it then answers 404 or 204). */

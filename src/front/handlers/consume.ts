@@ -81,6 +81,7 @@ export function consumeHandlers(services: FrontServices) {
       if (leftMs <= 0) return { ...emptyAnswer, headers };
       const reason = await waiters.wait(topic.id, leftMs, (listener) => ctx.onAbort(listener));
       if (reason === 'aborted') return emptyAnswer;
+      if (reason === 'closed') return { ...emptyAnswer, headers };
       const current = replica.state.topics.get(topic.name);
       if (current === undefined || current.id !== topic.id) throw errors.topicNotFound(topic.name);
     }
@@ -181,7 +182,12 @@ export function consumeHandlers(services: FrontServices) {
     return statuses;
   }
 
-  return { onConsume, onAck };
+  /** Graceful shutdown: long polls answer now instead of holding the node until their wait ends. */
+  function closeWaiters(): void {
+    waiters.close();
+  }
+
+  return { onConsume, onAck, closeWaiters };
 }
 
 function settleMode(extend: string | undefined): SettleMode {
