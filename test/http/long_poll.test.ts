@@ -176,3 +176,22 @@ t.test('with http.max_consume_wait=1s a wait of 10s is clamped: 204 after about 
   const exact = await consume(shortClient, topic, '?wait=1s');
   t.equal(exact.headers['x-svc-wait-clamped'], undefined, 'a wait equal to the maximum is not clamped');
 });
+
+t.test('graceful shutdown answers a waiting long poll at once with 204, then exits 0', async (t) => {
+  const own = await startNode();
+  const ownClient = new Client(own.url, own.auth);
+  t.teardown(async () => {
+    await ownClient.close();
+    await own.kill();
+    await removeDataDir(own.dataDir);
+  });
+  const topic = nextTopic();
+  await createTopicWith(ownClient, topic);
+  const waiting = consume(ownClient, topic, '?wait=10s');
+  await sleep(300);
+  const stopped = own.stop();
+  const answer = await waiting;
+  t.equal(answer.status, 204, 'the waiting consume is answered');
+  t.ok(answer.elapsedMs < 5_000, `well before its 10 s wait (${answer.elapsedMs} ms)`);
+  t.equal(await stopped, 0, 'the node exits 0');
+});
