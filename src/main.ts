@@ -22,10 +22,10 @@ import type { MetadataThreadData, PartitionWorkerData, ToMetadata } from './prot
 import { DataDirLockedError, lockDataDir } from './util/data_dir_lock.js';
 import { createLogger, type Logger } from './util/log.js';
 
-/** uWS must let through header blocks well over http.max_header_bytes so the handler can answer 431: past its own
- *  buffer uWS resets the connection without an answer, and measured here it resets some blocks 10-20% under the
- *  size it is given. Blocks over the slack still get a reset (docs/decisions.md). */
-const uwsHeaderSlackBytes = 1024 * 1024;
+/** uWS must let through header blocks over http.max_header_bytes so the handler can answer 431: past its own buffer
+ *  uWS resets the connection without an answer. This build never takes more than about 126 KiB whatever it is
+ *  given, so blocks past that are reset (docs/decisions.md). */
+const uwsHeaderSlackBytes = 64 * 1024;
 
 async function main(): Promise<void> {
   let loaded: LoadedConfig;

@@ -232,7 +232,7 @@ t.test('unknown keys are named with their source', async (t) => {
 t.test('wrong types and out-of-bounds values name key, source and rule', async (t) => {
   t.equal(
     await loadError([], { SVC_HTTP_MAX_HEADER_BYTES: '1' }),
-    'config: http.max_header_bytes (from SVC_HTTP_MAX_HEADER_BYTES): must be an integer from 4096 to 1048576',
+    'config: http.max_header_bytes (from SVC_HTTP_MAX_HEADER_BYTES): must be an integer from 4096 to 98304',
   );
   t.equal(
     await loadError(['--port', '65536']),
@@ -266,7 +266,7 @@ t.test('wrong types and out-of-bounds values name key, source and rule', async (
   });
   t.equal(
     await loadError(['--config', join(dir, 'string_int.yaml')]),
-    `config: http.max_header_bytes (from ${join(dir, 'string_int.yaml')}): must be an integer from 4096 to 1048576`,
+    `config: http.max_header_bytes (from ${join(dir, 'string_int.yaml')}): must be an integer from 4096 to 98304`,
     'a file gives integers as numbers',
   );
   t.equal(
