@@ -128,6 +128,8 @@ export interface PartitionWorkerData {
   retentionCheckIntervalMs: number;
   /** config storage.ack_flush_interval. */
   ackFlushIntervalMs: number;
+  /** config storage.partition_flush_interval. */
+  flushIntervalMs: number;
   /** Port on which FromMetadata messages arrive. */
   metadataPort: MessagePort;
 }

@@ -47,6 +47,7 @@ class WorkerUnderTest {
       metadataPort: this.metadata.port2,
       retentionCheckIntervalMs: opts.retentionCheckIntervalMs ?? 60_000,
       ackFlushIntervalMs: 10,
+      flushIntervalMs: 0,
     };
     this.worker = new Worker(new URL('../../workers/partition_worker.js', import.meta.url), {
       workerData,
