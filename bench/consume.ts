@@ -273,6 +273,11 @@ class DrainState {
   readonly errors = new Map<string, number>();
   firstBadBody: string | null = null;
   answersSeen = 0;
+  /** performance.now() when the run started, and when the first 200 consume answer arrived. */
+  readonly startedMs = performance.now();
+  firstAnswerMs: number | null = null;
+  /** Messages acked in each whole or partial second of the window. */
+  readonly ackedPerSecond: number[] = [];
 
   get sending(): boolean {
     return this.phase !== 'drain';
@@ -338,6 +343,7 @@ async function ackAnswer(connection: HttpConnection, spec: DrainSpec, state: Dra
   acks: AckRequests): Promise<void> {
   const handles = scanHandles(body);
   state.consumedTotal += handles.length;
+  state.firstAnswerMs ??= performance.now();
   if (state.counting) {
     state.consumedInWindow += handles.length;
     state.consumeAnswersInWindow++;
@@ -368,7 +374,11 @@ async function ackAnswer(connection: HttpConnection, spec: DrainSpec, state: Dra
     state.error(`ack ${reply.status}`);
   }
   state.ackedTotal += settled;
-  if (state.counting) state.ackedInWindow += settled;
+  if (state.counting) {
+    state.ackedInWindow += settled;
+    const second = Math.floor((reply.endedMs - state.windowStartMs) / 1000);
+    state.ackedPerSecond[second] = (state.ackedPerSecond[second] ?? 0) + settled;
+  }
 }
 
 export interface RequestFigures {
@@ -395,6 +405,10 @@ export interface DrainFigures {
   consumedMessages: number;
   /** Messages per 200 consume answer (max for a full batch). */
   messagesPerConsume: number;
+  /** Messages acked in each second of the window (the last one partial): shows a ramp-up or a decline. */
+  ackedPerSecond: number[];
+  /** From the start of the run (warm-up) to the first 200 consume answer, ms. */
+  firstAnswerMs: number | null;
   consume: RequestFigures;
   ack: RequestFigures;
   errorCounts: Record<string, number>;
@@ -481,6 +495,8 @@ function drainFigures(ctx: Context, spec: DrainSpec, prefilled: PrefillFigures, 
     msgsPerSec: seconds > 0 ? state.ackedInWindow / seconds : 0,
     consumedMessages: state.consumedInWindow,
     messagesPerConsume: state.consumeAnswersInWindow > 0 ? state.consumedInWindow / state.consumeAnswersInWindow : 0,
+    ackedPerSecond: Array.from(state.ackedPerSecond, (count) => count ?? 0),
+    firstAnswerMs: state.firstAnswerMs === null ? null : state.firstAnswerMs - state.startedMs,
     consume: requestFigures(state.consumeUs, state.consumeStatus, seconds),
     ack: requestFigures(state.ackUs, state.ackStatus, seconds),
     errorCounts: Object.fromEntries(state.errors), firstBadBody: state.firstBadBody,
@@ -937,10 +953,13 @@ export function printConsumeTable(report: ConsumeReport): void {
     out.push(...renderTable(header, report.drainRuns.flatMap(drainRows), [0, 5, 12]));
     for (const run of report.drainRuns) {
       const p = run.prefill;
+      const perSecond = run.ackedPerSecond.map((count) => formatInt(count)).join(' ');
       out.push(`${run.name}: prefill ${formatInt(p.accepted)} msgs in ${fixed(p.seconds, 1)} s ` +
-        `(${formatInt(p.msgsPerSec)} msg/s, batch produce)${p.timedOut ? ' STOPPED SHORT' : ''}; ` +
+        `(${formatInt(p.msgsPerSec)} msg/s, batch produce)${p.timedOut ? ' STOPPED SHORT' : ''}; first consume ` +
+        `answer ${run.firstAnswerMs === null ? 'never' : `${fixed(run.firstAnswerMs, 0)} ms`} after the start; ` +
         `${formatInt(run.ackedMessages)} acked in the window` +
         `${run.drainedIn === null ? '' : `, which ended early when the prefill ran out (during ${run.drainedIn})`}`);
+      out.push(`  ${run.name} msgs acked per second of the window: ${perSecond || 'none'}`);
     }
     out.push('');
   }

@@ -1,0 +1,203 @@
+// Boot of one broker node (main thread = the front thread; src/main.ts loads it): load and check the config, lock the data dir,
+// start the metadata thread and the partition workers, replay the ingress log, create the root admin on the
+// first secured start, then serve HTTP. SIGTERM/SIGINT shut down gracefully; a dying thread stops the node
+// (fail-stop: the restart recovers from the logs).
+import { randomBytes } from 'node:crypto';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { availableParallelism } from 'node:os';
+import { join, resolve } from 'node:path';
+import { MessageChannel, Worker } from 'node:worker_threads';
+import { Piscina } from 'piscina';
+import { ConfigError, loadConfig, type Config, type LoadedConfig } from './config.js';
+import { ByteBudget } from './front/body.js';
+import { PartitionWorkers } from './front/dispatch.js';
+import type { NodeLifecycle } from './front/handlers/health.js';
+import { IngressLog } from './front/ingress_log.js';
+import { MetadataReplica } from './front/metadata_replica.js';
+import { Metrics } from './front/metrics.js';
+import { FrontServer } from './front/server.js';
+import type { FrontServices } from './front/services.js';
+import type { BcryptTask } from './pool/bcrypt_task.js';
+import type { MetadataThreadData, PartitionWorkerData, ToMetadata } from './protocol/thread_messages.js';
+import { DataDirLockedError, lockDataDir } from './util/data_dir_lock.js';
+import { createLogger, type Logger } from './util/log.js';
+
+/** uWS must let through header blocks over http.max_header_bytes so the handler can answer 431: past its own buffer
+ *  uWS resets the connection without an answer. This build never takes more than about 126 KiB whatever it is
+ *  given, so blocks past that are reset (docs/decisions.md). */
+const uwsHeaderSlackBytes = 64 * 1024;
+
+async function main(): Promise<void> {
+  let loaded: LoadedConfig;
+  try {
+    loaded = await loadConfig({ argv: process.argv.slice(2), env: process.env });
+  } catch (error) {
+    if (error instanceof ConfigError) {
+      process.stderr.write(`${error.message}\n`);
+      process.exit(2);
+    }
+    throw error;
+  }
+  if (loaded.help !== undefined) {
+    process.stdout.write(loaded.help);
+    return;
+  }
+  const config = loaded.config;
+  const log = createLogger(config['log.level']);
+  const dataDir = resolve(config['node.data_dir']);
+  await mkdir(dataDir, { recursive: true });
+  let lock;
+  try {
+    lock = await lockDataDir(dataDir);
+  } catch (error) {
+    if (error instanceof DataDirLockedError) {
+      process.stderr.write(`${error.message}\n`);
+      process.exit(1);
+    }
+    throw error;
+  }
+  const nodeId = await loadNodeId(dataDir);
+  process.env.UWS_HTTP_MAX_HEADERS_SIZE = String(config['http.max_header_bytes'] + uwsHeaderSlackBytes);
+  const uws = (await import('uWebSockets.js')).default;
+
+  const lifecycle: NodeLifecycle = { startupDone: false, shuttingDown: false };
+  const { metadataThread, workerThreads } = startThreads(config, dataDir, log, lifecycle);
+  const replica = new MetadataReplica(metadataThread);
+  const workers = new PartitionWorkers(workerThreads);
+  await Promise.all([replica.whenReady(), workers.whenReady()]);
+
+  const faults = new Set(config['test.fault_points'].split(',').map((point) => point.trim()));
+  const injected = (point: string) => (faults.has(point) ? () => new Error(`fault point ${point}`) : undefined);
+  const { log: ingress, replay, replayLastSeq } = await IngressLog.open({
+    dir: join(dataDir, 'ingress'),
+    segmentBytesMax: config['storage.ingress_segment_bytes'],
+    faults: { write: injected('ingress.write'), sync: injected('ingress.sync') },
+  });
+  ingress.onSynced = (group, lastSeq) => workers.dispatch(group, lastSeq, replica.appliedIndex);
+  workers.onAllDurable = (seqUpTo) => ingress.markDurable(seqUpTo);
+  // Records answered 202 before a crash but not yet stored by their partition: the workers skip what they hold.
+  replay.forEach((chunk, i) => workers.dispatch(chunk, replayLastSeq[i]!, replica.appliedIndex));
+  if (replay.length > 0) log.info({ chunks: replay.length, lastSeq: replayLastSeq[replayLastSeq.length - 1] }, 'ingress log replayed');
+
+  const authPool = new Piscina({
+    filename: new URL('./pool/bcrypt_task.js', import.meta.url).href,
+    minThreads: 1,
+    maxThreads: config['auth.verify_slots'],
+  });
+  const workPool = new Piscina({
+    filename: new URL('./pool/batch_task.js', import.meta.url).href,
+    minThreads: 1,
+    maxThreads: availableParallelism(),
+  });
+  const services: FrontServices = {
+    config, log, nodeId, replica, workers, ingress, authPool, workPool,
+    batchBudget: new ByteBudget(config['http.max_batch_body_bytes_in_flight']),
+    metrics: new Metrics(replica, workers),
+  };
+  const loginHint = config['security.enabled'] ? await ensureRootAdmin(services, authPool, loaded, dataDir) : 'security is off: no credentials needed';
+
+  const server = new FrontServer(uws, services, lifecycle, authPool);
+  const port = await server.listen(config['node.host'], config['node.port']);
+  lifecycle.startupDone = true;
+  log.info({ port, host: config['node.host'], dataDir, nodeId, workers: workers.count }, 'listening');
+  log.info(loginHint);
+
+  let stopping = false;
+  const stop = async (signal: string): Promise<void> => {
+    if (stopping) return;
+    stopping = true;
+    log.info({ signal }, 'shutting down');
+    await server.shutdown();
+    await ingress.close();
+    await workers.shutdown();
+    await closeMetadataThread(metadataThread);
+    await Promise.all([authPool.destroy(), workPool.destroy()]);
+    await lock.release();
+    log.info({ ingressSyncs: ingress.syncCount }, 'stopped');
+    log.flush();
+    process.exit(0);
+  };
+  process.on('SIGTERM', (s) => void stop(s));
+  process.on('SIGINT', (s) => void stop(s));
+}
+
+function startThreads(config: Config, dataDir: string, log: Logger, lifecycle: NodeLifecycle) {
+  const workerCount = config['node.workers'];
+  const channels = Array.from({ length: workerCount }, () => new MessageChannel());
+  const workerThreads = channels.map((channel, workerIndex) => {
+    const workerData: PartitionWorkerData = {
+      workerIndex, workerCount, dataDir, segmentBytesMax: config['storage.segment_bytes'], metadataPort: channel.port2,
+      retentionCheckIntervalMs: config['storage.retention_check_interval'], ackFlushIntervalMs: config['storage.ack_flush_interval'],
+      flushIntervalMs: config['storage.partition_flush_interval'],
+    };
+    return new Worker(new URL('../workers/partition_worker.js', import.meta.url), { workerData, transferList: [channel.port2] });
+  });
+  const metadataData: MetadataThreadData = { dataDir, workerPorts: channels.map((c) => c.port1) };
+  const metadataThread = new Worker(new URL('./raft/shell/raft_thread.js', import.meta.url), {
+    workerData: metadataData,
+    transferList: channels.map((c) => c.port1),
+  });
+  for (const [name, thread] of [['metadata', metadataThread], ...workerThreads.map((w, i) => [`partition worker ${i}`, w] as const)] as const) {
+    thread.on('error', (error) => log.fatal({ err: error, thread: name }, 'thread failed'));
+    thread.on('exit', (code) => {
+      if (lifecycle.shuttingDown && code === 0) return;
+      log.fatal({ thread: name, code }, 'thread exited: stopping the node (restart recovers from the logs)');
+      log.flush();
+      process.exit(1);
+    });
+  }
+  return { metadataThread, workerThreads };
+}
+
+function closeMetadataThread(thread: Worker): Promise<void> {
+  return new Promise((resolveClosed) => {
+    thread.on('message', (message: { kind: string }) => {
+      if (message.kind === 'closed') resolveClosed();
+    });
+    thread.once('exit', () => resolveClosed());
+    thread.postMessage({ kind: 'shutdown' } satisfies ToMetadata);
+  });
+}
+
+/** A random id kept in the data dir: the owner_node of every partition this node holds. */
+async function loadNodeId(dataDir: string): Promise<string> {
+  const path = join(dataDir, 'node-id');
+  const existing = await readFile(path, 'utf8').catch(() => '');
+  if (/^[0-9a-f]{16}$/.test(existing.trim())) return existing.trim();
+  const id = randomBytes(8).toString('hex');
+  await writeFile(path, `${id}\n`, { mode: 0o644 });
+  return id;
+}
+
+/** Spec §5: the root admin `admin` is created at the first start of a secured node. Returns the login hint. */
+async function ensureRootAdmin(services: FrontServices, authPool: Piscina, loaded: LoadedConfig, dataDir: string): Promise<string> {
+  const passwordFile = join(dataDir, 'admin-password');
+  const root = [...services.replica.state.users.values()].find((u) => u.root);
+  if (root !== undefined) {
+    return `log in as ${root.username} with its password (first generated into ${passwordFile} unless one was given)`;
+  }
+  const generated = loaded.adminPassword === undefined;
+  const password = loaded.adminPassword ?? randomBytes(18).toString('base64url');
+  if (generated) {
+    // Saved before the user is committed, so a crash in between never leaves a root nobody can log in as.
+    await writeFile(passwordFile, `${password}\n`, { mode: 0o600 });
+  }
+  const task: BcryptTask = { op: 'hash', password, cost: services.config['auth.bcrypt_cost'] };
+  const passwordHash = (await authPool.run(task)) as string;
+  const nowMs = Date.now();
+  const result = await services.replica.propose({
+    type: 'user.create',
+    user: { username: 'admin', passwordHash, credentialVersion: 1, grants: [{ action: 'admin' }], root: true, createdAtMs: nowMs, updatedAtMs: nowMs },
+  });
+  if (!result.ok) throw new Error(`creating the root admin failed: ${result.error}`);
+  if (generated) {
+    process.stdout.write(`\nRoot admin created. Log in as user "admin" with password: ${password}\n(saved to ${passwordFile}, mode 0600; this is the only time it is printed)\n\n`);
+    return `log in as admin with the password saved in ${passwordFile}`;
+  }
+  return `log in as admin with the password given by ${loaded.adminPasswordSource === 'file' ? '--admin-password-file' : loaded.adminPasswordSource === 'env' ? 'SVC_ADMIN_PASSWORD' : '--admin-password'}`;
+}
+
+main().catch((error: unknown) => {
+  process.stderr.write(`fatal: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+  process.exit(1);
+});
