@@ -7,12 +7,14 @@ import assert from 'node:assert/strict';
 import { readdir, rmdir } from 'node:fs/promises';
 import { parentPort, workerData, type MessagePort } from 'node:worker_threads';
 import { decodeIngressEntry, type IngressEntry } from '../src/protocol/ingress_frame.js';
+import { messageJson } from '../src/protocol/message_json.js';
 import { workerForPartition } from '../src/protocol/ownership.js';
+import { formatReceiptHandle } from '../src/protocol/receipt_handle.js';
 import {
   assertNever,
   type FromMetadata,
   type FromWorker,
-  type LeasedMessage,
+  type LeaseRef,
   type PartitionStatsView,
   type PartitionWorkerData,
   type SettleMode,
@@ -366,23 +368,22 @@ class PartitionWorker {
       taken.push({ partition, path, leases });
       count += leases.length;
     }
+    const topicName = this.topicsById.get(msg.topicId)?.name ?? '';
     Promise.all(taken.map((t) => t.path.readMany(t.leases.map((l) => l.offset)))).then(
       (perPartition) => {
-        const messages: LeasedMessage[] = [];
-        const transfer = new Set<ArrayBuffer>();
+        const leases: LeaseRef[] = [];
+        const messagesJson: string[] = [];
         perPartition.forEach((records, i) => {
-          const { partition, leases } = taken[i]!;
+          const { partition, leases: partitionLeases } = taken[i]!;
           records.forEach((record, k) => {
             // Retention deleted it between the lease and the read: the lease is gone with it.
             if (typeof record === 'string') return;
-            // Records are views into one freshly read buffer per run: each buffer is transferred once.
-            transfer.add(record.payload.buffer as ArrayBuffer);
-            if (record.key !== null) transfer.add(record.key.buffer as ArrayBuffer);
-            const view = { offset: record.offset, timestampSec: record.timestampSec, key: record.key, payload: record.payload, payloadKind: record.payloadKind };
-            messages.push({ partition, nonce: leases[k]!.nonce, record: view });
+            const { nonce } = partitionLeases[k]!;
+            leases.push({ partition, offset: record.offset, nonce });
+            messagesJson.push(messageJson(topicName, partition, record, formatReceiptHandle(partition, record.offset, nonce)));
           });
         });
-        this.post({ kind: 'taken', reqId: msg.reqId, messages }, [...transfer]);
+        this.post({ kind: 'taken', reqId: msg.reqId, leases, messagesJson });
       },
       (err: unknown) => {
         process.stderr.write(`partition worker ${this.data.workerIndex}: read for consume of ${msg.topicId} failed: ${errorText(err)}\n`);

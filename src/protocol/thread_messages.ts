@@ -91,12 +91,7 @@ export interface LeaseRef {
   nonce: string;
 }
 
-/** One leased message as the worker answers a take. */
-export interface LeasedMessage {
-  partition: number;
-  nonce: string;
-  record: StoredRecordView;
-}
+
 
 export type FromWorker =
   /** Worker -> front: every record of every dispatch up to lastSeq that this worker owns is synced.
@@ -104,7 +99,9 @@ export type FromWorker =
   | { kind: 'durable'; seqUpTo: number }
   | { kind: 'readResult'; reqId: number; status: 'ok' | 'past_end' | 'aged_out'; record?: StoredRecordView }
   | { kind: 'statsResult'; reqId: number; stats: PartitionStatsView[] }
-  | { kind: 'taken'; reqId: number; messages: LeasedMessage[] }
+  /** leases[i] is what messagesJson[i] (a whole spec §2 Message with its receipt_handle) was leased under; the
+   *  worker builds the JSON so the front only joins strings, and a string crosses a port in one copy. */
+  | { kind: 'taken'; reqId: number; leases: LeaseRef[]; messagesJson: string[] }
   | { kind: 'settledResult'; reqId: number; statuses: number[] }
   /** lag = high watermark - frontier (spec §4 metrics svc_consumer_lag_messages). */
   | { kind: 'lagsResult'; reqId: number; lags: { topicId: string; partition: number; lag: number }[] }

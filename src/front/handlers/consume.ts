@@ -4,10 +4,9 @@
 // nack settle leases on the owning worker, one handle or a batch. Front thread.
 import { formatDuration, limits, parseDuration } from '../../config.js';
 import { BrokerError, errors } from '../../errors.js';
-import { PayloadKind } from '../../protocol/ingress_frame.js';
-import { isUtf8Bytes, utf8Text } from '../../protocol/payload.js';
-import { formatReceiptHandle, parseReceiptHandle } from '../../protocol/receipt_handle.js';
-import type { LeasedMessage, LeaseRef, SettleMode, StoredRecordView } from '../../protocol/thread_messages.js';
+import { messageJson } from '../../protocol/message_json.js';
+import { parseReceiptHandle } from '../../protocol/receipt_handle.js';
+import type { LeaseRef, SettleMode } from '../../protocol/thread_messages.js';
 import type { TopicRecord } from '../../raft/metadata/state.js';
 import { workerFailure } from '../dispatch.js';
 import { requireTopic } from '../access.js';
@@ -76,7 +75,10 @@ export function consumeHandlers(services: FrontServices) {
         release(topic, messages);
         return emptyAnswer;
       }
-      if (messages.length > 0) return { status: 200, contentType: jsonType, headers, body: messagesJson(topic, messages, max !== undefined) };
+      if (messages.leases.length > 0) {
+        const body = max !== undefined ? `{"messages":[${messages.json.join(',')}]}` : messages.json[0]!;
+        return { status: 200, contentType: jsonType, headers, body };
+      }
       const leftMs = deadlineMs - Date.now();
       if (leftMs <= 0) return { ...emptyAnswer, headers };
       const reason = await waiters.wait(topic.id, leftMs, (listener) => ctx.onAbort(listener));
@@ -88,7 +90,7 @@ export function consumeHandlers(services: FrontServices) {
   }
 
   /** Leases up to max messages: partitions in round-robin order from a per-topic start, one message per worker. */
-  async function take(topic: TopicRecord, partition: number | undefined, max: number): Promise<LeasedMessage[]> {
+  async function take(topic: TopicRecord, partition: number | undefined, max: number): Promise<Taken> {
     let order: number[];
     if (partition !== undefined) {
       order = [partition];
@@ -102,25 +104,28 @@ export function consumeHandlers(services: FrontServices) {
       const owner = workers.ownerOf(topic.id, p);
       byWorker.set(owner, [...(byWorker.get(owner) ?? []), p]);
     }
-    const leased: LeasedMessage[] = [];
+    const taken: Taken = { leases: [], json: [] };
     for (const [worker, partitions] of byWorker) {
-      const reply = await workers.request(worker, { kind: 'take', topicId: topic.id, partitions, max: max - leased.length });
+      const reply = await workers.request(worker, { kind: 'take', topicId: topic.id, partitions, max: max - taken.leases.length });
       const failure = workerFailure(reply);
       if (failure !== null) {
-        release(topic, leased);
+        release(topic, taken);
         throw failure;
       }
-      if (reply.kind === 'taken') leased.push(...reply.messages);
-      if (leased.length >= max) break;
+      if (reply.kind === 'taken') {
+        taken.leases.push(...reply.leases);
+        taken.json.push(...reply.messagesJson);
+      }
+      if (taken.leases.length >= max) break;
     }
-    return leased;
+    return taken;
   }
 
-  function release(topic: TopicRecord, messages: LeasedMessage[]): void {
+  function release(topic: TopicRecord, taken: Taken): void {
     const byWorker = new Map<number, LeaseRef[]>();
-    for (const m of messages) {
-      const owner = workers.ownerOf(topic.id, m.partition);
-      byWorker.set(owner, [...(byWorker.get(owner) ?? []), { partition: m.partition, offset: m.record.offset, nonce: m.nonce }]);
+    for (const lease of taken.leases) {
+      const owner = workers.ownerOf(topic.id, lease.partition);
+      byWorker.set(owner, [...(byWorker.get(owner) ?? []), lease]);
     }
     for (const [worker, items] of byWorker) workers.send(worker, { kind: 'release', topicId: topic.id, items });
   }
@@ -219,31 +224,8 @@ function leaseGone(): BrokerError {
   return new BrokerError(410, 'lease gone: it ran out, was settled, or the message was delivered again under a new handle');
 }
 
-function messagesJson(topic: TopicRecord, messages: LeasedMessage[], batch: boolean): string {
-  const items = messages.map((m) => messageJson(topic.name, m.partition, m.record, formatReceiptHandle(m.partition, m.record.offset, m.nonce)));
-  return batch ? `{"messages":[${items.join(',')}]}` : items[0]!;
-}
-
-/** Spec §2 Message, built as text so a JSON payload goes out byte for byte as it was stored. */
-export function messageJson(topic: string, partition: number, record: StoredRecordView, receiptHandle?: string): string {
-  let json = `{"topic":${JSON.stringify(topic)},"partition":${partition},"offset":${record.offset}`;
-  if (record.key !== null) {
-    json += isUtf8Bytes(record.key)
-      ? `,"key":${JSON.stringify(utf8Text(record.key))}`
-      : `,"key":${JSON.stringify(Buffer.from(record.key).toString('base64'))},"key_encoding":"base64"`;
-  }
-  switch (record.payloadKind) {
-    case PayloadKind.Json:
-      json += `,"payload":${utf8Text(record.payload)}`;
-      break;
-    case PayloadKind.Text:
-      json += `,"payload":${JSON.stringify(utf8Text(record.payload))}`;
-      break;
-    case PayloadKind.Binary:
-      json += `,"payload":${JSON.stringify(Buffer.from(record.payload).toString('base64'))},"payload_encoding":"base64"`;
-      break;
-  }
-  json += `,"timestamp":${record.timestampSec}`;
-  if (receiptHandle !== undefined) json += `,"receipt_handle":${JSON.stringify(receiptHandle)}`;
-  return json + '}';
+/** Leases taken for one consume and their Message objects as JSON text, in the same order. */
+interface Taken {
+  leases: LeaseRef[];
+  json: string[];
 }

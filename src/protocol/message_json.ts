@@ -1,0 +1,30 @@
+// The Message object of a consume answer (spec §2 Message, NOTES 3), built as text so a JSON payload goes out
+// byte for byte as it was stored. Pure; the partition workers build leased messages with it (so the front only
+// joins strings), and the front builds replay answers.
+import { PayloadKind } from './ingress_frame.js';
+import { isUtf8Bytes, utf8Text } from './payload.js';
+import type { StoredRecordView } from './thread_messages.js';
+
+/** Spec §2 Message, built as text so a JSON payload goes out byte for byte as it was stored. */
+export function messageJson(topic: string, partition: number, record: StoredRecordView, receiptHandle?: string): string {
+  let json = `{"topic":${JSON.stringify(topic)},"partition":${partition},"offset":${record.offset}`;
+  if (record.key !== null) {
+    json += isUtf8Bytes(record.key)
+      ? `,"key":${JSON.stringify(utf8Text(record.key))}`
+      : `,"key":${JSON.stringify(Buffer.from(record.key).toString('base64'))},"key_encoding":"base64"`;
+  }
+  switch (record.payloadKind) {
+    case PayloadKind.Json:
+      json += `,"payload":${utf8Text(record.payload)}`;
+      break;
+    case PayloadKind.Text:
+      json += `,"payload":${JSON.stringify(utf8Text(record.payload))}`;
+      break;
+    case PayloadKind.Binary:
+      json += `,"payload":${JSON.stringify(Buffer.from(record.payload).toString('base64'))},"payload_encoding":"base64"`;
+      break;
+  }
+  json += `,"timestamp":${record.timestampSec}`;
+  if (receiptHandle !== undefined) json += `,"receipt_handle":${JSON.stringify(receiptHandle)}`;
+  return json + '}';
+}
