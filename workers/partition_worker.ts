@@ -54,6 +54,8 @@ class PartitionWorker {
   /** Deliverable counts per topic id gathered during one turn of the event loop, posted once. */
   private available = new Map<string, number>();
   private retentionDue = false;
+  /** topic id -> partition -> whether this worker owns it (see owns()). */
+  private ownedByTopic = new Map<string, boolean[]>();
   private lastRoundStartMs = 0;
   private roundTimer: NodeJS.Timeout | null = null;
   private retentionTimer: NodeJS.Timeout | null = null;
@@ -163,7 +165,10 @@ class PartitionWorker {
       assert.equal(entry.index, this.appliedIndex + 1, `metadata entry ${entry.index} skips past ${this.appliedIndex}`);
       const result = applyCommand(replica, entry.command);
       this.appliedIndex = entry.index;
-      if (result.ok && result.deletedTopicId !== undefined) this.topicForget(result.deletedTopicId);
+      if (result.ok && result.deletedTopicId !== undefined) {
+        this.topicForget(result.deletedTopicId);
+        this.ownedByTopic.delete(result.deletedTopicId);
+      }
       if (result.ok && entry.command.type === 'topic.update' && result.topic !== undefined) this.topicConfigure(result.topic);
     }
     this.topicsByIdRebuild();
@@ -502,8 +507,16 @@ class PartitionWorker {
     this.logKeys.set(log, { topicId, partition });
   }
 
+  /** Ownership never changes for a worker's lifetime; it is asked for every record and settle, so it is kept. */
   private owns(topicId: string, partition: number): boolean {
-    return workerForPartition(topicId, partition, this.data.workerCount) === this.data.workerIndex;
+    let owned = this.ownedByTopic.get(topicId);
+    if (owned === undefined) this.ownedByTopic.set(topicId, (owned = []));
+    let answer = owned[partition];
+    if (answer === undefined) {
+      answer = workerForPartition(topicId, partition, this.data.workerCount) === this.data.workerIndex;
+      owned[partition] = answer;
+    }
+    return answer;
   }
 
   private dirOf(topicId: string, partition: number): string {
