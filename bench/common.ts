@@ -1,6 +1,7 @@
 // Parts every bench scenario shares (bench/produce.ts, bench/consume.ts): the broker node under test (started
-// here or given by --url), topics, request bodies, CPU samples around a measured window, table and JSON output,
-// and the cleanup list run.ts works through before exiting. Bench process main thread.
+// here or given by --url), topics, request bodies, CPU samples around a measured window, latency histograms and
+// their summaries, table and JSON output, and the cleanup list run.ts works through before exiting. Bench process
+// main thread.
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
@@ -8,6 +9,7 @@ import { mkdtemp } from 'node:fs/promises';
 import os from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { build, type Histogram } from 'hdr-histogram-js';
 import { readMachineBusyCpuMs, readProcessCpuMs, readThreadCpuMs, startChildServer, type ChildServer } from './node_process.js';
 import type { BenchOptions } from './options.js';
 
@@ -197,7 +199,41 @@ function threadDeltas(start: Map<number, number> | null, end: Map<number, number
 }
 
 // ---------------------------------------------------------------------------------------------------------------
+// Latency.
+
+export interface LatencySummaryMs {
+  p50: number;
+  p90: number;
+  p99: number;
+  p999: number;
+  max: number;
+  mean: number;
+}
+
+/** A histogram of microseconds (values of 1 µs and up), resized as values grow. */
+export function newHistogram(): Histogram {
+  return build({ bitBucketSize: 32, numberOfSignificantValueDigits: 3, autoResize: true });
+}
+
+/** Records a latency given in ms, rounded to whole µs, at least 1. */
+export function recordUs(histogram: Histogram, ms: number): void {
+  histogram.recordValue(Math.max(1, Math.round(ms * 1000)));
+}
+
+/** The percentiles, max and mean of a histogram of µs, in ms. */
+export function latencySummaryMs(histogram: Histogram): LatencySummaryMs {
+  const ms = (us: number): number => us / 1000;
+  return { p50: ms(histogram.getValueAtPercentile(50)), p90: ms(histogram.getValueAtPercentile(90)),
+    p99: ms(histogram.getValueAtPercentile(99)), p999: ms(histogram.getValueAtPercentile(99.9)),
+    max: ms(histogram.maxValue), mean: ms(histogram.mean) };
+}
+
+// ---------------------------------------------------------------------------------------------------------------
 // Output.
+
+export function formatInt(value: number): string {
+  return Math.round(value).toLocaleString('en-US');
+}
 
 export function fixed(value: number, digits: number): string {
   return value.toFixed(digits);

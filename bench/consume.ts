@@ -9,13 +9,13 @@
 // process's main thread; every loop ends by itself (phase flags, deadlines) and closes its sockets.
 import os from 'node:os';
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
-import { build, type Histogram } from 'hdr-histogram-js';
+import type { Histogram } from 'hdr-histogram-js';
 import {
-  cleanups, CpuWindow, createTopic, deleteTopic, errorText, fixed, formatErrors, makeBatchBody, makePayload, percent,
-  renderTable, reportedOptions, serverCpuText, sleep, startBroker, type BrokerTarget, type ServerThreadCpu,
+  cleanups, CpuWindow, createTopic, deleteTopic, errorText, fixed, formatErrors, formatInt, latencySummaryMs,
+  makeBatchBody, makePayload, newHistogram, percent, recordUs, renderTable, reportedOptions, serverCpuText, sleep,
+  startBroker, type BrokerTarget, type LatencySummaryMs, type ServerThreadCpu,
 } from './common.js';
 import { HttpConnection, HttpFailure, requestBuffer, type HttpReply } from './http_conn.js';
-import { formatInt, type LatencySummaryMs } from './load.js';
 import type { BenchOptions, ConsumePhase } from './options.js';
 
 /** Issue 3's targets, printed beside the figures. */
@@ -54,19 +54,8 @@ interface Context {
   serverExited: Promise<void>;
 }
 
-function newHistogram(): Histogram {
-  return build({ bitBucketSize: 32, numberOfSignificantValueDigits: 3, autoResize: true });
-}
-
-function recordUs(histogram: Histogram, ms: number): void {
-  histogram.recordValue(Math.max(1, Math.round(ms * 1000)));
-}
-
 function summary(histogram: Histogram): LatencySummaryMs & { count: number } {
-  const ms = (us: number): number => us / 1000;
-  return { count: histogram.totalCount, p50: ms(histogram.getValueAtPercentile(50)),
-    p90: ms(histogram.getValueAtPercentile(90)), p99: ms(histogram.getValueAtPercentile(99)),
-    p999: ms(histogram.getValueAtPercentile(99.9)), max: ms(histogram.maxValue), mean: ms(histogram.mean) };
+  return { count: histogram.totalCount, ...latencySummaryMs(histogram) };
 }
 
 function bump(counts: Map<string, number>, key: string, by = 1): void {

@@ -1,10 +1,11 @@
 // One raw HTTP/1.1 keep-alive connection for request/response loops whose next request depends on the last answer
 // (bench/consume.ts: consume, then ack the handles it returned). request() writes one pre-built request buffer and
 // resolves with the status and the whole body; one request at a time. Connects on first use and again after a
-// close. The parser is the one of bench/load.ts's NetConnection (status, Content-Length or chunked, Connection:
-// close) plus body collection. Bench process main thread.
+// close. Responses are parsed by bench/http_response_parser.ts (shared with bench/load.ts's NetConnection), which
+// keeps the bodies here. Bench process main thread.
 import net from 'node:net';
 import { performance } from 'node:perf_hooks';
+import { ResponseParser } from './http_response_parser.js';
 
 export interface HttpReply {
   status: number;
@@ -21,19 +22,6 @@ export class HttpFailure extends Error {
   }
 }
 
-/** A response head larger than this is treated as a protocol error. */
-const responseHeadBytesMax = 64 * 1024;
-
-/** Where the parser is within the current response. */
-const enum Parse {
-  Head,
-  Body,
-  ChunkSize,
-  ChunkData,
-  ChunkEnd,
-  Trailer,
-}
-
 interface Waiter {
   resolve: (reply: HttpReply) => void;
   reject: (error: HttpFailure) => void;
@@ -47,13 +35,12 @@ export class HttpConnection {
   private waiter: Waiter | null = null;
   private destroyed = false;
   private lastError: string | null = null;
-  private pending: Buffer | null = null;
-  private parse = Parse.Head;
-  private status = 0;
-  private remaining = 0;
-  private closeAfter = false;
-  private chunks: Buffer[] = [];
   private startedMs = 0;
+  private readonly parser = new ResponseParser({
+    awaitingResponse: () => this.waiter !== null,
+    onResponse: (status, body, closeAfter) => this.onResponse(status, body, closeAfter),
+    onProtocolError: (code) => this.protocolError(code),
+  }, true);
 
   constructor(private readonly target: { host: string; port: number }) {}
 
@@ -72,9 +59,7 @@ export class HttpConnection {
     if (this.destroyed) return Promise.reject(new HttpFailure('destroyed'));
     return new Promise<HttpReply>((resolve, reject) => {
       this.waiter = { resolve, reject };
-      this.parse = Parse.Head;
-      this.pending = null;
-      this.chunks = [];
+      this.parser.reset();
       if (this.socket === null) this.connect();
       const write = (): void => {
         this.startedMs = performance.now();
@@ -101,7 +86,7 @@ export class HttpConnection {
       this.connected = true;
       this.opened++;
     });
-    socket.on('data', (chunk: Buffer) => this.onData(chunk));
+    socket.on('data', (chunk: Buffer) => this.parser.push(chunk));
     socket.on('error', (error: NodeJS.ErrnoException) => {
       this.lastError = error.code ?? 'socket_error';
     });
@@ -124,103 +109,18 @@ export class HttpConnection {
     this.socket?.destroy();
   }
 
-  private onData(chunk: Buffer): void {
-    let buffer = chunk;
-    if (this.pending !== null) {
-      buffer = Buffer.concat([this.pending, chunk]);
-      this.pending = null;
-    }
-    let offset = 0;
-    while (offset < buffer.length) {
-      const next = this.step(buffer, offset);
-      if (next < 0) {
-        this.pending = buffer.subarray(offset);
-        if (this.pending.length > responseHeadBytesMax) this.protocolError('response_head_too_large');
-        return;
-      }
-      offset = next;
-    }
-  }
-
-  /** Advances the parser from offset; returns the new offset, or -1 when more bytes are needed. */
-  private step(buffer: Buffer, offset: number): number {
-    switch (this.parse) {
-      case Parse.Head:
-        return this.stepHead(buffer, offset);
-      case Parse.Body:
-      case Parse.ChunkData: {
-        const take = Math.min(this.remaining, buffer.length - offset);
-        this.chunks.push(buffer.subarray(offset, offset + take));
-        this.remaining -= take;
-        if (this.remaining === 0) {
-          if (this.parse === Parse.Body) this.finish();
-          else [this.parse, this.remaining] = [Parse.ChunkEnd, 2];
-        }
-        return offset + take;
-      }
-      case Parse.ChunkEnd: {
-        const take = Math.min(this.remaining, buffer.length - offset);
-        this.remaining -= take;
-        if (this.remaining === 0) this.parse = Parse.ChunkSize;
-        return offset + take;
-      }
-      case Parse.ChunkSize: {
-        const end = buffer.indexOf('\r\n', offset, 'latin1');
-        if (end < 0) return -1;
-        const size = parseInt(buffer.toString('latin1', offset, end), 16);
-        if (!Number.isFinite(size) || size < 0) {
-          this.protocolError('bad_chunk_size');
-          return buffer.length;
-        }
-        this.parse = size === 0 ? Parse.Trailer : Parse.ChunkData;
-        this.remaining = size;
-        return end + 2;
-      }
-      case Parse.Trailer: {
-        const end = buffer.indexOf('\r\n', offset, 'latin1');
-        if (end < 0) return -1;
-        if (end === offset) this.finish();
-        return end + 2;
-      }
-    }
-  }
-
-  private stepHead(buffer: Buffer, offset: number): number {
-    const end = buffer.indexOf('\r\n\r\n', offset, 'latin1');
-    if (end < 0) return -1;
-    const head = buffer.toString('latin1', offset, end);
-    this.status = Number(head.slice(9, 12));
-    if (this.waiter === null || !head.startsWith('HTTP/1.') || !Number.isInteger(this.status)) {
-      this.protocolError(this.waiter === null ? 'unexpected_response' : 'bad_response');
-      return buffer.length;
-    }
-    this.closeAfter = /\r\nconnection:[^\r]*close/i.test(head);
-    if (/\r\ntransfer-encoding:[^\r]*chunked/i.test(head)) {
-      this.parse = Parse.ChunkSize;
-      return end + 4;
-    }
-    const length = /\r\ncontent-length:\s*(\d+)/i.exec(head);
-    this.remaining = length ? Number(length[1]) : 0;
-    this.parse = Parse.Body;
-    if (this.remaining === 0) this.finish();
-    return end + 4;
-  }
-
-  private finish(): void {
+  private onResponse(status: number, body: Buffer, closeAfter: boolean): void {
     const endedMs = performance.now();
-    const body = this.chunks.length === 1 ? this.chunks[0]! : Buffer.concat(this.chunks);
-    this.chunks = [];
-    this.parse = Parse.Head;
     const waiter = this.waiter!;
     this.waiter = null;
-    if (this.closeAfter) {
+    if (closeAfter) {
       // The next request opens a new connection; this one's close must not reject it.
       const socket = this.socket;
       this.socket = null;
       this.connected = false;
       socket?.end();
     }
-    waiter.resolve({ status: this.status, body, startedMs: this.startedMs, endedMs });
+    waiter.resolve({ status, body, startedMs: this.startedMs, endedMs });
   }
 }
 

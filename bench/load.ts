@@ -5,8 +5,11 @@
 // ends by itself after warm-up + duration + drain, and closes all its sockets.
 import net from 'node:net';
 import { performance } from 'node:perf_hooks';
-import { build, type Histogram } from 'hdr-histogram-js';
+import type { Histogram } from 'hdr-histogram-js';
 import { Pool } from 'undici';
+import { formatInt, latencySummaryMs, newHistogram, recordUs, sleep, type LatencySummaryMs } from './common.js';
+import { requestBuffer } from './http_conn.js';
+import { ResponseParser } from './http_response_parser.js';
 
 export type ClientKind = 'net' | 'undici';
 
@@ -42,15 +45,6 @@ export interface LoadOptions {
   onProgress?: (line: string) => void;
 }
 
-export interface LatencySummaryMs {
-  p50: number;
-  p90: number;
-  p99: number;
-  p999: number;
-  max: number;
-  mean: number;
-}
-
 export interface LoadResult {
   label: string;
   client: ClientKind;
@@ -79,8 +73,6 @@ export interface LoadResult {
 const drainTimeoutMsDefault = 10_000;
 /** Pause before reconnecting after a failed connection, so a dead server does not make a hot loop. */
 const reconnectDelayMs = 50;
-/** A response head larger than this is treated as a protocol error. */
-const responseHeadBytesMax = 64 * 1024;
 
 type Phase = 'warmup' | 'measure' | 'drain' | 'done';
 
@@ -94,7 +86,7 @@ class RunState {
   completedAtWindowStart = 0;
   windowStartMs = 0;
   windowEndMs = 0;
-  readonly histogramUs: Histogram = build({ bitBucketSize: 32, numberOfSignificantValueDigits: 3, autoResize: true });
+  readonly histogramUs: Histogram = newHistogram();
   /** Index = HTTP status; cheaper than a map on the hot path. */
   readonly statusInWindow = new Float64Array(600);
   readonly failuresInWindow = new Map<string, number>();
@@ -111,8 +103,7 @@ class RunState {
     this.inFlight--;
     this.completedTotal++;
     if (this.phase === 'measure') {
-      const now = performance.now();
-      this.histogramUs.recordValue(Math.max(1, Math.round((now - startedMs) * 1000)));
+      recordUs(this.histogramUs, performance.now() - startedMs);
       this.statusInWindow[status >= 0 && status < 600 ? status : 0]!++;
     }
     if (this.inFlight === 0 && this.onDrained !== null) this.onDrained();
@@ -168,8 +159,6 @@ function summarize(options: LoadOptions, state: RunState, cpu: NodeJS.CpuUsage, 
     if (status !== options.expectedStatus) errorCounts[String(status)] = count;
   });
   for (const [code, count] of state.failuresInWindow) errorCounts[code] = count;
-  const h = state.histogramUs;
-  const ms = (us: number): number => us / 1000;
   const cpuUs = cpu.user + cpu.system;
   return {
     label: options.label,
@@ -180,14 +169,7 @@ function summarize(options: LoadOptions, state: RunState, cpu: NodeJS.CpuUsage, 
     okResponses: statusCounts[String(options.expectedStatus)] ?? 0,
     statusCounts,
     errorCounts,
-    latencyMs: {
-      p50: ms(h.getValueAtPercentile(50)),
-      p90: ms(h.getValueAtPercentile(90)),
-      p99: ms(h.getValueAtPercentile(99)),
-      p999: ms(h.getValueAtPercentile(99.9)),
-      max: ms(h.maxValue),
-      mean: ms(h.mean),
-    },
+    latencyMs: latencySummaryMs(state.histogramUs),
     clientCpuPercent: windowMs > 0 ? (cpuUs / 1000 / windowMs) * 100 : 0,
     clientCpuUsPerResponse: responses > 0 ? cpuUs / responses : 0,
     connectionsOpened: state.connectionsOpened,
@@ -232,20 +214,14 @@ function waitForDrain(state: RunState, timeoutMs: number): Promise<void> {
 // ---------------------------------------------------------------------------------------------------------------
 // Raw node:net client.
 
-/** The whole request (head and body) as one buffer, written as-is for every request. */
-function buildRequestBuffer(url: URL, request: LoadRequest): Buffer {
-  const lines = [`${request.method} ${request.path} HTTP/1.1`, `host: ${url.host}`];
-  for (const [name, value] of Object.entries(request.headers)) lines.push(`${name}: ${value}`);
-  lines.push(`content-length: ${request.body.length}`, '', '');
-  return Buffer.concat([Buffer.from(lines.join('\r\n'), 'latin1'), request.body]);
-}
-
 function startNetClient(options: LoadOptions, state: RunState): ClientHandle {
   const url = new URL(options.url);
   const target = { host: url.hostname, port: Number(url.port || 80) };
-  const requestBuffer = buildRequestBuffer(url, options.request);
+  // The whole request (head and body) as one buffer, written as-is for every request.
+  const { method, path, headers, body } = options.request;
+  const request = requestBuffer(options.url, method, path, headers, body);
   const connections: NetConnection[] = [];
-  for (let i = 0; i < options.connections; i++) connections.push(new NetConnection(target, requestBuffer, state));
+  for (let i = 0; i < options.connections; i++) connections.push(new NetConnection(target, request, state));
   return {
     async close() {
       for (const connection of connections) connection.destroy();
@@ -253,27 +229,18 @@ function startNetClient(options: LoadOptions, state: RunState): ClientHandle {
   };
 }
 
-/** Where the response parser is within the current response. */
-const enum ParseState {
-  Head,
-  Body,
-  ChunkSize,
-  ChunkData,
-  Trailer,
-}
-
 /** One keep-alive connection with at most one request in flight; reconnects while the run is sending. */
 class NetConnection {
   private socket: net.Socket | null = null;
-  private pending: Buffer | null = null;
-  private parse = ParseState.Head;
-  private status = 0;
-  private remaining = 0;
-  private closeAfter = false;
   private startedMs = 0;
   private inFlight = false;
   private lastError: string | null = null;
   private destroyed = false;
+  private readonly parser = new ResponseParser({
+    awaitingResponse: () => this.inFlight,
+    onResponse: (status, _body, closeAfter) => this.onResponse(status, closeAfter),
+    onProtocolError: (code) => this.protocolError(code),
+  }, false);
 
   constructor(private readonly target: { host: string; port: number }, private readonly requestBuffer: Buffer,
     private readonly state: RunState) {
@@ -289,14 +256,13 @@ class NetConnection {
     if (this.destroyed || !this.state.sending) return;
     const socket = net.connect(this.target);
     this.socket = socket;
-    this.pending = null;
-    this.parse = ParseState.Head;
+    this.parser.reset();
     socket.setNoDelay(true);
     socket.on('connect', () => {
       this.state.connectionsOpened++;
       this.send();
     });
-    socket.on('data', (chunk: Buffer) => this.onData(chunk));
+    socket.on('data', (chunk: Buffer) => this.parser.push(chunk));
     socket.on('error', (error: NodeJS.ErrnoException) => {
       this.lastError = error.code ?? 'socket_error';
     });
@@ -331,89 +297,11 @@ class NetConnection {
     this.socket?.destroy();
   }
 
-  /** Parses as many response bytes as arrived; on a whole response, reports it and sends the next request. */
-  private onData(chunk: Buffer): void {
-    let buffer = chunk;
-    if (this.pending !== null) {
-      buffer = Buffer.concat([this.pending, chunk]);
-      this.pending = null;
-    }
-    let offset = 0;
-    while (offset < buffer.length) {
-      const next = this.step(buffer, offset);
-      if (next < 0) {
-        this.pending = buffer.subarray(offset);
-        if (this.pending.length > responseHeadBytesMax) this.protocolError('response_head_too_large');
-        return;
-      }
-      offset = next;
-    }
-  }
-
-  /** Advances the parser from offset; returns the new offset, or -1 when more bytes are needed. */
-  private step(buffer: Buffer, offset: number): number {
-    switch (this.parse) {
-      case ParseState.Head:
-        return this.stepHead(buffer, offset);
-      case ParseState.Body: {
-        const take = Math.min(this.remaining, buffer.length - offset);
-        this.remaining -= take;
-        if (this.remaining === 0) this.finishResponse();
-        return offset + take;
-      }
-      case ParseState.ChunkSize: {
-        const end = buffer.indexOf('\r\n', offset, 'latin1');
-        if (end < 0) return -1;
-        const size = parseInt(buffer.toString('latin1', offset, end), 16);
-        if (!Number.isFinite(size) || size < 0) {
-          this.protocolError('bad_chunk_size');
-          return buffer.length;
-        }
-        this.parse = size === 0 ? ParseState.Trailer : ParseState.ChunkData;
-        this.remaining = size + 2;
-        return end + 2;
-      }
-      case ParseState.ChunkData: {
-        const take = Math.min(this.remaining, buffer.length - offset);
-        this.remaining -= take;
-        if (this.remaining === 0) this.parse = ParseState.ChunkSize;
-        return offset + take;
-      }
-      case ParseState.Trailer: {
-        const end = buffer.indexOf('\r\n', offset, 'latin1');
-        if (end < 0) return -1;
-        if (end === offset) this.finishResponse();
-        return end + 2;
-      }
-    }
-  }
-
-  private stepHead(buffer: Buffer, offset: number): number {
-    const end = buffer.indexOf('\r\n\r\n', offset, 'latin1');
-    if (end < 0) return -1;
-    const head = buffer.toString('latin1', offset, end);
-    this.status = Number(head.slice(9, 12));
-    if (!this.inFlight || !head.startsWith('HTTP/1.') || !Number.isInteger(this.status)) {
-      this.protocolError(this.inFlight ? 'bad_response' : 'unexpected_response');
-      return buffer.length;
-    }
-    this.closeAfter = /\r\nconnection:[^\r]*close/i.test(head);
-    if (/\r\ntransfer-encoding:[^\r]*chunked/i.test(head)) {
-      this.parse = ParseState.ChunkSize;
-      return end + 4;
-    }
-    const length = /\r\ncontent-length:\s*(\d+)/i.exec(head);
-    this.remaining = length ? Number(length[1]) : 0;
-    this.parse = ParseState.Body;
-    if (this.remaining === 0) this.finishResponse();
-    return end + 4;
-  }
-
-  private finishResponse(): void {
-    this.parse = ParseState.Head;
+  /** A whole response: report it and send the next request (or close, when the server asked to). */
+  private onResponse(status: number, closeAfter: boolean): void {
     this.inFlight = false;
-    this.state.complete(this.startedMs, this.status);
-    if (this.closeAfter) {
+    this.state.complete(this.startedMs, status);
+    if (closeAfter) {
       this.socket?.end();
       return;
     }
@@ -462,17 +350,9 @@ function startUndiciClient(options: LoadOptions, state: RunState): ClientHandle 
 
 // ---------------------------------------------------------------------------------------------------------------
 
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
-}
-
 /** Never resolves without a signal; resolves once the signal aborts. */
 function abortPromise(signal: AbortSignal | undefined): Promise<void> {
   if (signal === undefined) return new Promise<void>(() => undefined);
   if (signal.aborted) return Promise.resolve();
   return new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
-}
-
-export function formatInt(value: number): string {
-  return Math.round(value).toLocaleString('en-US');
 }

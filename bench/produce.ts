@@ -4,10 +4,10 @@
 import os from 'node:os';
 import { fileURLToPath } from 'node:url';
 import {
-  basicAuth, cleanups, createTopic, CpuWindow, errorText, fixed, formatErrors, makeBatchBody, makePayload, percent,
-  renderTable, reportedOptions, serverCpuText, sleep, startBroker, type BrokerTarget, type ServerThreadCpu,
+  basicAuth, cleanups, createTopic, CpuWindow, errorText, fixed, formatErrors, formatInt, makeBatchBody, makePayload,
+  percent, renderTable, reportedOptions, serverCpuText, sleep, startBroker, type BrokerTarget, type ServerThreadCpu,
 } from './common.js';
-import { formatInt, runLoad, type ClientKind, type LoadRequest, type LoadResult } from './load.js';
+import { runLoad, type ClientKind, type LoadRequest, type LoadResult } from './load.js';
 import { startChildServer, type ChildServer } from './node_process.js';
 import type { BenchOptions } from './options.js';
 

@@ -23,9 +23,10 @@ import { DataDirLockedError, lockDataDir } from './util/data_dir_lock.js';
 import { createLogger, type Logger } from './util/log.js';
 
 /** uWS must let through header blocks over http.max_header_bytes so the handler can answer 431: past its own buffer
- *  uWS resets the connection without an answer. This build never takes more than about 126 KiB whatever it is
- *  given, so blocks past that are reset (docs/decisions.md). */
-const uwsHeaderSlackBytes = 64 * 1024;
+ *  uWS resets the connection without an answer. Measured with this build: it never takes more than about 126 KiB
+ *  whatever it is given, and under CPU load a buffer of only max + 64 KiB still reset most 66-70 KiB blocks (a block
+ *  split across reads), while 1 MiB of room answered every block up to ~126 KiB (docs/decisions.md). */
+const uwsHeaderSlackBytes = 1024 * 1024;
 
 async function main(): Promise<void> {
   let loaded: LoadedConfig;

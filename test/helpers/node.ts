@@ -90,3 +90,44 @@ export async function startNode(options: NodeOptions = {}): Promise<StartedNode>
 export async function removeDataDir(dir: string): Promise<void> {
   await rm(dir, { recursive: true, force: true });
 }
+
+/** What the helpers below need of tap's `t`: somewhere to register cleanup. */
+export interface Teardown {
+  teardown(fn: () => unknown): void;
+}
+
+/** Starts a node that t's teardown kills, then removes its data dir. */
+export async function startNodeFor(t: Teardown, options: NodeOptions = {}): Promise<StartedNode> {
+  const node = await startNode(options);
+  t.teardown(async () => {
+    await node.kill();
+    await removeDataDir(node.dataDir);
+  });
+  return node;
+}
+
+/**
+ * A node that restart cases start again on the same data dir. create() makes the data dir and registers its
+ * cleanup with t before any process starts: the teardown kills the latest process and removes the dir.
+ */
+export class RestartableNode {
+  /** The latest process start() began; undefined before the first. */
+  current: StartedNode | undefined;
+
+  private constructor(readonly dataDir: string, private readonly options: NodeOptions) {}
+
+  static async create(t: Teardown, options: NodeOptions = {}): Promise<RestartableNode> {
+    const restartable = new RestartableNode(options.dataDir ?? (await makeDataDir()), options);
+    t.teardown(async () => {
+      await restartable.current?.kill();
+      await removeDataDir(restartable.dataDir);
+    });
+    return restartable;
+  }
+
+  /** Starts a process on the data dir; the previous one must have exited (stop() or kill()). */
+  async start(): Promise<StartedNode> {
+    this.current = await startNode({ ...this.options, dataDir: this.dataDir });
+    return this.current;
+  }
+}

@@ -1,10 +1,12 @@
 // Black-box client helpers for the produce, replay and crash tests: one keep-alive undici Agent per node, raw
 // requests (status, headers, body text), topic creation, and read-back by replay (spec 4, GET .../consume with
 // partition and offset: 200 one Message, 204 past the end). A message is readable only after the partition owner
-// committed it, which happens after the 202 (spec 1.2), so every read-back here polls within a bounded time.
+// committed it, which happens after the 202 (spec 1.2), so every read-back here polls within a bounded time. Also
+// the start of a node together with its client (NodeWithClient), with the teardown of both.
 // Imports nothing from src/; used by test/http/* and test/helpers/crash_scenario.ts.
 import { connect } from 'node:net';
 import { Agent, request } from 'undici';
+import { removeDataDir, startNode, type NodeOptions, type StartedNode, type Teardown } from './node.js';
 
 /** Spec 2, Message: what a replay answers. payload_encoding / key_encoding appear only for base64 (NOTES 3). */
 export interface ReplayedMessage {
@@ -95,6 +97,33 @@ export class Client {
     if (this.closed) return;
     this.closed = true;
     await this.agent.destroy().catch(() => {}); // requests still in flight fail; nothing else to do at teardown
+  }
+}
+
+/**
+ * A started node with a keep-alive Client of its own. t's teardown kills the node first (so a failing step after it
+ * can never leave the node running), then closes the client and removes the data dir. restart() starts a new
+ * process on the same data dir with a new client, after the caller stopped or killed the old one.
+ */
+export class NodeWithClient {
+  private constructor(public node: StartedNode, public client: Client, private readonly options: NodeOptions) {}
+
+  static async start(t: Teardown, options: NodeOptions = {}): Promise<NodeWithClient> {
+    const node = await startNode(options);
+    const started = new NodeWithClient(node, new Client(node.url, node.auth), options);
+    t.teardown(async () => {
+      await started.node.kill();
+      await started.client.close();
+      await removeDataDir(node.dataDir);
+    });
+    return started;
+  }
+
+  async restart(): Promise<NodeWithClient> {
+    await this.client.close();
+    this.node = await startNode({ ...this.options, dataDir: this.node.dataDir });
+    this.client = new Client(this.node.url, this.node.auth);
+    return this;
   }
 }
 

@@ -7,7 +7,7 @@
 // delete or create use their own names. A wrong-password row is followed by a right-password request of the same
 // user, so the failed-login throttle (5 in a row) never trips.
 import t from 'tap';
-import { startNode, removeDataDir, basicAuth, type StartedNode } from '../helpers/node.js';
+import { startNodeFor, basicAuth, type StartedNode } from '../helpers/node.js';
 import { Client, assertError, type HttpResponse } from '../helpers/http.js';
 
 const callers = ['none', 'wrong', 'stranger', 'granted', 'owner', 'admin', 'root'] as const;
@@ -91,7 +91,7 @@ async function must(res: Promise<HttpResponse>, status: number, what: string): P
 }
 
 t.before(async () => {
-  node = await startNode();
+  node = await startNodeFor(t);
   root = new Client(node.url, node.auth);
   const users: [string, unknown[]][] = [
     ['ac-stranger', [{ action: 'produce', patterns: ['zz-*'] }, { action: 'consume', patterns: ['zz-*'] }]],
@@ -110,10 +110,6 @@ t.before(async () => {
   }
   // From now on the owner holds no grant: what it may do, it may do as owner.
   await must(root.request('PUT', '/v1/users/ac-owner/grants', { body: { grants: [] } }), 200, 'owner grants');
-});
-t.teardown(async () => {
-  await node?.kill();
-  if (node) await removeDataDir(node.dataDir);
 });
 
 t.test('every route x every kind of caller (spec §5 permissions by route)', async (t) => {
@@ -203,11 +199,7 @@ t.test('list topics is filtered after the page is cut; next_page_token stays set
 });
 
 t.test('security off: every check passes; only the remote items answer 403 (NOTES 8)', async (t) => {
-  const open = await startNode({ security: false });
-  t.teardown(async () => {
-    await open.kill();
-    await removeDataDir(open.dataDir);
-  });
+  const open = await startNodeFor(t, { security: false });
   const anon = new Client(open.url, null);
   for (const name of ['acc-main', 'acc-aux', 'acc-del-none']) await must(anon.post('/v1/topics', { name }), 201, name);
   await must(anon.post('/v1/users', { username: 'ac-target', password: 'p' }), 201, 'ac-target');

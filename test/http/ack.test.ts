@@ -6,19 +6,12 @@
 // Method: one node for the file; a fresh topic per case, with visibility_timeout_ms 1000 (the minimum) where a
 // case waits for expiry. Consumes that expect a message use wait=2s (the commit follows the 202 asynchronously).
 import t, { type Test } from 'tap';
-import { startNode, removeDataDir } from '../helpers/node.js';
-import { Client, assertError, rawRequest, topicNamer, topicPath } from '../helpers/replay.js';
+import { NodeWithClient, assertError, rawRequest, topicNamer, topicPath } from '../helpers/replay.js';
 import {
   ack, batchAck, clientHeader, consume, consumeMessage, createTopicWith, place, produce, sleep, type ConsumedMessage,
 } from '../helpers/consume.js';
 
-const node = await startNode();
-const client = new Client(node.url, node.auth);
-t.teardown(async () => {
-  await client.close();
-  await node.kill();
-  await removeDataDir(node.dataDir);
-});
+const { node, client } = await NodeWithClient.start(t);
 const nextTopic = topicNamer('ack');
 
 /** A fresh topic with `count` messages, each leased once; returns the topic and the leased messages. */

@@ -5,7 +5,7 @@
 // Method: black box; the node's stdout (pino JSON lines) is captured by the helper and parsed; each step uses its own
 // target name, so its lines are found by event and target.
 import t, { type Test } from 'tap';
-import { startNode, removeDataDir, basicAuth, adminPassword, type StartedNode } from '../helpers/node.js';
+import { startNodeFor, basicAuth, adminPassword, type StartedNode } from '../helpers/node.js';
 import { Client, pollUntil, sleep } from '../helpers/http.js';
 
 interface AuditLine {
@@ -58,16 +58,12 @@ async function expectNoAudit(t: Test, of: StartedNode, target: string, what: str
 }
 
 t.before(async () => {
-  node = await startNode();
+  node = await startNodeFor(t);
   root = new Client(node.url, node.auth);
   for (const [username, grants] of [['au-admin', [{ action: 'admin' }]], ['au-user', [{ action: 'produce', patterns: ['x'] }]]] as const) {
     const res = await root.post('/v1/users', { username, password: `${username}-pass`, grants });
     if (res.status !== 201) throw new Error(`setup ${username}: ${res.status} ${res.text}`);
   }
-});
-t.teardown(async () => {
-  await node?.kill();
-  if (node) await removeDataDir(node.dataDir);
 });
 
 const put = (client: Client, path: string, body: unknown) => client.request('PUT', path, { body });
@@ -133,11 +129,7 @@ t.test('user.delete: ok, denied for root, rejected for a missing user; nothing f
 });
 
 t.test('security off: the actor is empty', async (t) => {
-  const open = await startNode({ security: false });
-  t.teardown(async () => {
-    await open.kill();
-    await removeDataDir(open.dataDir);
-  });
+  const open = await startNodeFor(t, { security: false });
   const anon = new Client(open.url, null);
   t.equal((await anon.post('/v1/users', { username: 'au-open', password: adminPassword })).status, 201);
   await expectAudit(t, open, { event: 'user.create', actor: '', target: 'au-open', status: 201, outcome: 'ok' }, infoLevel);

@@ -10,7 +10,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { startNode, removeDataDir, makeDataDir, basicAuth, adminPassword, type StartedNode } from '../helpers/node.js';
+import { startNodeFor, removeDataDir, makeDataDir, basicAuth, adminPassword, type StartedNode } from '../helpers/node.js';
 import { Client, assertError } from '../helpers/http.js';
 
 const mainJs = fileURLToPath(new URL('../../src/main.js', import.meta.url));
@@ -20,12 +20,8 @@ let node: StartedNode;
 let anon: Client;
 
 t.before(async () => {
-  node = await startNode();
+  node = await startNodeFor(t);
   anon = new Client(node.url, null);
-});
-t.teardown(async () => {
-  await node?.kill();
-  if (node) await removeDataDir(node.dataDir);
 });
 
 function assert401(t: Test, res: Awaited<ReturnType<Client['get']>>, what: string): void {
@@ -71,11 +67,7 @@ t.test('unknown user and malformed Authorization: 401', async (t) => {
 });
 
 t.test('security off: no credentials needed', async (t) => {
-  const open = await startNode({ security: false });
-  t.teardown(async () => {
-    await open.kill();
-    await removeDataDir(open.dataDir);
-  });
+  const open = await startNodeFor(t, { security: false });
   const client = new Client(open.url, null);
   const created = await client.post('/v1/topics', { name: 'au-open' });
   t.equal(created.status, 201, `create without credentials (got ${created.text.slice(0, 200)})`);

@@ -8,20 +8,13 @@
 // (spec 1.2), so consumes that expect a message use wait=2s; cases that need everything committed first wait for
 // the last offset by replay.
 import t from 'tap';
-import { startNode, removeDataDir } from '../helpers/node.js';
-import { Client, assertError, topicNamer, topicPath, waitReplay } from '../helpers/replay.js';
+import { NodeWithClient, assertError, topicNamer, topicPath, waitReplay } from '../helpers/replay.js';
 import {
   abortableConsume, ack, clientHeader, consume, consumeMessage, createTopicWith, parseHandle, place, produce, sleep,
   type ConsumedMessage,
 } from '../helpers/consume.js';
 
-const node = await startNode();
-const client = new Client(node.url, node.auth);
-t.teardown(async () => {
-  await client.close();
-  await node.kill();
-  await removeDataDir(node.dataDir);
-});
+const { client } = await NodeWithClient.start(t);
 const nextTopic = topicNamer('consume');
 
 /** Produces `count` pinned messages to `partition` and waits until the last one is committed. */
@@ -301,12 +294,8 @@ t.test('max_acked_ahead_per_partition: an expired lease is still redelivered (NO
 });
 
 t.test('429 over http.max_consume_in_flight_per_identity; long polls count while waiting', async (t) => {
-  const capped = await startNode({ args: ['--set', 'http.max_consume_in_flight_per_identity=2'] });
-  const cappedClient = new Client(capped.url, capped.auth);
-  t.teardown(async () => {
-    await cappedClient.close();
-    await capped.kill();
-    await removeDataDir(capped.dataDir);
+  const { node: capped, client: cappedClient } = await NodeWithClient.start(t, {
+    args: ['--set', 'http.max_consume_in_flight_per_identity=2'],
   });
   const topic = nextTopic();
   await createTopicWith(cappedClient, topic);

@@ -6,8 +6,8 @@
 // (an id counts as acked only once its ack answered 204); 30 more consumed and left unacked; then SIGKILL (or
 // SIGTERM), a restart on the same data dir, /readyz, and a drain by consume (wait=1s) + ack until two 204s in a row.
 import t, { type Test } from 'tap';
-import { startNode, removeDataDir, type StartedNode } from '../helpers/node.js';
-import { Client, topicNamer } from '../helpers/replay.js';
+import type { StartedNode } from '../helpers/node.js';
+import { NodeWithClient, topicNamer } from '../helpers/replay.js';
 import { ack, consume, createTopicWith, drain, produceBatch, waitReady } from '../helpers/consume.js';
 
 const total = 200;
@@ -27,15 +27,8 @@ function idOf(payload: unknown): string {
 }
 
 async function runTrial(t: Test, stop: (node: StartedNode) => Promise<unknown>): Promise<Trial> {
-  const first = await startNode();
-  let client = new Client(first.url, first.auth);
-  const dataDir = first.dataDir;
-  let current: StartedNode = first;
-  t.teardown(async () => {
-    await client.close();
-    await current.kill();
-    await removeDataDir(dataDir);
-  });
+  const restartable = await NodeWithClient.start(t);
+  let { node: current, client } = restartable;
   const topic = nextTopic();
   await createTopicWith(client, topic, { partitions: 6, visibility_timeout_ms: 1000 });
   const salt = Math.random().toString(36).slice(2, 8);
@@ -57,9 +50,7 @@ async function runTrial(t: Test, stop: (node: StartedNode) => Promise<unknown>):
   }
 
   await stop(current);
-  await client.close();
-  current = await startNode({ dataDir });
-  client = new Client(current.url, current.auth);
+  ({ node: current, client } = await restartable.restart());
   if (!(await waitReady(client))) throw new Error(`node not ready after restart:\n${current.output().slice(-2000)}`);
   const drained = await drain(client, topic, { wait: '1s', quietRounds: 2, maxMessages: total * 3 });
   return {
@@ -104,15 +95,8 @@ t.test('SIGTERM: nothing unacked lost and no acked message delivered again', asy
 });
 
 t.test('SIGKILL while 8 consumers consume and ack: nothing unacked lost', async (t) => {
-  const first = await startNode();
-  let client = new Client(first.url, first.auth);
-  const dataDir = first.dataDir;
-  let current: StartedNode = first;
-  t.teardown(async () => {
-    await client.close();
-    await current.kill();
-    await removeDataDir(dataDir);
-  });
+  const restartable = await NodeWithClient.start(t);
+  let { node: current, client } = restartable;
   const topic = nextTopic();
   await createTopicWith(client, topic, { partitions: 6, visibility_timeout_ms: 1000 });
   const salt = Math.random().toString(36).slice(2, 8);
@@ -142,9 +126,7 @@ t.test('SIGKILL while 8 consumers consume and ack: nothing unacked lost', async 
   });
   await Promise.all(workers);
   t.ok(acked.size >= killAt, `${acked.size} acked before the kill (${uncertain.size} acks unanswered)`);
-  await client.close();
-  current = await startNode({ dataDir });
-  client = new Client(current.url, current.auth);
+  ({ node: current, client } = await restartable.restart());
   t.ok(await waitReady(client), 'ready after the restart');
   const drained = await drain(client, topic, { wait: '1s', quietRounds: 2, maxMessages: 2_000 });
   t.same(drained.otherStatuses, [], 'the drain saw only 200 and 204');

@@ -6,19 +6,15 @@
 // /healthz answering 503 during shutdown is sampled over one kept-alive connection opened before SIGTERM.
 import t from 'tap';
 import { Agent, get as httpGet } from 'node:http';
-import { startNode, removeDataDir, makeDataDir, type StartedNode } from '../helpers/node.js';
+import { RestartableNode, startNodeFor, type StartedNode } from '../helpers/node.js';
 import { Client, assertError, pollUntil, type HttpResponse } from '../helpers/http.js';
 
 let node: StartedNode;
 let anon: Client;
 
 t.before(async () => {
-  node = await startNode();
+  node = await startNodeFor(t);
   anon = new Client(node.url, null);
-});
-t.teardown(async () => {
-  await node?.kill();
-  if (node) await removeDataDir(node.dataDir);
 });
 
 t.test('GET /healthz: 200 {"status":"ok"} without credentials', async (t) => {
@@ -102,13 +98,8 @@ function sampleHealth(port: number): { started: Promise<void>; statuses: Promise
 }
 
 t.test('SIGTERM: exit code 0; messages produced before it are readable after a restart', async (t) => {
-  const dataDir = await makeDataDir();
-  let current: StartedNode | undefined;
-  t.teardown(async () => {
-    await current?.kill();
-    await removeDataDir(dataDir);
-  });
-  current = await startNode({ dataDir });
+  const restartable = await RestartableNode.create(t);
+  let current = await restartable.start();
   let api = new Client(current.url, current.auth);
   t.equal((await api.post('/v1/topics', { name: 'hl-term' })).status, 201, 'create');
   t.equal((await produce(api, 'hl-term', '{"a":1}', 1)).status, 202, 'produce to partition 1');
@@ -135,7 +126,7 @@ t.test('SIGTERM: exit code 0; messages produced before it are readable after a r
   t.ok(first503 < 0 || statuses.slice(first503).every((s) => s === 503), 'no 200 after the first 503');
   t.notMatch(current.output(), /uncaught|unhandled/i, 'no uncaught errors logged');
 
-  current = await startNode({ dataDir });
+  current = await restartable.start();
   api = new Client(current.url, current.auth);
   const topic = await api.get('/v1/topics/hl-term');
   t.equal(topic.status, 200, 'the topic survives the restart');
@@ -159,19 +150,14 @@ t.test('SIGTERM: exit code 0; messages produced before it are readable after a r
 });
 
 t.test('SIGKILL right after a 202: the message is readable after a restart', async (t) => {
-  const dataDir = await makeDataDir();
-  let current: StartedNode | undefined;
-  t.teardown(async () => {
-    await current?.kill();
-    await removeDataDir(dataDir);
-  });
-  current = await startNode({ dataDir });
+  const restartable = await RestartableNode.create(t);
+  let current = await restartable.start();
   let api = new Client(current.url, current.auth);
   t.equal((await api.post('/v1/topics', { name: 'hl-kill' })).status, 201, 'create');
   t.equal((await produce(api, 'hl-kill', '{"c":3}', 0)).status, 202, 'produce');
   await current.kill();
 
-  current = await startNode({ dataDir });
+  current = await restartable.start();
   api = new Client(current.url, current.auth);
   const res = await replay(api, 'hl-kill', 0, 0, 10_000);
   t.equal(res.status, 200, `replay after kill -9 and restart (got ${res.status} ${res.text.slice(0, 200)})`);

@@ -4,7 +4,7 @@
 // Method: black box. One secured node started with http.max_header_bytes=8192; requests over node:http, and raw
 // TCP for the oversized header block. Topics used here have names starting with hr-.
 import t from 'tap';
-import { startNode, removeDataDir, type StartedNode } from '../helpers/node.js';
+import { startNodeFor, type StartedNode } from '../helpers/node.js';
 import { Client, assertError, assertPlainText, rawRequest, send } from '../helpers/http.js';
 
 let node: StartedNode;
@@ -12,15 +12,11 @@ let api: Client;
 let anon: Client;
 
 t.before(async () => {
-  node = await startNode({ args: ['--set', 'http.max_header_bytes=8192'] });
+  node = await startNodeFor(t, { args: ['--set', 'http.max_header_bytes=8192'] });
   api = new Client(node.url, node.auth);
   anon = new Client(node.url, null);
   const res = await api.post('/v1/topics', { name: 'hr-topic' });
   if (res.status !== 201) throw new Error(`setup: create hr-topic answered ${res.status} ${res.text}`);
-});
-t.teardown(async () => {
-  await node?.kill();
-  if (node) await removeDataDir(node.dataDir);
 });
 
 t.test('unknown route: 404 plain text, before credentials', async (t) => {
@@ -202,11 +198,7 @@ t.test('chunked request bodies are read and capped like sized ones', async (t) =
 });
 
 t.test('default http.max_header_bytes is 64 KiB', async (t) => {
-  const plain = await startNode();
-  t.teardown(async () => {
-    await plain.kill();
-    await removeDataDir(plain.dataDir);
-  });
+  const plain = await startNodeFor(t);
   const client = new Client(plain.url, plain.auth);
   t.equal((await client.get('/v1/topics', { headers: { 'x-big': 'x'.repeat(10 * 1024) } })).status, 200, '10 KB header is fine');
   t.equal((await client.get('/v1/topics', { headers: { 'x-big': 'x'.repeat(60 * 1024) } })).status, 200, '60 KB header is fine');

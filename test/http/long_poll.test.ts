@@ -5,17 +5,10 @@
 // Method: one node for the file (a second with http.max_consume_wait=1s for the clamp); a fresh topic per case;
 // timings measured on the client with generous bounds.
 import t from 'tap';
-import { startNode, removeDataDir } from '../helpers/node.js';
-import { Client, topicNamer, waitReplay } from '../helpers/replay.js';
+import { NodeWithClient, topicNamer, waitReplay } from '../helpers/replay.js';
 import { abortableConsume, ack, consume, consumeMessage, createTopicWith, place, produce, sleep } from '../helpers/consume.js';
 
-const node = await startNode();
-const client = new Client(node.url, node.auth);
-t.teardown(async () => {
-  await client.close();
-  await node.kill();
-  await removeDataDir(node.dataDir);
-});
+const { node, client } = await NodeWithClient.start(t);
 const nextTopic = topicNamer('poll');
 
 t.test('a waiting consume is woken by a produce, not by the end of its wait', async (t) => {
@@ -156,13 +149,7 @@ t.test('a message nacked right as its waiter aborts is released, not lost to the
 });
 
 t.test('with http.max_consume_wait=1s a wait of 10s is clamped: 204 after about 1 s with X-Svc-Wait-Clamped: 1s', async (t) => {
-  const short = await startNode({ args: ['--set', 'http.max_consume_wait=1s'] });
-  const shortClient = new Client(short.url, short.auth);
-  t.teardown(async () => {
-    await shortClient.close();
-    await short.kill();
-    await removeDataDir(short.dataDir);
-  });
+  const { node: short, client: shortClient } = await NodeWithClient.start(t, { args: ['--set', 'http.max_consume_wait=1s'] });
   const topic = nextTopic();
   await createTopicWith(shortClient, topic);
   const answer = await consume(shortClient, topic, '?wait=10s');
@@ -178,13 +165,7 @@ t.test('with http.max_consume_wait=1s a wait of 10s is clamped: 204 after about 
 });
 
 t.test('graceful shutdown answers a waiting long poll at once with 204, then exits 0', async (t) => {
-  const own = await startNode();
-  const ownClient = new Client(own.url, own.auth);
-  t.teardown(async () => {
-    await ownClient.close();
-    await own.kill();
-    await removeDataDir(own.dataDir);
-  });
+  const { node: own, client: ownClient } = await NodeWithClient.start(t);
   const topic = nextTopic();
   await createTopicWith(ownClient, topic);
   const waiting = consume(ownClient, topic, '?wait=10s');

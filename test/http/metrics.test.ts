@@ -2,13 +2,9 @@
 // with the svc_* series this node keeps, and consumer lag is high watermark minus the acked frontier.
 // Method: black box on a started node; produce, consume and ack, then scrape.
 import t from 'tap';
-import { startNode, removeDataDir } from '../helpers/node.js';
+import { startNodeFor } from '../helpers/node.js';
 
-const node = await startNode();
-t.teardown(async () => {
-  await node.kill();
-  await removeDataDir(node.dataDir);
-});
+const node = await startNodeFor(t);
 const auth = { authorization: node.auth };
 const json = { ...auth, 'content-type': 'application/json' };
 

@@ -4,19 +4,12 @@
 // Method: one node for the file, a fresh topic per case; each accepted message is read back by replay
 // (GET .../consume?partition&offset) with polling, since a commit follows the 202 asynchronously.
 import t from 'tap';
-import { startNode, removeDataDir } from '../helpers/node.js';
 import {
-  Client, assertError, createTopic, rawRefusedRequest, readAllUntil, topicNamer, topicPath, waitReplay, type Answer,
+  NodeWithClient, assertError, createTopic, rawRefusedRequest, readAllUntil, topicNamer, topicPath, waitReplay, type Answer,
 } from '../helpers/replay.js';
 
 const MiB = 1024 * 1024;
-const node = await startNode();
-const client = new Client(node.url, node.auth);
-t.teardown(async () => {
-  await node.kill(); // first, so a failing step below can never leave the node running
-  await client.close();
-  await removeDataDir(node.dataDir);
-});
+const { node, client } = await NodeWithClient.start(t);
 const nextTopic = topicNamer('produce');
 
 async function produce(topic: string, body: string | Uint8Array, query = '', headers: Record<string, string> =

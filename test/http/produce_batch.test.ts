@@ -7,20 +7,13 @@
 import t from 'tap';
 import { gzipSync } from 'node:zlib';
 import { compress as zstdCompress } from 'zstd-napi';
-import { startNode, removeDataDir } from '../helpers/node.js';
 import {
-  Client, assertError, createTopic, nextOffsets, rawRefusedRequest, readAllUntil, readPartition, topicNamer, topicPath, waitReplay,
+  NodeWithClient, assertError, createTopic, nextOffsets, rawRefusedRequest, readAllUntil, readPartition, topicNamer, topicPath, waitReplay,
   type Answer, type Asserts,
 } from '../helpers/replay.js';
 
 const MiB = 1024 * 1024;
-const node = await startNode();
-const client = new Client(node.url, node.auth);
-t.teardown(async () => {
-  await node.kill(); // first, so a failing step below can never leave the node running
-  await client.close();
-  await removeDataDir(node.dataDir);
-});
+const { node, client } = await NodeWithClient.start(t);
 const nextTopic = topicNamer('batch');
 
 async function batch(topic: string, body: string | Uint8Array, query = '', headers: Record<string, string> = {}): Promise<Answer> {

@@ -6,18 +6,14 @@
 // fault point test.fault_points=ingress.write.
 import t from 'tap';
 import { connect, type Socket } from 'node:net';
-import { startNode, removeDataDir, type StartedNode } from '../helpers/node.js';
+import { startNodeFor, type StartedNode } from '../helpers/node.js';
 import { assertError, Client, pollUntil } from '../helpers/http.js';
 
 const MiB = 1024 * 1024;
 
-async function started(args: string[]): Promise<StartedNode> {
-  const node = await startNode({ args });
-  t.teardown(async () => {
-    await node.kill();
-    await removeDataDir(node.dataDir);
-  });
-  return node;
+/** A node torn down with the file (the root t), whichever subtest starts it. */
+function started(args: string[]): Promise<StartedNode> {
+  return startNodeFor(t, { args });
 }
 
 /** Sends a request line, headers and the first bodyStart bytes of a body, and keeps the socket open. */

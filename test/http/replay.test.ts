@@ -3,16 +3,9 @@
 // Method: one node for the file; one topic with a few pinned messages, read back by offset with polling (the
 // commit follows the 202 asynchronously); then each bad parameter combination on its own request.
 import t from 'tap';
-import { startNode, removeDataDir } from '../helpers/node.js';
-import { Client, assertError, createTopic, readPartition, replayAt, topicNamer, topicPath, waitReplay } from '../helpers/replay.js';
+import { NodeWithClient, assertError, createTopic, readPartition, replayAt, topicNamer, topicPath, waitReplay } from '../helpers/replay.js';
 
-const node = await startNode();
-const client = new Client(node.url, node.auth);
-t.teardown(async () => {
-  await node.kill(); // first, so a failing step below can never leave the node running
-  await client.close();
-  await removeDataDir(node.dataDir);
-});
+const { client } = await NodeWithClient.start(t);
 const nextTopic = topicNamer('replay');
 const topic = nextTopic();
 await createTopic(client, topic, 3);

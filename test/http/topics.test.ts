@@ -3,7 +3,7 @@
 // Method: black box. One secured node for the whole file (subtests run in order and use distinct topic names);
 // requests go over node:http as the root admin; every answer's status, body fields and error shape are asserted.
 import t, { type Test } from 'tap';
-import { startNode, removeDataDir, type StartedNode } from '../helpers/node.js';
+import { startNodeFor, type StartedNode } from '../helpers/node.js';
 import { Client, assertError, pollUntil, type HttpResponse } from '../helpers/http.js';
 
 const DEFAULTS = {
@@ -18,12 +18,8 @@ let node: StartedNode;
 let api: Client;
 
 t.before(async () => {
-  node = await startNode();
+  node = await startNodeFor(t);
   api = new Client(node.url, node.auth);
-});
-t.teardown(async () => {
-  await node?.kill();
-  if (node) await removeDataDir(node.dataDir);
 });
 
 async function create(t: Test, body: Record<string, unknown>): Promise<any> {
@@ -405,11 +401,7 @@ t.test('a produced message reaches next_offset and high_watermark', async (t) =>
 
 t.test('list limits with 1001 topics: default 100, over 1000 treated as 1000', async (t) => {
   // Own node, so the 1001 topics do not crowd the listings of the other subtests.
-  const big = await startNode();
-  t.teardown(async () => {
-    await big.kill();
-    await removeDataDir(big.dataDir);
-  });
+  const big = await startNodeFor(t);
   const client = new Client(big.url, big.auth);
   const names = Array.from({ length: 1001 }, (_, i) => `tb-${String(i).padStart(4, '0')}`);
   let next = 0;

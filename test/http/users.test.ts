@@ -5,19 +5,15 @@
 // work without credentials.
 // Method: black box on a started node as the root admin; each subtest uses its own user names.
 import t from 'tap';
-import { startNode, removeDataDir, basicAuth, adminPassword, type StartedNode } from '../helpers/node.js';
+import { startNodeFor, basicAuth, adminPassword, type StartedNode } from '../helpers/node.js';
 import { Client, assertError, send } from '../helpers/http.js';
 
 let node: StartedNode;
 let root: Client;
 
 t.before(async () => {
-  node = await startNode();
+  node = await startNodeFor(t);
   root = new Client(node.url, node.auth);
-});
-t.teardown(async () => {
-  await node?.kill();
-  if (node) await removeDataDir(node.dataDir);
 });
 
 function put(client: Client, path: string, body: unknown) {
@@ -173,11 +169,7 @@ t.test('delete answers 204, removes the user and clears the owner of its topics'
 });
 
 t.test('security off: user routes work without credentials', async (t) => {
-  const open = await startNode({ security: false });
-  t.teardown(async () => {
-    await open.kill();
-    await removeDataDir(open.dataDir);
-  });
+  const open = await startNodeFor(t, { security: false });
   const anon = new Client(open.url, null);
   const created = await anon.post('/v1/users', { username: 'u-open', password: 'open-pass', grants: [{ action: 'admin' }] });
   t.equal(created.status, 201, created.text);

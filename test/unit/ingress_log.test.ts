@@ -65,6 +65,23 @@ async function appendOne(log: IngressLog, payloadBytes = 16): Promise<number> {
   return seq;
 }
 
+/** A log in a fresh temp dir holding three appended frames (seqs 1 to 3), closed again; `first` is its recovery. */
+async function closedLogOfThree(t: Teardown, segmentBytesMax: number) {
+  const dir = await tempDir(t);
+  const first = await openLog({ dir, segmentBytesMax });
+  for (let i = 0; i < 3; i++) await appendOne(first.log);
+  await first.log.close();
+  return { dir, first };
+}
+
+/** Flips the bits of a file's last byte (a corrupt frame); returns the bytes as written back. */
+async function corruptLastByte(file: string): Promise<Buffer> {
+  const bytes = await readFile(file);
+  bytes[bytes.byteLength - 1]! ^= 0xff;
+  await writeFile(file, bytes);
+  return bytes;
+}
+
 async function walFiles(dir: string): Promise<string[]> {
   return (await readdir(dir)).filter((name) => name.endsWith('.wal')).sort();
 }
@@ -209,10 +226,7 @@ t.test('replay comes in chunks of whole frames of at most 4 MiB, a bigger frame 
 });
 
 t.test('a torn tail is dropped at reopen and the file truncated', async (t) => {
-  const dir = await tempDir(t);
-  const first = await openLog({ dir, segmentBytesMax: mib });
-  for (let i = 0; i < 3; i++) await appendOne(first.log);
-  await first.log.close();
+  const { dir, first } = await closedLogOfThree(t, mib);
   const file = path.join(dir, segmentFileName(1));
   const keptBytes = first.groups[0]!.bytes.byteLength + first.groups[1]!.bytes.byteLength;
   await truncate(file, (await stat(file)).size - 3);
@@ -225,14 +239,9 @@ t.test('a torn tail is dropped at reopen and the file truncated', async (t) => {
 });
 
 t.test('a corrupt last frame is dropped at reopen and the file truncated', async (t) => {
-  const dir = await tempDir(t);
-  const first = await openLog({ dir, segmentBytesMax: mib });
-  for (let i = 0; i < 3; i++) await appendOne(first.log);
-  await first.log.close();
+  const { dir, first } = await closedLogOfThree(t, mib);
   const file = path.join(dir, segmentFileName(1));
-  const bytes = await readFile(file);
-  bytes[bytes.byteLength - 1]! ^= 0xff;
-  await writeFile(file, bytes);
+  const bytes = await corruptLastByte(file);
 
   const second = await openLog({ dir, segmentBytesMax: mib });
   t.same(seqsOf(concat(second.replay)), [1, 2]);
@@ -246,15 +255,9 @@ t.test('a corrupt last frame is dropped at reopen and the file truncated', async
 });
 
 t.test('a bad frame inside a sealed segment fails open, naming the file and position', async (t) => {
-  const dir = await tempDir(t);
-  const first = await openLog({ dir, segmentBytesMax: 1 });
-  for (let i = 0; i < 3; i++) await appendOne(first.log);
-  await first.log.close();
+  const { dir } = await closedLogOfThree(t, 1);
   t.same(await walFiles(dir), [1, 2, 3].map(segmentFileName));
-  const file = path.join(dir, segmentFileName(2));
-  const bytes = await readFile(file);
-  bytes[bytes.byteLength - 1]! ^= 0xff;
-  await writeFile(file, bytes);
+  const bytes = await corruptLastByte(path.join(dir, segmentFileName(2)));
   await t.rejects(IngressLog.open({ dir, segmentBytesMax: 1 }), {
     message: `ingress log: corrupt frame in ${segmentFileName(2)} at byte 0 of ${bytes.byteLength}`,
   });
