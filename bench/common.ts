@@ -66,8 +66,9 @@ export interface BrokerTarget {
   serverPid: number | null;
 }
 
-/** The node of --url, or a node started here (security on, fresh data dir) with `env` added to its environment. */
-export async function startBroker(options: BenchOptions, env: Record<string, string> = {}): Promise<BrokerTarget> {
+/** The node of --url, or a node started here (security on unless `security` says off, fresh data dir) with `env`
+ *  added to its environment. */
+export async function startBroker(options: BenchOptions, env: Record<string, string> = {}, security = true): Promise<BrokerTarget> {
   if (options.url !== null) {
     const authorization = options.password === null ? null : basicAuth(options.user, options.password);
     return { url: options.url, authorization, server: null, serverPid: options.serverPid };
@@ -77,10 +78,10 @@ export async function startBroker(options: BenchOptions, env: Record<string, str
   cleanups.push(async () => rmSync(dataDir, { recursive: true, force: true }));
   const password = randomBytes(18).toString('base64url');
   const server = await startChildServer({ name: 'broker', script: options.nodeScript, env,
-    args: ['--port', '0', '--host', '127.0.0.1', '--data-dir', dataDir, '--security', 'on',
+    args: ['--port', '0', '--host', '127.0.0.1', '--data-dir', dataDir, '--security', security ? 'on' : 'off',
       '--admin-password', password, ...options.nodeArgs] });
   cleanups.push(async () => void (await server.stop()));
-  return { url: server.url, authorization: basicAuth('admin', password), server, serverPid: server.pid };
+  return { url: server.url, authorization: security ? basicAuth('admin', password) : null, server, serverPid: server.pid };
 }
 
 /** A small admin request with fetch (not on a measured path); throws with the broker's output on a network error. */

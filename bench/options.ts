@@ -29,6 +29,8 @@ export interface BenchOptions {
   client: ClientKind;
   json: boolean;
   skipFloor: boolean;
+  /** produce: also measure single produce on a node with security off, for the credential cache's cost. */
+  compareSecurity: boolean;
   serverPid: number | null;
   nodeScript: string;
   nodeArgs: string[];
@@ -63,6 +65,7 @@ produce:
   --batch N               messages per batch request, 1..1000 (default 1000)
   --client net|undici     load generator client (default net; see bench/README.md)
   --skip-floor            do not measure the hello-world floor
+  --compare-security      produce: also run single produce against a node with security off (issue 5's check)
 consume:
   --phases LIST           runs to do, comma-separated: single,batch,wake (default all three)
   --connections N         consume-single connections (default 64)
@@ -86,7 +89,7 @@ export function parseOptions(argv: string[]): BenchOptions {
       partitions: { type: 'string' }, connections: { type: 'string' }, 'batch-connections': { type: 'string' },
       duration: { type: 'string' }, warmup: { type: 'string' }, 'message-bytes': { type: 'string' },
       batch: { type: 'string' }, client: { type: 'string' }, json: { type: 'boolean' },
-      'skip-floor': { type: 'boolean' }, 'server-pid': { type: 'string' }, 'node-script': { type: 'string' },
+      'skip-floor': { type: 'boolean' }, 'compare-security': { type: 'boolean' }, 'server-pid': { type: 'string' }, 'node-script': { type: 'string' },
       'node-arg': { type: 'string', multiple: true }, help: { type: 'boolean', short: 'h' },
       phases: { type: 'string' }, max: { type: 'string' }, prefill: { type: 'string' },
       'batch-prefill': { type: 'string' }, 'prefill-timeout': { type: 'string' }, pollers: { type: 'string' },
@@ -121,6 +124,7 @@ export function parseOptions(argv: string[]): BenchOptions {
     client,
     json: values.json ?? false,
     skipFloor: values['skip-floor'] ?? false,
+    compareSecurity: values['compare-security'] ?? false,
     serverPid: values['server-pid'] === undefined ? null : intOption('server-pid', values['server-pid'], 0, 1, 2 ** 31),
     nodeScript: values['node-script'] ?? brokerScriptDefault,
     nodeArgs: values['node-arg'] ?? [],

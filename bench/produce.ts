@@ -153,6 +153,17 @@ export async function runProduce(options: BenchOptions): Promise<ProduceReport> 
     runs.push(await measure(options, { ...base, name: `batch produce (${options.batch})`,
       connections: options.batchConnections, request: produceRequest(topic, batchBody, target.authorization, true),
       messagesPerRequest: options.batch }));
+    if (options.compareSecurity && options.url === null) {
+      // Alternating windows on the same machine, so a burst of outside load lands on both sides.
+      for (let round = 0; round < 2; round++) {
+        await sleep(1000);
+        runs.push(await measureSecurityOff(options, topic, payload));
+        await sleep(1000);
+        runs.push(await measure(options, { ...base, name: 'single produce (security on, again)',
+          connections: options.connections, request: produceRequest(topic, payload, target.authorization, false),
+          messagesPerRequest: 1 }));
+      }
+    }
   } catch (error) {
     failures.push(errorText(error));
   }
@@ -161,6 +172,19 @@ export async function runProduce(options: BenchOptions): Promise<ProduceReport> 
   }
   return { scenario: 'produce', startedAt, topic, target: target === null ? 'none' : target.url,
     options: reportedOptions(options, consumeOnlyOptions), runs, ratios: ratios(runs), failures };
+}
+
+/** Single produce exactly as above, on a second node started with security off: the cost of authentication. */
+async function measureSecurityOff(options: BenchOptions, topic: string, payload: Buffer): Promise<RunFigures> {
+  const open = await startBroker(options, {}, false);
+  try {
+    await createTopic(open, topic, options.partitions);
+    return await measure(options, { url: open.url, serverPid: open.serverPid, server: open.server,
+      name: 'single produce (security off)', connections: options.connections,
+      request: produceRequest(topic, payload, null, false), messagesPerRequest: 1 });
+  } finally {
+    await open.server?.stop();
+  }
 }
 
 async function measureFloor(options: BenchOptions, topic: string, payload: Buffer): Promise<RunFigures> {
@@ -183,6 +207,18 @@ interface ProduceRatios {
   batchMsgsPerSec: number | null;
   /** Batch produce msgs/s over single produce msgs/s: what batching buys. */
   batchMsgsPerSecOverSingle: number | null;
+  /** With --compare-security: mean secured single produce req/s over the mean with security off, over alternating
+   *  windows (issue 5: >= 0.9). */
+  securedOverSecurityOff: number | null;
+}
+
+/** Secured single produce windows (the first and the 'again' ones) against the security-off windows, per window. */
+function sumReqPerSec(runs: RunFigures[], name: string): number | undefined {
+  const matching = runs.filter((run) => (name === 'single produce' ? run.name.startsWith('single produce') &&
+    !run.name.includes('security off') : run.name === name));
+  const comparable = name === 'single produce' ? matching.filter((run) => run.name.includes('again')) : matching;
+  if (comparable.length === 0) return undefined;
+  return comparable.reduce((sum, run) => sum + run.reqPerSec, 0) / comparable.length;
 }
 
 function ratios(runs: RunFigures[]): ProduceRatios {
@@ -195,6 +231,7 @@ function ratios(runs: RunFigures[]): ProduceRatios {
     singleReqPerSecOfFloor: ratio(single?.reqPerSec, floor?.reqPerSec),
     batchMsgsPerSec: batch ? batch.msgsPerSec : null,
     batchMsgsPerSecOverSingle: ratio(batch?.msgsPerSec, single?.msgsPerSec),
+    securedOverSecurityOff: ratio(sumReqPerSec(runs, 'single produce'), sumReqPerSec(runs, 'single produce (security off)')),
   };
 }
 
@@ -216,6 +253,9 @@ export function printProduceTable(report: ProduceReport): void {
   if (r.batchMsgsPerSec !== null) out.push(`batch produce msgs/s: ${formatInt(r.batchMsgsPerSec)}`);
   if (r.batchMsgsPerSecOverSingle !== null) {
     out.push(`batch msgs/s / single msgs/s: ${fixed(r.batchMsgsPerSecOverSingle, 1)}`);
+  }
+  if (r.securedOverSecurityOff !== null) {
+    out.push(`single produce req/s, security on / security off: ${fixed(r.securedOverSecurityOff, 3)} (the credential cache keeps it >= 0.9?)`);
   }
   out.push(`MB = 10^6 payload bytes; CPU % is of one core (${os.cpus().length} cores here); ` +
     `latencies from request write to last response byte, completions inside the measured window`);
