@@ -20,10 +20,6 @@ export class ByteBudget {
     this.usedBytes -= bytes;
     if (this.usedBytes < 0) throw new Error('byte budget: gave back more than taken');
   }
-
-  get used(): number {
-    return this.usedBytes;
-  }
 }
 
 export interface BudgetShare {

@@ -53,10 +53,4 @@ export class TopicWaiters {
   notifyAll(topicId: string): void {
     this.notify(topicId, Number.MAX_SAFE_INTEGER);
   }
-
-  get size(): number {
-    let total = 0;
-    for (const waiters of this.byTopic.values()) total += waiters.size;
-    return total;
-  }
 }
