@@ -7,13 +7,14 @@ import type { MetadataReplica } from './metadata_replica.js';
 
 export class Metrics {
   readonly registry = new Registry();
-  private readonly requests = new Map<string, number>();
+  /** route pattern -> method -> status -> answers. */
+  private readonly requestsByRoute = new Map<string, Map<string, Map<number, number>>>();
   /** topic name -> messages accepted per partition. */
   private readonly produced = new Map<string, number[]>();
   private ingressFailed = 0;
 
   constructor(replica: MetadataReplica, workers: PartitionWorkers) {
-    const requests = this.requests;
+    const requestsByRoute = this.requestsByRoute;
     const produced = this.produced;
     new Counter({
       name: 'svc_http_requests_total',
@@ -22,9 +23,10 @@ export class Metrics {
       registers: [this.registry],
       collect() {
         this.reset();
-        for (const [key, count] of requests) {
-          const [route, method, status] = key.split(' ');
-          this.labels(route!, method!, status!).inc(count);
+        for (const [route, byMethod] of requestsByRoute) {
+          for (const [method, byStatus] of byMethod) {
+            for (const [status, count] of byStatus) this.labels(route, method, String(status)).inc(count);
+          }
         }
       },
     });
@@ -89,9 +91,13 @@ export class Metrics {
     });
   }
 
+  /** Counts an answer; per (route, method) a small map by status, so the hot path builds no string. */
   countRequest(route: string, method: string, status: number): void {
-    const key = `${route} ${method} ${status}`;
-    this.requests.set(key, (this.requests.get(key) ?? 0) + 1);
+    let byMethod = this.requestsByRoute.get(route);
+    if (byMethod === undefined) this.requestsByRoute.set(route, (byMethod = new Map()));
+    let byStatus = byMethod.get(method);
+    if (byStatus === undefined) byMethod.set(method, (byStatus = new Map()));
+    byStatus.set(status, (byStatus.get(status) ?? 0) + 1);
   }
 
   countProduced(topic: string, partitions: readonly number[]): void {
