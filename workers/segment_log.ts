@@ -9,6 +9,7 @@ import { mkdir, open, readdir, readFile, rename, rm, unlink, type FileHandle } f
 import { dirname, join } from 'node:path';
 import { Packr } from 'msgpackr';
 import type { PayloadKind } from '../src/protocol/ingress_frame.js';
+import type { PartitionStatsView } from '../src/protocol/thread_messages.js';
 import { encodeFrame, frameBodyBytesMax, frameHeaderBytes, scanFrames, sealFrame } from '../src/util/frame.js';
 import { arrayHeaderBytes, binBytes, MsgpackWriter, uintBytes } from '../src/protocol/msgpack_writer.js';
 import { parseSegmentFileName, segmentPath } from './partition_dirs.js';
@@ -26,16 +27,8 @@ export interface StoredRecord {
   ingressIndex: number;
 }
 
-export interface PartitionLogStats {
-  segments: number;
-  oldestOffset: number;
-  nextOffset: number;
-  highWatermark: number;
-  /** .log plus .idx bytes on disk. */
-  sizeBytes: number;
-  /** Unix seconds of the oldest segment's first record; absent when the partition holds no record. */
-  oldestSegmentAtSec?: number;
-}
+/** The partition statistics of spec §2 but the index, which the worker adds; sizeBytes counts .log and .idx. */
+export type PartitionLogStats = Omit<PartitionStatsView, 'index'>;
 
 export interface IngressPosition {
   seq: number;

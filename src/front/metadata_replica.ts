@@ -3,7 +3,7 @@
 // answer to a proposal is the result of applying it here. Created at boot; lives as long as the node.
 import type { Worker } from 'node:worker_threads';
 import { errors } from '../errors.js';
-import { applyCommand, emptyMetadataState, type ApplyResult, type MetadataCommand, type MetadataState } from '../raft/metadata/state.js';
+import { applyCommand, emptyMetadataState, type ApplyResult, type MetadataCommand, type MetadataState, type TopicRecord } from '../raft/metadata/state.js';
 import { assertNever, type FromMetadata, type ToMetadata } from '../protocol/thread_messages.js';
 
 export type AppliedListener = (command: MetadataCommand, result: ApplyResult) => void;
@@ -30,6 +30,13 @@ export class MetadataReplica {
   whenReady(): Promise<void> {
     if (this.snapshotReceived) return Promise.resolve();
     return new Promise((resolve) => this.readyWaiters.push(resolve));
+  }
+
+  /** The topic a path names (NOTES 6: exact name), or 404. */
+  topic(name: string): TopicRecord {
+    const topic = this.state.topics.get(name);
+    if (topic === undefined) throw errors.topicNotFound(name);
+    return topic;
   }
 
   onApplied(listener: AppliedListener): void {

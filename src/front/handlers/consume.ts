@@ -34,14 +34,8 @@ export function consumeHandlers(services: FrontServices) {
     }
   });
 
-  function lookup(name: string): TopicRecord {
-    const topic = replica.state.topics.get(name);
-    if (topic === undefined) throw errors.topicNotFound(name);
-    return topic;
-  }
-
   async function onConsume(ctx: RequestContext): Promise<Reply> {
-    const topic = lookup(ctx.param(0));
+    const topic = replica.topic(ctx.param(0));
     requireTopic.consume(ctx.user, topic);
     const { query } = ctx;
     const waitText = query.get('wait');
@@ -141,7 +135,7 @@ export function consumeHandlers(services: FrontServices) {
   }
 
   async function onAck(ctx: RequestContext): Promise<Reply> {
-    const topic = lookup(ctx.param(0));
+    const topic = replica.topic(ctx.param(0));
     requireTopic.consume(ctx.user, topic);
     const mode = settleMode(ctx.query.get('extend'));
     const handleText = ctx.query.get('receipt_handle');

@@ -30,12 +30,6 @@ export function produceHandlers(services: FrontServices) {
     }
   });
 
-  function lookup(name: string): TopicRecord {
-    const topic = replica.state.topics.get(name);
-    if (topic === undefined) throw errors.topicNotFound(name);
-    return topic;
-  }
-
   function nextPartition(topic: TopicRecord): number {
     const next = (roundRobin.get(topic.id) ?? 0) % topic.partitions;
     roundRobin.set(topic.id, next + 1);
@@ -65,7 +59,7 @@ export function produceHandlers(services: FrontServices) {
   }
 
   async function onProduce(ctx: RequestContext): Promise<Reply> {
-    const topic = lookup(ctx.param(0));
+    const topic = replica.topic(ctx.param(0));
     requireTopic.produce(ctx.user, topic);
     const { query } = ctx;
     const keyText = query.get('key');
@@ -94,7 +88,7 @@ export function produceHandlers(services: FrontServices) {
   }
 
   async function onProduceBatch(ctx: RequestContext): Promise<Reply> {
-    const topic = lookup(ctx.param(0));
+    const topic = replica.topic(ctx.param(0));
     requireTopic.produce(ctx.user, topic);
     if (ctx.query.has('key')) throw errors.invalid('key', 'not allowed in the query of a batch produce (set it per message)');
     if (ctx.query.has('partition')) throw errors.invalid('partition', 'not allowed in the query of a batch produce (set it per message)');
@@ -110,7 +104,7 @@ export function produceHandlers(services: FrontServices) {
     }
     if (!parsed.ok) throw new BrokerError(parsed.status, parsed.error);
     // The topic may have been deleted or grown while the pool worked; a deleted one is 404 now.
-    const current = lookup(topic.name);
+    const current = replica.topic(topic.name);
     if (current.id !== topic.id) throw errors.topicNotFound(topic.name);
     const records = parsed.records;
     takeProduceSlot(ctx, records.length);

@@ -27,12 +27,6 @@ export function topicHandlers(services: FrontServices) {
   const { config, replica } = services;
   const partitionsMax = config['topics.partitions_max'];
 
-  function lookup(name: string): TopicRecord {
-    const topic = replica.state.topics.get(name);
-    if (topic === undefined) throw errors.topicNotFound(name);
-    return topic;
-  }
-
   function retention(body: Record<string, unknown>): number | undefined {
     const value = body.retention_ms;
     if (value === undefined) return undefined;
@@ -120,7 +114,7 @@ export function topicHandlers(services: FrontServices) {
   }
 
   async function onGetTopic(ctx: RequestContext): Promise<Reply> {
-    const topic = lookup(ctx.param(0));
+    const topic = replica.topic(ctx.param(0));
     requireTopic.read(ctx.user, topic);
     const only = ctx.query.integer('partition', 0, topic.partitions - 1,
       `not a partition of topic ${topic.name} (0 to ${topic.partitions - 1})`);
@@ -152,7 +146,7 @@ export function topicHandlers(services: FrontServices) {
   }
 
   async function onPatchTopic(ctx: RequestContext): Promise<Reply> {
-    const topic = lookup(ctx.param(0));
+    const topic = replica.topic(ctx.param(0));
     requireTopic.manage(ctx.user, topic);
     const body = parseJsonObject(await ctx.body(), patchFields);
     if (Object.keys(body).length === 0) throw errors.badRequest('body: send at least one field');
@@ -184,7 +178,7 @@ export function topicHandlers(services: FrontServices) {
   }
 
   async function onDeleteTopic(ctx: RequestContext): Promise<Reply> {
-    const topic = lookup(ctx.param(0));
+    const topic = replica.topic(ctx.param(0));
     requireTopic.manage(ctx.user, topic);
     const force = ctx.query.get('force');
     if (force !== undefined && force !== 'true' && force !== 'false') throw errors.invalid('force', 'must be true or false');
@@ -194,7 +188,7 @@ export function topicHandlers(services: FrontServices) {
   }
 
   function onGetSchema(ctx: RequestContext): Reply {
-    const topic = lookup(ctx.param(0));
+    const topic = replica.topic(ctx.param(0));
     requireTopic.read(ctx.user, topic);
     return jsonReply(200, { topic: topic.name, version: 0, versions: [] });
   }
