@@ -428,3 +428,18 @@ t.test('list limits with 1001 topics: default 100, over 1000 treated as 1000', a
   t.same(rest.topics.map((topic: { name: string }) => topic.name), ['tb-1000'], 'the last one on the next page');
   t.equal(rest.next_page_token, '', 'then the end');
 });
+
+t.test('schema and fan-out fields: checked first, then 501 until their work lands; PATCH groups apply in order', async (t) => {
+  assertError(t, await api.post('/v1/topics', { name: 'tp-schema-bad', schema: 'string' }), 400, 'schema', 'schema of the wrong type');
+  assertError(t, await api.post('/v1/topics', { name: 'tp-schema-bad2', schema: { type: 'object' }, partitions: 2 }), 400, 'partitions',
+    'other fields are checked before the 501');
+  assertError(t, await api.post('/v1/topics', { name: 'tp-schema', schema: { type: 'object' } }), 501, 'not implemented', 'create with schema');
+  assertError(t, await api.post('/v1/topics', { name: 'tp-child', parent: 'tp-any' }), 501, 'not implemented', 'create with parent');
+  t.equal((await getTopic('tp-schema')).status, 404, 'nothing was created');
+  await create(t, { name: 'tp-groups' });
+  assertError(t, await api.patch('/v1/topics/tp-groups', { schema_base_version: 1 }), 400, 'schema_base_version', 'base version without schema');
+  // Spec §4 PATCH: no transaction; retention applies before the schema group fails.
+  assertError(t, await api.patch('/v1/topics/tp-groups', { retention_ms: 7_200_000, schema: { type: 'object' } }), 501, 'not implemented');
+  const after = await getTopic('tp-groups');
+  t.equal(after.json().retention_ms, 7_200_000, 'the retention group stayed applied');
+});
