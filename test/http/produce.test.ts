@@ -97,6 +97,14 @@ t.test('payload_encoding=base64 with a body that is not base64 is 400', async (t
   assertError(t, await produce(topic, '%%% not base64 %%%', '?payload_encoding=base64'), 400, 'payload');
 });
 
+t.test('an encoding other than base64, or a key that is not base64 under key_encoding, is 400', async (t) => {
+  const topic = nextTopic();
+  await createTopic(client, topic);
+  assertError(t, await produce(topic, '{"a":1}', '?payload_encoding=hex'), 400, 'payload_encoding');
+  assertError(t, await produce(topic, '{"a":1}', '?key=k&key_encoding=hex'), 400, 'key_encoding');
+  assertError(t, await produce(topic, '{"a":1}', '?key=%25%25&key_encoding=base64'), 400, 'key');
+});
+
 t.test('key is stored and returned; no key means no key field', async (t) => {
   const keyed = await roundTrip('{"v":1}', 'key=order-17');
   t.equal(keyed.accepted.status, 202);
