@@ -61,8 +61,9 @@ export class LeaseInvariantError extends Error {
 }
 
 /** Fail-stop check for the pure read path, which may not import node:assert (tidy bans node:* here). */
-export function assertLease(condition: boolean, message: string): asserts condition {
-  if (!condition) throw new LeaseInvariantError(message);
+/** message may be a function: checks on every command then build no string unless they fail. */
+export function assertLease(condition: boolean, message: string | (() => string)): asserts condition {
+  if (!condition) throw new LeaseInvariantError(typeof message === 'string' ? message : message());
 }
 
 export function validateActorConfig(config: ActorConfig): void {
@@ -126,7 +127,7 @@ export class DeadlineHeap {
 
   private at(i: number): DeadlineEntry {
     const entry = this.entries[i];
-    assertLease(entry !== undefined, `deadline heap: no entry at ${i} of ${this.entries.length}`);
+    assertLease(entry !== undefined, () => `deadline heap: no entry at ${i} of ${this.entries.length}`);
     return entry;
   }
 
@@ -289,7 +290,7 @@ export class LeaseTable {
    * below the acked-ahead cap (NOTES 12).
    */
   take(max: number, nowMs: number, nonceSource: () => string): Lease[] {
-    assertLease(Number.isSafeInteger(max) && max >= 0, `take: max ${max}`);
+    assertLease(Number.isSafeInteger(max) && max >= 0, () => `take: max ${max}`);
     const out: Lease[] = [];
     const deadlineMs = nowMs + this.config.visibilityTimeoutMs;
     // Bounded by max: every pass leases one offset.
@@ -304,7 +305,7 @@ export class LeaseTable {
     ) {
       const offset = this.cursor;
       // Restore starts the cursor past every acked offset, so a never-delivered offset is never acked.
-      assertLease(!this.acked.has(offset), `take: offset ${offset} at the cursor is acked`);
+      assertLease(!this.acked.has(offset), () => `take: offset ${offset} at the cursor is acked`);
       this.cursor += 1;
       out.push(this.lease(offset, nonceSource(), deadlineMs));
     }
@@ -344,8 +345,8 @@ export class LeaseTable {
 
   /** The log committed up to highWatermark (exclusive); it never goes back. */
   commit(highWatermark: number): void {
-    assertLease(Number.isSafeInteger(highWatermark), `commit: highWatermark ${highWatermark}`);
-    assertLease(highWatermark >= this.highWatermark, `commit: highWatermark ${highWatermark} below ${this.highWatermark}`);
+    assertLease(Number.isSafeInteger(highWatermark), () => `commit: highWatermark ${highWatermark}`);
+    assertLease(highWatermark >= this.highWatermark, () => `commit: highWatermark ${highWatermark} below ${this.highWatermark}`);
     this.highWatermark = highWatermark;
   }
 
@@ -426,13 +427,13 @@ export class LeaseTable {
   /** The O(1) invariants, cheap enough for every command on the hot path. */
   checkCounts(): void {
     const { oldestOffset, frontier, cursor, highWatermark } = this;
-    assertLease(oldestOffset <= frontier, `oldestOffset ${oldestOffset} > frontier ${frontier}`);
-    assertLease(frontier <= cursor, `frontier ${frontier} > cursor ${cursor}`);
-    assertLease(cursor <= highWatermark, `cursor ${cursor} > highWatermark ${highWatermark}`);
+    assertLease(oldestOffset <= frontier, () => `oldestOffset ${oldestOffset} > frontier ${frontier}`);
+    assertLease(frontier <= cursor, () => `frontier ${frontier} > cursor ${cursor}`);
+    assertLease(cursor <= highWatermark, () => `cursor ${cursor} > highWatermark ${highWatermark}`);
     const held = this.acked.size + this.leases.size + this.redeliveries.length;
-    assertLease(held === cursor - frontier, `acked ${this.acked.size} + leases ${this.leases.size} + redeliveries ${this.redeliveries.length} != cursor ${cursor} - frontier ${frontier}`);
-    assertLease(this.leases.size <= this.leasesCeiling, `leases ${this.leases.size} over the ceiling ${this.leasesCeiling}`);
-    assertLease(this.leasesCeiling >= this.config.maxInFlightPerPartition, `ceiling ${this.leasesCeiling} below the cap`);
+    assertLease(held === cursor - frontier, () => `acked ${this.acked.size} + leases ${this.leases.size} + redeliveries ${this.redeliveries.length} != cursor ${cursor} - frontier ${frontier}`);
+    assertLease(this.leases.size <= this.leasesCeiling, () => `leases ${this.leases.size} over the ceiling ${this.leasesCeiling}`);
+    assertLease(this.leasesCeiling >= this.config.maxInFlightPerPartition, () => `ceiling ${this.leasesCeiling} below the cap`);
   }
 
   /** Every invariant, O(leases + acked + redeliveries + heap): run by tests and the simulator after each command. */
