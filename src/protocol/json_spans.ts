@@ -92,16 +92,19 @@ function skipSpace(bytes: Uint8Array, at: number): number {
   return at;
 }
 
-/** at points at an opening quote; returns the index after the closing quote. */
+/** at points at an opening quote; returns the index after the closing quote. The native indexOf finds each
+ *  candidate quote; one preceded by an odd run of backslashes is escaped and the search goes on. */
 function skipString(bytes: Uint8Array, at: number): number {
-  at++;
-  while (at < bytes.length) {
-    const b = bytes[at]!;
-    if (b === backslash) at += 2;
-    else if (b === quote) return at + 1;
-    else at++;
+  let from = at + 1;
+  while (from < bytes.length) {
+    const close = bytes.indexOf(quote, from);
+    if (close < 0) return bytes.length;
+    let backslashes = 0;
+    for (let i = close - 1; i >= from && bytes[i] === backslash; i--) backslashes++;
+    if (backslashes % 2 === 0) return close + 1;
+    from = close + 1;
   }
-  return at;
+  return bytes.length;
 }
 
 function skipValue(bytes: Uint8Array, at: number): number {

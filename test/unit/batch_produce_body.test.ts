@@ -87,3 +87,13 @@ t.test('payload classification and base64', async (t) => {
   t.equal(decodeBase64('a*b='), null);
   t.equal(decodeBase64('a'), null);
 });
+
+t.test('strings ending in escaped backslashes and holding escaped quotes keep their exact bytes', async (t) => {
+  const payloads = ['"a\\\\"', '"a\\"b"', '"\\\\\\""', '{"k":"}\\\\","l":"\\"{"}'];
+  const body = `{"messages":[${payloads.map((p) => `{"payload":${p},"key":"x"}`).join(',')}]}`;
+  const parsed = parseBatchBody(enc(body), 3, limits);
+  t.ok(parsed.ok, 'valid JSON');
+  if (!parsed.ok) return;
+  t.same(parsed.records.map((r) => text(r.payload)), payloads);
+  t.same(parsed.records.map((r) => text(r.key!)), ['x', 'x', 'x', 'x'], 'fields after the payload are still found');
+});
