@@ -9,6 +9,7 @@ import { parseReceiptHandle } from '../../protocol/receipt_handle.js';
 import type { LeaseRef, SettleMode } from '../../protocol/thread_messages.js';
 import type { TopicRecord } from '../../raft/metadata/state.js';
 import { workerFailure } from '../dispatch.js';
+import { parseJsonObject } from '../json_body.js';
 import { requireTopic } from '../access.js';
 import { InFlightPerIdentity } from '../in_flight.js';
 import { jsonReply, jsonType, type Reply } from '../respond.js';
@@ -198,15 +199,7 @@ function settleMode(extend: string | undefined): SettleMode {
 
 function batchHandles(body: Uint8Array): string[] {
   if (body.byteLength === 0) throw errors.invalid('receipt_handle', 'required in the query, or receipt_handles in the body');
-  let value: unknown;
-  try {
-    value = JSON.parse(Buffer.from(body.buffer, body.byteOffset, body.byteLength).toString('utf8'));
-  } catch {
-    throw errors.invalidJson();
-  }
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw errors.badRequest('body: must be a JSON object with receipt_handles');
-  for (const field of Object.keys(value)) if (field !== 'receipt_handles') throw errors.unknownField(field);
-  const handles = (value as { receipt_handles?: unknown }).receipt_handles;
+  const handles = parseJsonObject(body, ['receipt_handles']).receipt_handles;
   if (!Array.isArray(handles) || handles.length === 0) throw errors.invalid('receipt_handles', `required, 1 to ${limits.batch_ack_handles_max} receipt handles`);
   if (handles.length > limits.batch_ack_handles_max) throw errors.invalid('receipt_handles', `at most ${limits.batch_ack_handles_max} receipt handles`);
   // A handle that is not even a string makes the body malformed; a string that does not decode fails alone (NOTES 10).
