@@ -46,6 +46,19 @@ export class PartitionWorkers {
     return workerForPartition(topicId, partition, this.workers.length);
   }
 
+  /** Items grouped by the worker owning partitionOf(item), keeping their order within each worker and the order in
+   *  which workers first appear; one message per worker then carries its group. */
+  groupByOwner<T>(topicId: string, items: readonly T[], partitionOf: (item: T) => number): Map<number, T[]> {
+    const groups = new Map<number, T[]>();
+    for (const item of items) {
+      const owner = this.ownerOf(topicId, partitionOf(item));
+      const group = groups.get(owner);
+      if (group === undefined) groups.set(owner, [item]);
+      else group.push(item);
+    }
+    return groups;
+  }
+
   /** Sends one synced ingress group to every worker; each stores the records of the partitions it owns. */
   dispatch(frames: Uint8Array, lastSeq: number, metaIndex: number): void {
     for (let i = 0; i < this.workers.length; i++) {

@@ -94,13 +94,8 @@ export function consumeHandlers(services: FrontServices) {
       startIndex.set(topic.id, start + 1);
       order = Array.from({ length: topic.partitions }, (_, i) => (start + i) % topic.partitions);
     }
-    const byWorker = new Map<number, number[]>();
-    for (const p of order) {
-      const owner = workers.ownerOf(topic.id, p);
-      byWorker.set(owner, [...(byWorker.get(owner) ?? []), p]);
-    }
     const taken: Taken = { leases: [], json: [] };
-    for (const [worker, partitions] of byWorker) {
+    for (const [worker, partitions] of workers.groupByOwner(topic.id, order, (p) => p)) {
       const reply = await workers.request(worker, { kind: 'take', topicId: topic.id, partitions, max: max - taken.leases.length });
       const failure = workerFailure(reply);
       if (failure !== null) {
@@ -117,12 +112,9 @@ export function consumeHandlers(services: FrontServices) {
   }
 
   function release(topic: TopicRecord, taken: Taken): void {
-    const byWorker = new Map<number, LeaseRef[]>();
-    for (const lease of taken.leases) {
-      const owner = workers.ownerOf(topic.id, lease.partition);
-      byWorker.set(owner, [...(byWorker.get(owner) ?? []), lease]);
+    for (const [worker, items] of workers.groupByOwner(topic.id, taken.leases, (lease) => lease.partition)) {
+      workers.send(worker, { kind: 'release', topicId: topic.id, items });
     }
-    for (const [worker, items] of byWorker) workers.send(worker, { kind: 'release', topicId: topic.id, items });
   }
 
   async function replay(topic: TopicRecord, partition: number, offset: number): Promise<Reply> {
@@ -166,12 +158,8 @@ export function consumeHandlers(services: FrontServices) {
   /** One status per lease, in order: the owning worker's answer, or 410 for a partition the topic does not have. */
   async function settle(topic: TopicRecord, mode: SettleMode, leases: LeaseRef[]): Promise<number[]> {
     const statuses: number[] = leases.map(() => 410);
-    const byWorker = new Map<number, number[]>();
-    leases.forEach((lease, i) => {
-      if (lease.partition >= topic.partitions) return;
-      const owner = workers.ownerOf(topic.id, lease.partition);
-      byWorker.set(owner, [...(byWorker.get(owner) ?? []), i]);
-    });
+    const known = [...leases.keys()].filter((i) => leases[i]!.partition < topic.partitions);
+    const byWorker = workers.groupByOwner(topic.id, known, (i) => leases[i]!.partition);
     await Promise.all([...byWorker].map(async ([worker, indexes]) => {
       const reply = await workers.request(worker, { kind: 'settle', topicId: topic.id, mode, items: indexes.map((i) => leases[i]!) });
       const failure = workerFailure(reply);

@@ -128,11 +128,7 @@ export function topicHandlers(services: FrontServices) {
   }
 
   async function partitionStats(topic: TopicRecord, partitions: number[]): Promise<PartitionStatsView[]> {
-    const byWorker = new Map<number, number[]>();
-    for (const p of partitions) {
-      const owner = services.workers.ownerOf(topic.id, p);
-      byWorker.set(owner, [...(byWorker.get(owner) ?? []), p]);
-    }
+    const byWorker = services.workers.groupByOwner(topic.id, partitions, (p) => p);
     const replies = await Promise.all(
       [...byWorker].map(([worker, ps]) => services.workers.request(worker, { kind: 'stats', topicId: topic.id, partitions: ps })),
     );
