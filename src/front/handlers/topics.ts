@@ -69,6 +69,8 @@ export function topicHandlers(services: FrontServices) {
     optionalInteger(body, 'fanout_delay_ms', 0, fanoutDelayMsMax);
     if (body.fanout_delay_ms !== undefined && parent === undefined) throw errors.invalid('fanout_delay_ms', 'only with parent');
     // Fan-out and schemas land in their own issues; everything else was checked first.
+    // Spec §4: a missing parent is 404 whatever else the request holds.
+    if (parent !== undefined && !replica.state.topics.has(parent)) throw errors.metadataRefused(404, `parent topic ${parent} not found`);
     if (parent !== undefined || body.schema !== undefined) throw errors.notImplemented();
 
     const topic: TopicRecord = {
