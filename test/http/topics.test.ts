@@ -434,7 +434,12 @@ t.test('schema and fan-out fields: checked first, then 501 until their work land
   assertError(t, await api.post('/v1/topics', { name: 'tp-schema-bad2', schema: { type: 'object' }, partitions: 2 }), 400, 'partitions',
     'other fields are checked before the 501');
   assertError(t, await api.post('/v1/topics', { name: 'tp-schema', schema: { type: 'object' } }), 501, 'not implemented', 'create with schema');
-  assertError(t, await api.post('/v1/topics', { name: 'tp-child', parent: 'tp-any' }), 501, 'not implemented', 'create with parent');
+  assertError(t, await api.post('/v1/topics', { name: 'tp-child', parent: 'tp-any' }), 404, 'tp-any', 'create under a missing parent');
+  await create(t, { name: 'tp-parent' });
+  assertError(t, await api.post('/v1/topics', { name: 'tp-child', parent: 'tp-parent' }), 501, 'not implemented', 'create with parent');
+  assertError(t, await api.get('/v1/topics/tp-missing/schema'), 404, 'tp-missing', 'schema of a missing topic');
+  assertError(t, await api.patch('/v1/topics/tp-parent', { max_acked_ahead_per_partition: -1 }), 400, 'max_acked_ahead_per_partition');
+  assertError(t, await api.patch('/v1/topics/tp-parent', [1]), 400, 'body', 'PATCH body that is not an object');
   t.equal((await getTopic('tp-schema')).status, 404, 'nothing was created');
   await create(t, { name: 'tp-groups' });
   assertError(t, await api.patch('/v1/topics/tp-groups', { schema_base_version: 1 }), 400, 'schema_base_version', 'base version without schema');
