@@ -165,11 +165,12 @@ class PartitionWorker {
       assert.equal(entry.index, this.appliedIndex + 1, `metadata entry ${entry.index} skips past ${this.appliedIndex}`);
       const result = applyCommand(replica, entry.command);
       this.appliedIndex = entry.index;
-      if (result.ok && result.deletedTopicId !== undefined) {
-        this.topicForget(result.deletedTopicId);
-        this.ownedByTopic.delete(result.deletedTopicId);
+      if (result.ok && result.deletedTopicId !== undefined) this.topicForget(result.deletedTopicId);
+      // Spec §4 PATCH: groups before a failing one stay applied, so caps may have changed even when the entry failed.
+      if (entry.command.type === 'topic.update') {
+        const topic = replica.topics.get(entry.command.name);
+        if (topic !== undefined && topic.id === entry.command.id) this.topicConfigure(topic);
       }
-      if (result.ok && entry.command.type === 'topic.update' && result.topic !== undefined) this.topicConfigure(result.topic);
     }
     this.topicsByIdRebuild();
     this.heldRelease();
@@ -463,6 +464,7 @@ class PartitionWorker {
   /** A deleted topic's logs leave the maps now (nothing stages or reads them again) and are destroyed
    *  once the round that may be flushing them ends. */
   private topicForget(topicId: string): void {
+    this.ownedByTopic.delete(topicId);
     const partitions = this.logs.get(topicId);
     this.logs.delete(topicId);
     const logs = partitions === undefined ? [] : [...partitions.values()];

@@ -319,3 +319,21 @@ t.test('retention deletes what is older than retention_ms and keeps forever with
   const kept = await w.read(forever.id, owned(forever), 0);
   t.equal(recordText(t, kept).payload, 'old-b');
 });
+
+t.test('caps changed by a PATCH entry whose partitions group failed still reach the consume side', async (t) => {
+  const dataDir = await tempDataDir(t);
+  const w = await started(t, dataDir, stateWith(topicA), 1);
+  const p = [...Array(topicA.partitions).keys()].find((i) => workerForPartition(topicA.id, i, 1) === 0)!;
+  w.send(dispatch(1, [entry(1, topicA.id, [[p, 'a'], [p, 'b'], [p, 'c'], [p, 'd']])]));
+  await w.durable(1);
+  // Spec §4 PATCH: the caps group applies, then partitions (not larger) fails; the caps stay applied.
+  w.metadataSend({ kind: 'committed', entries: [{ index: 2, command: { type: 'topic.update', name: topicA.name, id: topicA.id,
+    changes: { maxInFlightPerPartition: 2, partitions: topicA.partitions } } }] });
+  // The metadata port and the request port are not ordered against each other: a dispatch stamped with index 2 is
+  // held until the worker applied that entry, so its 'durable' shows the entry is in.
+  w.send(dispatch(2, [entry(2, topicA.id, [[p, 'e']])]));
+  await w.durable(2);
+  w.send({ kind: 'take', reqId: 900, topicId: topicA.id, partitions: [p], max: 4 });
+  const taken = await w.take('taken', (m) => m.reqId === 900);
+  t.equal(taken.leases.length, 2, 'the lowered in-flight cap holds');
+});
