@@ -8,13 +8,10 @@ import { join } from 'node:path';
 import { Packr } from 'msgpackr';
 import { encodeFrame, frameBodyBytesMax, frameHeaderBytes, scanFrames } from '../src/util/frame.js';
 import { dirCreateDurably, dirSync, writeAll } from './segment_log.js';
+import type { AckState } from './lease_table.js';
 
-export interface AckState {
-  /** The lowest unacked offset. */
-  frontier: number;
-  /** Offsets acked above the frontier, strictly ascending. */
-  acked: number[];
-}
+/** The lowest unacked offset and the offsets acked above it, strictly ascending (the lease table's shape). */
+export type { AckState };
 
 const ackLogFileName = 'acks.log';
 /** A rewrite is written and synced under this name first, so acks.log is always whole. */

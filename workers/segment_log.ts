@@ -9,21 +9,16 @@ import { mkdir, open, readdir, readFile, rename, rm, unlink, type FileHandle } f
 import { dirname, join } from 'node:path';
 import { Packr } from 'msgpackr';
 import type { PayloadKind } from '../src/protocol/ingress_frame.js';
-import type { PartitionStatsView } from '../src/protocol/thread_messages.js';
+import type { PartitionStatsView, StoredRecordView } from '../src/protocol/thread_messages.js';
 import { encodeFrame, frameBodyBytesMax, frameHeaderBytes, scanFrames, sealFrame } from '../src/util/frame.js';
 import { arrayHeaderBytes, binBytes, MsgpackWriter, uintBytes } from '../src/protocol/msgpack_writer.js';
 import { parseSegmentFileName, segmentPath } from './partition_dirs.js';
 import { indexEntryBytes, indexEntryRead, segmentPositionLimit, SegmentPositions } from './segment_index.js';
 
-export interface StoredRecord {
-  offset: number;
-  timestampSec: number;
-  key: Uint8Array | null;
-  payload: Uint8Array;
-  payloadKind: PayloadKind;
-  /** Ingress sequence of the frame the record came in; with ingressIndex it identifies a replayed record. */
+/** A record as answered (StoredRecordView) plus where it came from: ingress sequence of its frame and its position
+ *  in that frame, which together identify a replayed record. */
+export interface StoredRecord extends StoredRecordView {
   ingressSeq: number;
-  /** Position of the record within its ingress frame. */
   ingressIndex: number;
 }
 
