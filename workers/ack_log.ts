@@ -7,7 +7,7 @@ import { open, rename, unlink, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Packr } from 'msgpackr';
 import { encodeFrame, frameBodyBytesMax, frameHeaderBytes, scanFrames } from '../src/util/frame.js';
-import { dirCreateDurably, dirSync, writeAll } from './segment_log.js';
+import { dirCreateDurably, dirSync, writeAll } from '../src/util/durable_fs.js';
 import type { AckState } from './lease_table.js';
 
 /** The lowest unacked offset and the offsets acked above it, strictly ascending (the lease table's shape). */

@@ -5,8 +5,8 @@
 // destroy. Offsets below highWatermark are fdatasynced and never change meaning, not even after a crash;
 // retention removes whole segments from the old end, and next_offset.mark keeps the tail when none is left.
 import assert from 'node:assert/strict';
-import { mkdir, open, readdir, readFile, rename, rm, unlink, type FileHandle } from 'node:fs/promises';
-import { dirname, join } from 'node:path';
+import { open, readdir, readFile, rename, rm, unlink, type FileHandle } from 'node:fs/promises';
+import { join } from 'node:path';
 import { Packr } from 'msgpackr';
 import type { PayloadKind } from '../src/protocol/ingress_frame.js';
 import type { PartitionStatsView, StoredRecordView } from '../src/protocol/thread_messages.js';
@@ -14,6 +14,7 @@ import { encodeFrame, frameBodyBytesMax, frameHeaderBytes, scanFrames, sealFrame
 import { arrayHeaderBytes, binBytes, MsgpackWriter, uintBytes } from '../src/protocol/msgpack_writer.js';
 import { parseSegmentFileName, segmentPath } from './partition_dirs.js';
 import { indexEntryBytes, indexEntryRead, segmentPositionLimit, SegmentPositions } from './segment_index.js';
+import { dirCreateDurably, dirSync, writeAll } from '../src/util/durable_fs.js';
 
 /** A record as answered (StoredRecordView) plus where it came from: ingress sequence of its frame and its position
  *  in that frame, which together identify a replayed record. */
@@ -777,15 +778,6 @@ function recordDecode(body: Uint8Array): StoredRecord {
   return { offset, timestampSec, key, payload, payloadKind, ingressSeq, ingressIndex };
 }
 
-/** Shared with ack_log.ts, as are dirSync and dirCreateDurably: the partition's durable-write helpers. */
-export async function writeAll(handle: FileHandle, bytes: Uint8Array, position: number): Promise<void> {
-  let done = 0;
-  while (done < bytes.byteLength) {
-    const { bytesWritten } = await handle.write(bytes, done, bytes.byteLength - done, position + done);
-    assert(bytesWritten > 0, 'write made no progress');
-    done += bytesWritten;
-  }
-}
 
 async function readExact(handle: FileHandle, position: number, length: number): Promise<Uint8Array> {
   const out = new Uint8Array(length);
@@ -798,22 +790,3 @@ async function readExact(handle: FileHandle, position: number, length: number): 
   return out;
 }
 
-export async function dirSync(dir: string): Promise<void> {
-  const handle = await open(dir, 'r');
-  try {
-    await handle.sync();
-  } finally {
-    await handle.close();
-  }
-}
-
-/** mkdir -p, then syncs the parent of every directory it created so the new entries survive a crash. */
-export async function dirCreateDurably(dir: string): Promise<void> {
-  const firstCreated = await mkdir(dir, { recursive: true });
-  if (firstCreated === undefined) return;
-  for (let created = dir; ; created = dirname(created)) {
-    assert.notEqual(created, dirname(created), `mkdir reported ${firstCreated}, not an ancestor of ${dir}`);
-    await dirSync(dirname(created));
-    if (created === firstCreated) return;
-  }
-}

@@ -4,10 +4,11 @@
 // on libuv's pool. The front opens it once at boot (open replays what is retained), appends from the
 // produce handlers, calls markDurable on workers' 'durable' reports, and closes it at shutdown.
 import assert from 'node:assert/strict';
-import { mkdir, open, readdir, readFile, unlink, type FileHandle } from 'node:fs/promises';
+import { open, readdir, readFile, unlink, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import { decodeIngressEntry } from '../protocol/ingress_frame.js';
 import { frameHeaderBytes, scanFrames, writeFrame, type FrameScan } from '../util/frame.js';
+import { dirCreateDurably, dirSync, writeAll } from '../util/durable_fs.js';
 
 /** A replay chunk is one re-dispatch message, so its size stays near this; one bigger frame is a chunk alone. */
 const replayChunkBytesMax = 4 * 1024 * 1024;
@@ -125,7 +126,7 @@ export class IngressLog {
   static async open(opts: IngressLogOptions): Promise<IngressRecovery> {
     assert(Number.isSafeInteger(opts.segmentBytesMax), 'segmentBytesMax must be an integer');
     assert(opts.segmentBytesMax > 0, 'segmentBytesMax must be positive');
-    await ensureDir(opts.dir);
+    await dirCreateDurably(opts.dir);
     const baseSeqs = await listSegments(opts.dir);
     const recovered: RecoveredFrames = { replay: [], replayLastSeq: [], lastSeq: 0 };
     const segments: Segment[] = [];
@@ -249,14 +250,8 @@ export class IngressLog {
     if (this.activeBytes >= this.segmentBytesMax) await this.roll(firstSeq);
     const writeFault = this.faults.write?.();
     if (writeFault !== undefined) throw writeFault;
-    let written = 0;
-    while (written < bytes.byteLength) {
-      const position = this.activeBytes + written;
-      const { bytesWritten } = await this.activeHandle.write(bytes, written, bytes.byteLength - written, position);
-      if (bytesWritten <= 0) throw new Error(`ingress log: write made no progress at byte ${position}`);
-      written += bytesWritten;
-    }
-    this.activeBytes += written;
+    await writeAll(this.activeHandle, bytes, this.activeBytes);
+    this.activeBytes += bytes.byteLength;
     const syncFault = this.faults.sync?.();
     if (syncFault !== undefined) throw syncFault;
     await this.activeHandle.datasync();
@@ -396,7 +391,7 @@ async function openActiveSegment(
 async function createSegmentFile(dir: string, baseSeq: number): Promise<FileHandle> {
   const handle = await open(path.join(dir, segmentFileName(baseSeq)), 'wx');
   try {
-    await syncDir(dir);
+    await dirSync(dir);
   } catch (err) {
     await handle.close();
     throw err;
@@ -413,23 +408,3 @@ async function listSegments(dir: string): Promise<number[]> {
   return baseSeqs.sort((a, b) => a - b);
 }
 
-/** Creates dir when missing and syncs the parent of every directory created, so the path survives power loss. */
-async function ensureDir(dir: string): Promise<void> {
-  const target = path.resolve(dir);
-  const firstCreated = await mkdir(target, { recursive: true });
-  if (firstCreated === undefined) return;
-  const top = path.resolve(firstCreated);
-  for (let created = target; ; created = path.dirname(created)) {
-    await syncDir(path.dirname(created));
-    if (created === top || path.dirname(created) === created) return;
-  }
-}
-
-async function syncDir(dir: string): Promise<void> {
-  const handle = await open(dir, 'r');
-  try {
-    await handle.sync();
-  } finally {
-    await handle.close();
-  }
-}

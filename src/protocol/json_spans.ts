@@ -3,7 +3,7 @@
 // which would change number spellings and lose digits of big integers. Runs only on a body that
 // JSON.parse already accepted, so it can skip values without validating them. Pure.
 
-const quote = 0x22, backslash = 0x5c, comma = 0x2c, colon = 0x3a;
+const quote = 0x22, backslash = 0x5c, comma = 0x2c;
 const openBrace = 0x7b, closeBrace = 0x7d, openBracket = 0x5b, closeBracket = 0x5d;
 
 export interface Span {

@@ -1,0 +1,36 @@
+// Durable-write helpers shared by every log on disk (ingress log, segment logs, ack logs): whole writes at a
+// position, and directory syncs so a new or renamed file's entry survives a power loss. Async fs only, so the
+// front thread may use them too. Shared by the front thread and the partition workers.
+import { mkdir, open, type FileHandle } from 'node:fs/promises';
+import { dirname, resolve } from 'node:path';
+
+/** Writes all of bytes at position (a write may take less than asked). */
+export async function writeAll(handle: FileHandle, bytes: Uint8Array, position: number): Promise<void> {
+  let done = 0;
+  while (done < bytes.byteLength) {
+    const { bytesWritten } = await handle.write(bytes, done, bytes.byteLength - done, position + done);
+    if (bytesWritten <= 0) throw new Error(`write made no progress at byte ${position + done}`);
+    done += bytesWritten;
+  }
+}
+
+export async function dirSync(dir: string): Promise<void> {
+  const handle = await open(dir, 'r');
+  try {
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+}
+
+/** mkdir -p, then syncs the parent of every directory it created so the new entries survive a crash. */
+export async function dirCreateDurably(dir: string): Promise<void> {
+  const target = resolve(dir);
+  const firstCreated = await mkdir(target, { recursive: true });
+  if (firstCreated === undefined) return;
+  const top = resolve(firstCreated);
+  for (let created = target; ; created = dirname(created)) {
+    await dirSync(dirname(created));
+    if (created === top || dirname(created) === created) return;
+  }
+}
