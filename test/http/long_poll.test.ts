@@ -149,7 +149,7 @@ t.test('a message nacked right as its waiter aborts is released, not lost to the
 });
 
 t.test('with http.max_consume_wait=1s a wait of 10s is clamped: 204 after about 1 s with X-Svc-Wait-Clamped: 1s', async (t) => {
-  const { node: short, client: shortClient } = await NodeWithClient.start(t, { args: ['--set', 'http.max_consume_wait=1s'] });
+  const { client: shortClient } = await NodeWithClient.start(t, { args: ['--set', 'http.max_consume_wait=1s'] });
   const topic = nextTopic();
   await createTopicWith(shortClient, topic);
   const answer = await consume(shortClient, topic, '?wait=10s');
