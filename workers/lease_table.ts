@@ -69,9 +69,9 @@ export function assertLease(condition: boolean, message: string | (() => string)
 
 export function validateActorConfig(config: ActorConfig): void {
   const { visibilityTimeoutMs, maxInFlightPerPartition, maxAckedAheadPerPartition } = config;
-  assertLease(Number.isSafeInteger(visibilityTimeoutMs) && visibilityTimeoutMs > 0, `visibilityTimeoutMs ${visibilityTimeoutMs}`);
-  assertLease(Number.isSafeInteger(maxInFlightPerPartition) && maxInFlightPerPartition > 0, `maxInFlightPerPartition ${maxInFlightPerPartition}`);
-  assertLease(Number.isSafeInteger(maxAckedAheadPerPartition) && maxAckedAheadPerPartition > 0, `maxAckedAheadPerPartition ${maxAckedAheadPerPartition}`);
+  assertLease(Number.isSafeInteger(visibilityTimeoutMs) && visibilityTimeoutMs > 0, () => `visibilityTimeoutMs ${visibilityTimeoutMs}`);
+  assertLease(Number.isSafeInteger(maxInFlightPerPartition) && maxInFlightPerPartition > 0, () => `maxInFlightPerPartition ${maxInFlightPerPartition}`);
+  assertLease(Number.isSafeInteger(maxAckedAheadPerPartition) && maxAckedAheadPerPartition > 0, () => `maxAckedAheadPerPartition ${maxAckedAheadPerPartition}`);
 }
 
 /** A heap entry names one lease generation; it is stale once that lease ended or was extended (lazy deletion). */
@@ -234,10 +234,10 @@ export class LeaseTable {
   constructor(init: LeaseTableInit) {
     validateActorConfig(init.config);
     const { oldestOffset, highWatermark } = init;
-    assertLease(Number.isSafeInteger(oldestOffset) && oldestOffset >= 0, `restore: oldestOffset ${oldestOffset}`);
-    assertLease(Number.isSafeInteger(highWatermark) && highWatermark >= oldestOffset, `restore: highWatermark ${highWatermark} below oldestOffset ${oldestOffset}`);
+    assertLease(Number.isSafeInteger(oldestOffset) && oldestOffset >= 0, () => `restore: oldestOffset ${oldestOffset}`);
+    assertLease(Number.isSafeInteger(highWatermark) && highWatermark >= oldestOffset, () => `restore: highWatermark ${highWatermark} below oldestOffset ${oldestOffset}`);
     const frontier = init.frontier ?? oldestOffset;
-    assertLease(Number.isSafeInteger(frontier) && frontier <= highWatermark, `restore: frontier ${frontier} above highWatermark ${highWatermark}`);
+    assertLease(Number.isSafeInteger(frontier) && frontier <= highWatermark, () => `restore: frontier ${frontier} above highWatermark ${highWatermark}`);
     this.config = { ...init.config };
     this.leasesCeiling = init.config.maxInFlightPerPartition;
     this.oldestOffset = oldestOffset;
@@ -246,7 +246,7 @@ export class LeaseTable {
     let ackedMax = -1;
     for (const offset of init.acked ?? []) {
       // DESIGN: acks only name offsets below the durable high watermark, so a stored ack above it is damage.
-      assertLease(Number.isSafeInteger(offset) && offset < highWatermark, `restore: acked offset ${offset} not below highWatermark ${highWatermark}`);
+      assertLease(Number.isSafeInteger(offset) && offset < highWatermark, () => `restore: acked offset ${offset} not below highWatermark ${highWatermark}`);
       if (offset < this.frontier) continue;
       this.acked.add(offset);
       ackedMax = Math.max(ackedMax, offset);
@@ -356,9 +356,9 @@ export class LeaseTable {
    * acks and redeliveries below it are dropped; a settle of a dropped lease then answers 410.
    */
   retain(oldestOffset: number): void {
-    assertLease(Number.isSafeInteger(oldestOffset), `retain: oldestOffset ${oldestOffset}`);
-    assertLease(oldestOffset >= this.oldestOffset, `retain: oldestOffset ${oldestOffset} below ${this.oldestOffset}`);
-    assertLease(oldestOffset <= this.highWatermark, `retain: oldestOffset ${oldestOffset} above highWatermark ${this.highWatermark}`);
+    assertLease(Number.isSafeInteger(oldestOffset), () => `retain: oldestOffset ${oldestOffset}`);
+    assertLease(oldestOffset >= this.oldestOffset, () => `retain: oldestOffset ${oldestOffset} below ${this.oldestOffset}`);
+    assertLease(oldestOffset <= this.highWatermark, () => `retain: oldestOffset ${oldestOffset} above highWatermark ${this.highWatermark}`);
     this.oldestOffset = oldestOffset;
     if (this.frontier >= oldestOffset) return;
     for (const offset of this.leases.keys()) {
@@ -442,40 +442,40 @@ export class LeaseTable {
     this.checkCounts();
     const { frontier, cursor } = this;
     for (const [offset, lease] of this.leases) {
-      assertLease(offset >= frontier && offset < cursor, `lease ${offset} outside [${frontier}, ${cursor})`);
-      assertLease(!this.acked.has(offset), `lease ${offset} is acked`);
-      assertLease(Number.isFinite(lease.deadlineMs), `lease ${offset} deadline ${lease.deadlineMs}`);
+      assertLease(offset >= frontier && offset < cursor, () => `lease ${offset} outside [${frontier}, ${cursor})`);
+      assertLease(!this.acked.has(offset), () => `lease ${offset} is acked`);
+      assertLease(Number.isFinite(lease.deadlineMs), () => `lease ${offset} deadline ${lease.deadlineMs}`);
     }
     const queued = new Set<number>();
     for (const offset of this.redeliveries.values()) {
-      assertLease(offset >= frontier && offset < cursor, `redelivery ${offset} outside [${frontier}, ${cursor})`);
-      assertLease(!this.acked.has(offset), `redelivery ${offset} is acked`);
-      assertLease(!this.leases.has(offset), `redelivery ${offset} is leased`);
-      assertLease(!queued.has(offset), `redelivery ${offset} queued twice`);
+      assertLease(offset >= frontier && offset < cursor, () => `redelivery ${offset} outside [${frontier}, ${cursor})`);
+      assertLease(!this.acked.has(offset), () => `redelivery ${offset} is acked`);
+      assertLease(!this.leases.has(offset), () => `redelivery ${offset} is leased`);
+      assertLease(!queued.has(offset), () => `redelivery ${offset} queued twice`);
       queued.add(offset);
     }
     for (const offset of this.acked) {
-      assertLease(offset > frontier && offset < cursor, `acked ${offset} outside (${frontier}, ${cursor})`);
+      assertLease(offset > frontier && offset < cursor, () => `acked ${offset} outside (${frontier}, ${cursor})`);
     }
     // Every lease must be able to expire: its exact generation sits in the heap.
     const generations = new Set(this.deadlines.values().map((e) => `${e.offset}:${e.nonce}:${e.deadlineMs}`));
     for (const [offset, lease] of this.leases) {
-      assertLease(generations.has(`${offset}:${lease.nonce}:${lease.deadlineMs}`), `lease ${offset} has no heap entry`);
+      assertLease(generations.has(`${offset}:${lease.nonce}:${lease.deadlineMs}`), () => `lease ${offset} has no heap entry`);
     }
     assertLease(this.deadlines.isOrdered(), 'deadline heap out of order');
-    assertLease(this.deadlines.size <= 2 * this.leases.size + deadlineHeapSlackEntries, `deadline heap ${this.deadlines.size} entries for ${this.leases.size} leases`);
+    assertLease(this.deadlines.size <= 2 * this.leases.size + deadlineHeapSlackEntries, () => `deadline heap ${this.deadlines.size} entries for ${this.leases.size} leases`);
   }
 
   private lease(offset: number, nonce: string, deadlineMs: number): Lease {
-    assertLease(typeof nonce === 'string' && nonce.length > 0, `lease ${offset}: empty nonce`);
-    assertLease(!this.leases.has(offset), `lease ${offset}: already leased`);
+    assertLease(typeof nonce === 'string' && nonce.length > 0, () => `lease ${offset}: empty nonce`);
+    assertLease(!this.leases.has(offset), () => `lease ${offset}: already leased`);
     this.leases.set(offset, { nonce, deadlineMs });
     this.deadlines.push({ deadlineMs, offset, nonce });
     return { offset, nonce, deadlineMs };
   }
 
   private markAcked(offset: number): void {
-    assertLease(offset >= this.frontier && offset < this.cursor, `ack ${offset} outside [${this.frontier}, ${this.cursor})`);
+    assertLease(offset >= this.frontier && offset < this.cursor, () => `ack ${offset} outside [${this.frontier}, ${this.cursor})`);
     this.acked.add(offset);
     this.advanceFrontier();
     this.ackVersionValue += 1;

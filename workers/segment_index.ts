@@ -21,9 +21,9 @@ export class SegmentPositions {
   }
 
   push(position: number): void {
-    assert(Number.isInteger(position) && position >= 0, `segment position ${position} is not a byte position`);
-    assert(position < segmentPositionLimit, `segment position ${position} does not fit an index entry`);
-    assert(this.count === 0 || position > this.values[this.count - 1]!, `segment position ${position} goes back`);
+    if (!(Number.isInteger(position) && position >= 0)) assert.fail(`segment position ${position} is not a byte position`);
+    if (!(position < segmentPositionLimit)) assert.fail(`segment position ${position} does not fit an index entry`);
+    if (!(this.count === 0 || position > this.values[this.count - 1]!)) assert.fail(`segment position ${position} goes back`);
     if (this.count === this.values.length) {
       const grown = new Uint32Array(this.values.length * 2);
       grown.set(this.values);
@@ -34,14 +34,14 @@ export class SegmentPositions {
   }
 
   at(k: number): number {
-    assert(Number.isInteger(k) && k >= 0 && k < this.count, `index entry ${k} out of range ${this.count}`);
+    if (!(Number.isInteger(k) && k >= 0 && k < this.count)) assert.fail(`index entry ${k} out of range ${this.count}`);
     return this.values[k]!;
   }
 
   /** The .idx bytes of entries [from, to). */
   encode(from: number, to: number): Uint8Array {
-    assert(from >= 0 && from <= to, `index entries [${from}, ${to}) are not a range`);
-    assert(to <= this.count, `index entries [${from}, ${to}) out of range ${this.count}`);
+    if (!(from >= 0 && from <= to)) assert.fail(`index entries [${from}, ${to}) are not a range`);
+    if (!(to <= this.count)) assert.fail(`index entries [${from}, ${to}) out of range ${this.count}`);
     const out = new Uint8Array((to - from) * indexEntryBytes);
     const view = new DataView(out.buffer);
     for (let k = from; k < to; k++) view.setUint32((k - from) * indexEntryBytes, this.values[k]!, true);

@@ -88,9 +88,9 @@ interface StagedBatch {
 export class PartitionLog {
   private segments: Segment[] = [];
   private active: ActiveFiles | null = null;
-  /** Frame positions of the active segment's synced records; sealed segments' live in their .idx. */
   /** Bytes the last flushed round staged: where the next staging buffer starts. */
   private stagingCapacityHint = stagingBytesInitial;
+  /** Frame positions of the active segment's synced records; sealed segments' live in their .idx. */
   private activePositions = new SegmentPositions();
   private nextOffsetValue = 0;
   private highWatermarkValue = 0;

@@ -2,16 +2,17 @@
 // byte for byte as it was stored. Pure; the partition workers build leased messages with it (so the front only
 // joins strings), and the front builds replay answers.
 import { PayloadKind } from './ingress_frame.js';
-import { isUtf8Bytes, utf8Text } from './payload.js';
+import { isUtf8 } from 'node:buffer';
+import { utf8Text } from './payload.js';
 import type { StoredRecordView } from './thread_messages.js';
 
 /** Spec §2 Message, built as text so a JSON payload goes out byte for byte as it was stored. */
 export function messageJson(topic: string, partition: number, record: StoredRecordView, receiptHandle?: string): string {
   let json = `{"topic":${JSON.stringify(topic)},"partition":${partition},"offset":${record.offset}`;
   if (record.key !== null) {
-    json += isUtf8Bytes(record.key)
+    json += isUtf8(record.key)
       ? `,"key":${JSON.stringify(utf8Text(record.key))}`
-      : `,"key":${JSON.stringify(Buffer.from(record.key).toString('base64'))},"key_encoding":"base64"`;
+      : `,"key":${JSON.stringify(base64(record.key))},"key_encoding":"base64"`;
   }
   switch (record.payloadKind) {
     case PayloadKind.Json:
@@ -21,10 +22,15 @@ export function messageJson(topic: string, partition: number, record: StoredReco
       json += `,"payload":${JSON.stringify(utf8Text(record.payload))}`;
       break;
     case PayloadKind.Binary:
-      json += `,"payload":${JSON.stringify(Buffer.from(record.payload).toString('base64'))},"payload_encoding":"base64"`;
+      json += `,"payload":${JSON.stringify(base64(record.payload))},"payload_encoding":"base64"`;
       break;
   }
   json += `,"timestamp":${record.timestampSec}`;
   if (receiptHandle !== undefined) json += `,"receipt_handle":${JSON.stringify(receiptHandle)}`;
   return json + '}';
+}
+
+/** Base64 of a view without copying its bytes first. */
+function base64(bytes: Uint8Array): string {
+  return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('base64');
 }

@@ -26,9 +26,6 @@ export function decodeBase64(text: string): Uint8Array | null {
   return new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength);
 }
 
-export function isUtf8Bytes(bytes: Uint8Array): boolean {
-  return isUtf8(bytes);
-}
 
 export function utf8Text(bytes: Uint8Array): string {
   return utf8.decode(bytes);
