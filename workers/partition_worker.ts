@@ -281,9 +281,8 @@ class PartitionWorker {
       if (!this.owns(entry.topicId, record.partition)) return;
       if (record.partition >= topic.partitions) return;
       const log = this.logs.get(entry.topicId)?.get(record.partition) ?? this.logCreate(entry.topicId, record.partition);
-      const last = log.lastIngress;
       // Already staged or stored: a replay after a crash or a re-sent hand-off stores nothing twice.
-      if (last !== null && (entry.seq < last.seq || (entry.seq === last.seq && index <= last.index))) return;
+      if (log.holdsIngress(entry.seq, index)) return;
       log.stage({
         timestampSec: entry.timestampSec,
         key: record.key,

@@ -161,6 +161,13 @@ export class PartitionLog {
     return this.lastIngressValue === null ? null : { ...this.lastIngressValue };
   }
 
+  /** Whether the record at (seq, index) of the ingress log is already staged or stored here: records arrive in
+   *  ingress order, so everything at or before the last one is. Asked per dispatched record; allocates nothing. */
+  holdsIngress(seq: number, index: number): boolean {
+    const last = this.lastIngressValue;
+    return last !== null && (seq < last.seq || (seq === last.seq && index <= last.index));
+  }
+
   /** Assigns the next offset and buffers the record's frame; no I/O. */
   stage(r: Omit<StoredRecord, 'offset'>): number {
     // Checked per record on the hot path: the messages are built only when a check fails.
@@ -169,9 +176,8 @@ export class PartitionLog {
     if (!(r.payloadKind === 0 || r.payloadKind === 1 || r.payloadKind === 2)) assert.fail(`payloadKind ${r.payloadKind}`);
     if (!Number.isSafeInteger(r.ingressSeq)) assert.fail(`ingressSeq ${r.ingressSeq}`);
     if (!(Number.isSafeInteger(r.ingressIndex) && r.ingressIndex >= 0)) assert.fail(`ingressIndex ${r.ingressIndex}`);
-    const last = this.lastIngressValue;
-    if (!(last === null || r.ingressSeq > last.seq || (r.ingressSeq === last.seq && r.ingressIndex > last.index))) {
-      assert.fail(`ingress (${r.ingressSeq}, ${r.ingressIndex}) is not after (${last?.seq}, ${last?.index})`);
+    if (this.holdsIngress(r.ingressSeq, r.ingressIndex)) {
+      assert.fail(`ingress (${r.ingressSeq}, ${r.ingressIndex}) is not after (${this.lastIngressValue?.seq}, ${this.lastIngressValue?.index})`);
     }
     const offset = this.nextOffsetValue;
     // The body [offset, timestampSec, key, payload, payloadKind, ingressSeq, ingressIndex] is written as
