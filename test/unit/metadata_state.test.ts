@@ -3,7 +3,7 @@
 // 404 for a missing or recreated topic, delete then recreate under a new id, and user uniqueness.
 // Method: apply commands to a fresh state and check both the result and the state left behind.
 import t from 'tap';
-import { applyCommand, emptyMetadataState, type MetadataState, type TopicRecord, type UserRecord } from '../../src/raft/metadata/state.js';
+import { applyCommand, emptyMetadataState, type MetadataCommand, type MetadataState, type TopicRecord, type UserRecord } from '../../src/raft/metadata/state.js';
 
 function topic(name: string, id: string, partitions = 3): TopicRecord {
   return {
@@ -15,7 +15,16 @@ function topic(name: string, id: string, partitions = 3): TopicRecord {
     maxInFlightPerPartition: 1000,
     maxAckedAheadPerPartition: 10_000,
     createdAtSec: 1_700_000_000,
+    owners: Array<number>(partitions).fill(1),
   };
+}
+
+/** A state holding member 1, the owner of every partition here (every owner must be a member). */
+function fresh(): MetadataState {
+  const state = emptyMetadataState();
+  const added = applyCommand(state, { type: 'member.add', member: { id: 1, apiAddress: 'n1:7942', internalAddress: 'n1:7943', addedAtMs: 1 } });
+  if (!added.ok) throw new Error(`setup failed: ${added.error}`);
+  return state;
 }
 
 function user(username: string): UserRecord {
@@ -31,21 +40,23 @@ function user(username: string): UserRecord {
 }
 
 function withTopic(name = 'orders', id = '00000000000000a1'): MetadataState {
-  const state = emptyMetadataState();
+  const state = fresh();
   const result = applyCommand(state, { type: 'topic.create', topic: topic(name, id) });
   if (!result.ok) throw new Error(`setup failed: ${result.error}`);
   return state;
 }
 
 t.test('topic.create stores the topic and answers it', async (t) => {
-  const state = emptyMetadataState();
+  const state = fresh();
   const created = topic('orders', '00000000000000a1');
   const result = applyCommand(state, { type: 'topic.create', topic: created });
   t.same(result, { ok: true, topic: created });
   t.same(state.topics.get('orders'), created);
   t.equal(state.topicNamesLower.get('orders'), 'orders');
   created.partitions = 99;
+  created.owners.push(1);
   t.equal(state.topics.get('orders')?.partitions, 3, 'the state keeps its own copy');
+  t.same(state.topics.get('orders')?.owners, [1, 1, 1], 'owners too');
 });
 
 t.test('topic.create of an existing name is 409 naming the topic', async (t) => {
@@ -73,12 +84,13 @@ t.test('topic.update changes the fields given and keeps the others', async (t) =
     type: 'topic.update',
     name: 'orders',
     id: '00000000000000a1',
-    changes: { retentionMs: 3_600_000, partitions: 6 },
+    changes: { retentionMs: 3_600_000, partitions: 6, newOwners: [1, 1, 1] },
   });
   t.equal(result.ok, true);
   const stored = state.topics.get('orders');
   t.equal(stored?.retentionMs, 3_600_000);
   t.equal(stored?.partitions, 6);
+  t.same(stored?.owners, [1, 1, 1, 1, 1, 1], 'the new partitions have their owners');
   t.equal(stored?.maxInFlightPerPartition, 1000, 'absent field kept');
   if (result.ok) t.same(result.topic, stored, 'answers the updated topic');
 });
@@ -125,7 +137,7 @@ t.test('delete then recreate gives a new id; commands for the old id are 404', a
   const recreated = applyCommand(state, { type: 'topic.create', topic: topic('ORDERS', '00000000000000c3', 4) });
   t.equal(recreated.ok, true, 'recreate under the same name (another case) succeeds');
   t.equal(state.topics.get('ORDERS')?.id, '00000000000000c3');
-  t.same(applyCommand(state, { type: 'topic.update', name: 'ORDERS', id: '00000000000000a1', changes: { partitions: 9 } }), {
+  t.same(applyCommand(state, { type: 'topic.update', name: 'ORDERS', id: '00000000000000a1', changes: { partitions: 9, newOwners: Array<number>(5).fill(1) } }), {
     ok: false,
     status: 404,
     error: 'topic ORDERS not found',
@@ -135,7 +147,7 @@ t.test('delete then recreate gives a new id; commands for the old id are 404', a
 });
 
 t.test('user.create stores the user; a second one of that name is 409', async (t) => {
-  const state = emptyMetadataState();
+  const state = fresh();
   const alice = user('alice');
   t.same(applyCommand(state, { type: 'user.create', user: alice }), { ok: true });
   alice.grants[0]!.action = 'admin';
@@ -146,15 +158,15 @@ t.test('user.create stores the user; a second one of that name is 409', async (t
 });
 
 t.test('the same commands give the same state and answers on every replica', async (t) => {
-  const commands = [
+  const commands: MetadataCommand[] = [
     { type: 'topic.create', topic: topic('a', '0000000000000001') },
     { type: 'topic.create', topic: topic('A', '0000000000000002') },
-    { type: 'topic.update', name: 'a', id: '0000000000000001', changes: { partitions: 5 } },
+    { type: 'topic.update', name: 'a', id: '0000000000000001', changes: { partitions: 5, newOwners: [1, 1] } },
     { type: 'topic.delete', name: 'a', id: '0000000000000001' },
     { type: 'topic.create', topic: topic('A', '0000000000000003') },
-  ] as const;
-  const left = emptyMetadataState();
-  const right = emptyMetadataState();
+  ];
+  const left = fresh();
+  const right = fresh();
   const leftAnswers = commands.map((command) => applyCommand(left, structuredClone(command)));
   const rightAnswers = commands.map((command) => applyCommand(right, structuredClone(command)));
   t.same(leftAnswers, rightAnswers);

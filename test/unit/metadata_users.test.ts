@@ -22,7 +22,7 @@ function user(username: string, root = false): UserRecord {
 function topic(name: string, owner?: string): TopicRecord {
   const record: TopicRecord = {
     name, id: Buffer.from(name).toString('hex').padEnd(16, '0').slice(0, 16), partitions: 3, retentionMs: 0,
-    visibilityTimeoutMs: 30_000, maxInFlightPerPartition: 1024, maxAckedAheadPerPartition: 1024, createdAtSec: 1_700_000_000,
+    visibilityTimeoutMs: 30_000, maxInFlightPerPartition: 1024, maxAckedAheadPerPartition: 1024, createdAtSec: 1_700_000_000, owners: [1, 1, 1],
   };
   if (owner !== undefined) record.owner = owner;
   return record;
@@ -35,6 +35,7 @@ function apply(state: MetadataState, command: MetadataCommand) {
 function seeded(): MetadataState {
   const state = emptyMetadataState();
   for (const command of [
+    { type: 'member.add', member: { id: 1, apiAddress: 'n1:7942', internalAddress: 'n1:7943', addedAtMs: 1 } },
     { type: 'user.create', user: user('admin', true) },
     { type: 'user.create', user: user('alice') },
     { type: 'user.create', user: user('bob') },
@@ -118,6 +119,7 @@ t.test('user.password: new hash, credential version past every earlier one, gran
 
 t.test('two replicas applying the same commands reach the same state', async (t) => {
   const commands: MetadataCommand[] = [
+    { type: 'member.add', member: { id: 1, apiAddress: 'n1:7942', internalAddress: 'n1:7943', addedAtMs: 1 } },
     { type: 'user.create', user: user('admin', true) },
     { type: 'user.create', user: user('carol') },
     { type: 'topic.create', topic: topic('orders.c', 'carol') },

@@ -82,6 +82,8 @@ export function topicHandlers(services: FrontServices) {
       maxInFlightPerPartition: maxInFlight ?? limits.max_in_flight_per_partition_default,
       maxAckedAheadPerPartition: maxAckedAhead ?? limits.max_acked_ahead_per_partition_default,
       createdAtSec: Math.floor(Date.now() / 1000),
+      // Placed by the leader's shell (src/raft/metadata/placement.ts fillOwners) before it proposes.
+      owners: [],
     };
     if (ctx.user !== undefined) topic.owner = ctx.user.username;
     const result = await replica.propose({ type: 'topic.create', topic });

@@ -1,4 +1,4 @@
-// The metadata state machine: topics and users, changed only by applying committed entries.
+// The metadata state machine: topics, users and cluster members, changed only by applying committed entries.
 // Pure: no I/O, no clock, no randomness. Every id and timestamp arrives inside the command, so the
 // metadata thread, the front thread and every partition worker reach the same state from the same log.
 // Runs on: the metadata thread (authoritative) and, as read-only replicas, the front thread and workers.
@@ -16,6 +16,22 @@ export interface TopicRecord {
   createdAtSec: number;
   /** Absent when the topic was created with security off (spec §5: only admins manage it). */
   owner?: string;
+  /** Owner node (member id) of each partition: owners[p] owns partition p; length == partitions. Filled by the
+   *  leader's shell (placement.ts fillOwners) before it proposes; a create from the front carries []. */
+  owners: number[];
+}
+
+/** A node of the cluster as the metadata keeps it. Liveness, voter and leader flags are not replicated state:
+ *  the shell keeps them. */
+export interface MemberRecord {
+  /** The node id; owners in TopicRecord name it. A positive integer. */
+  id: number;
+  /** "host:port" of the node's HTTP API. */
+  apiAddress: string;
+  /** "host:port" of the node-to-node transport. */
+  internalAddress: string;
+  /** When the member was first added; an upsert of a known member keeps it. */
+  addedAtMs: number;
 }
 
 export type GrantAction = 'produce' | 'consume' | 'create' | 'admin';
@@ -46,6 +62,8 @@ export interface MetadataState {
    *  a version never repeats, not even for a user deleted and created again under its name: a credential
    *  cached for the old account can never match the new one (src/front/auth.ts keys on the version). */
   credentialVersionLast: number;
+  /** Keyed by member id. Every partition owner is a member (applyCommand refuses others). */
+  members: Map<number, MemberRecord>;
 }
 
 /** Topic settings a PATCH may change; absent fields keep their value. Applied in spec order. */
@@ -54,6 +72,10 @@ export interface TopicChanges {
   maxInFlightPerPartition?: number;
   maxAckedAheadPerPartition?: number;
   partitions?: number;
+  /** Owners of the partitions added by a growing `partitions`, filled by the leader's shell (placement.ts
+   *  fillOwners): newOwners[i] owns partition (partitions - newOwners.length + i). When another growth was applied
+   *  between the placement and this entry, only the tail for the partitions still missing is used. */
+  newOwners?: number[];
 }
 
 /** A change proposed to the metadata log. Each variant is applied by applyCommand below. */
@@ -74,15 +96,30 @@ export type MetadataCommand =
   | { type: 'user.grants'; username: string; grants: Grant[]; updatedAtMs: number }
   /** PUT /v1/users/{username}/password: a new hash and the next credential version, so every replica stops
    *  accepting cached verifications of the old password at once. */
-  | { type: 'user.password'; username: string; passwordHash: string; updatedAtMs: number };
+  | { type: 'user.password'; username: string; passwordHash: string; updatedAtMs: number }
+  /** A node joins or comes back: upsert by id; a known member gets the new addresses and keeps addedAtMs. A node's
+   *  shell proposes its own member.add at first start, before anything else, so a one-node cluster has one too. */
+  | { type: 'member.add'; member: MemberRecord }
+  /** Forget a member: 404 when unknown, 409 while it owns partitions (they must move off first). */
+  | { type: 'member.forget'; id: number };
 
 export type ApplyResult =
   /** user: the user after a user.grants or user.password (a copy). */
-  | { ok: true; topic?: TopicRecord; deletedTopicId?: string; user?: UserRecord }
+  /** member: the member after a member.add (a copy). */
+  | { ok: true; topic?: TopicRecord; deletedTopicId?: string; user?: UserRecord; member?: MemberRecord }
   | { ok: false; status: number; error: string };
 
 export function emptyMetadataState(): MetadataState {
-  return { topics: new Map(), topicNamesLower: new Map(), users: new Map(), credentialVersionLast: 0 };
+  return { topics: new Map(), topicNamesLower: new Map(), users: new Map(), credentialVersionLast: 0, members: new Map() };
+}
+
+/** How many partitions, over every topic, member `id` owns. O(total partitions). */
+export function partitionsOwnedBy(state: MetadataState, id: number): number {
+  let owned = 0;
+  for (const topic of state.topics.values()) {
+    for (const owner of topic.owners) if (owner === id) owned += 1;
+  }
+  return owned;
 }
 
 /** Applies one committed command. Mutates state; the result is what the proposer answers. */
@@ -102,22 +139,30 @@ export function applyCommand(state: MetadataState, command: MetadataCommand): Ap
       return applyUserGrants(state, command.username, command.grants, command.updatedAtMs);
     case 'user.password':
       return applyUserPassword(state, command.username, command.passwordHash, command.updatedAtMs);
+    case 'member.add':
+      return applyMemberAdd(state, command.member);
+    case 'member.forget':
+      return applyMemberForget(state, command.id);
     default:
       return assertNeverCommand(command);
   }
 }
 
 function applyTopicCreate(state: MetadataState, topic: TopicRecord): ApplyResult {
+  // The leader's shell always fills owners (placement.ts fillOwners) before proposing: a wrong count is a bug.
+  assertOwners(topic.owners, topic.partitions, `topic.create ${topic.name}`);
   const existing = state.topicNamesLower.get(topic.name.toLowerCase());
   if (existing !== undefined) {
     // Spec §4 POST /v1/topics: a name differing only by case names the existing topic.
     const error = existing === topic.name ? `topic ${existing} already exists` : `topic name conflicts with existing topic ${existing} (names are unique ignoring letter case)`;
     return { ok: false, status: 409, error };
   }
-  const stored = { ...topic };
+  const gone = ownerNotMember(state, topic.owners);
+  if (gone !== undefined) return gone;
+  const stored = { ...topic, owners: [...topic.owners] };
   state.topics.set(stored.name, stored);
   state.topicNamesLower.set(stored.name.toLowerCase(), stored.name);
-  return { ok: true, topic: { ...stored } };
+  return { ok: true, topic: copyTopic(stored) };
 }
 
 function applyTopicUpdate(state: MetadataState, name: string, id: string, changes: TopicChanges): ApplyResult {
@@ -131,9 +176,68 @@ function applyTopicUpdate(state: MetadataState, name: string, id: string, change
     if (changes.partitions <= topic.partitions) {
       return { ok: false, status: 400, error: `partitions: must be larger than the current count ${topic.partitions}` };
     }
+    const added = changes.partitions - topic.partitions;
+    if (changes.newOwners === undefined) {
+      // The leader placed from a state that did not hold this topic yet (a new leader still applying its
+      // predecessor's entries). Refused on every replica alike, never a crash: the client retries.
+      return { ok: false, status: 503, error: `partitions: owners of the new partitions of topic ${name} were not placed; retry` };
+    }
+    // Placed from a state at most as grown as this one, so newOwners covers at least the partitions still missing.
+    assertOwners(changes.newOwners, changes.newOwners.length, `topic.update ${name}`);
+    if (changes.newOwners.length < added) {
+      throw new Error(`topic.update ${name}: ${changes.newOwners.length} new owners for ${added} new partitions`);
+    }
+    const newOwners = changes.newOwners.slice(changes.newOwners.length - added);
+    const gone = ownerNotMember(state, newOwners);
+    if (gone !== undefined) return gone;
+    topic.owners.push(...newOwners);
     topic.partitions = changes.partitions;
   }
-  return { ok: true, topic: { ...topic } };
+  return { ok: true, topic: copyTopic(topic) };
+}
+
+/** Fail-fast: owners is an array of `count` positive integer ids. */
+function assertOwners(owners: readonly number[] | undefined, count: number, what: string): void {
+  if (!Array.isArray(owners) || owners.length !== count) {
+    throw new Error(`${what}: ${Array.isArray(owners) ? owners.length : 'no'} partition owners for ${count} partitions (the leader fills them before proposing)`);
+  }
+  for (const owner of owners) {
+    if (!Number.isSafeInteger(owner) || owner <= 0) throw new Error(`${what}: partition owner ${String(owner)} is not a member id`);
+  }
+}
+
+/** A member forgotten between placement and apply: refused on every replica alike (a crash would repeat on every
+ *  replay). member.forget refuses a member that owns partitions, so owners already stored stay members. */
+function ownerNotMember(state: MetadataState, owners: readonly number[]): ApplyResult | undefined {
+  for (const owner of owners) {
+    if (!state.members.has(owner)) return { ok: false, status: 503, error: `partition owner ${owner} is not a cluster member; retry` };
+  }
+  return undefined;
+}
+
+function copyTopic(topic: TopicRecord): TopicRecord {
+  return { ...topic, owners: [...topic.owners] };
+}
+
+function applyMemberAdd(state: MetadataState, member: MemberRecord): ApplyResult {
+  if (!Number.isSafeInteger(member.id) || member.id <= 0) throw new Error(`member.add: id ${String(member.id)} is not a positive integer`);
+  const known = state.members.get(member.id);
+  const stored: MemberRecord = {
+    id: member.id,
+    apiAddress: member.apiAddress,
+    internalAddress: member.internalAddress,
+    addedAtMs: known === undefined ? member.addedAtMs : known.addedAtMs,
+  };
+  state.members.set(stored.id, stored);
+  return { ok: true, member: { ...stored } };
+}
+
+function applyMemberForget(state: MetadataState, id: number): ApplyResult {
+  if (!state.members.has(id)) return { ok: false, status: 404, error: `member ${id} not found` };
+  const owned = partitionsOwnedBy(state, id);
+  if (owned > 0) return { ok: false, status: 409, error: `member ${id} owns ${owned} partitions` };
+  state.members.delete(id);
+  return { ok: true };
 }
 
 function applyTopicDelete(state: MetadataState, name: string, id: string): ApplyResult {

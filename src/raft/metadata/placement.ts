@@ -1,0 +1,79 @@
+// Partition placement: which member owns each new partition. Pure and deterministic: the same state and the same
+// live members give the same owners. Only the leader's shell calls it, before it proposes a topic.create or a
+// growing topic.update; the owners then travel inside the entry, so replicas never place anything themselves.
+// Runs on: the metadata thread (leader).
+
+import type { MetadataCommand, MetadataState } from './state.js';
+
+/** No live member can take a partition: the shell answers the request 503 (nothing was proposed). */
+export class PlacementError extends Error {
+  override name = 'PlacementError';
+}
+
+/** Partitions owned per member id, over every topic. O(total partitions). */
+function ownedCounts(state: MetadataState): Map<number, number> {
+  const counts = new Map<number, number>();
+  for (const topic of state.topics.values()) {
+    for (const owner of topic.owners) counts.set(owner, (counts.get(owner) ?? 0) + 1);
+  }
+  return counts;
+}
+
+/**
+ * Owners for `count` new partitions. Each goes to the live member owning the fewest partitions cluster-wide
+ * (counting the ones placed by this call), ties to the lowest id. Members in `avoid` (a replica child's parent
+ * nodes, spec 1.9) are skipped while another live member exists. Live ids without a member record are ignored.
+ * Throws PlacementError when no live member is left.
+ */
+export function placePartitions(state: MetadataState, liveMemberIds: readonly number[], count: number, avoid: readonly number[] = []): number[] {
+  if (!Number.isSafeInteger(count) || count < 0) throw new Error(`placePartitions: count ${count} is not a non-negative integer`);
+  if (count === 0) return [];
+  const live = [...new Set(liveMemberIds)].filter((id) => state.members.has(id)).sort((a, b) => a - b);
+  if (live.length === 0) {
+    throw new PlacementError(`no live cluster member to place ${count} partitions on (live: [${liveMemberIds.join(', ')}], members: [${[...state.members.keys()].join(', ')}])`);
+  }
+  const avoided = new Set(avoid);
+  const preferred = live.filter((id) => !avoided.has(id));
+  const candidates = preferred.length > 0 ? preferred : live;
+  const counts = ownedCounts(state);
+  const owners: number[] = [];
+  for (let i = 0; i < count; i++) {
+    let best = candidates[0]!;
+    let bestCount = counts.get(best) ?? 0;
+    for (const id of candidates) {
+      const owned = counts.get(id) ?? 0;
+      if (owned < bestCount) {
+        best = id;
+        bestCount = owned;
+      }
+    }
+    owners.push(best);
+    counts.set(best, bestCount + 1);
+  }
+  return owners;
+}
+
+/**
+ * The command with its partition owners placed: a topic.create gets `owners` for all its partitions, a topic.update
+ * whose `changes.partitions` grows the topic gets `changes.newOwners` for the added ones. Other commands (and an
+ * update that does not grow the topic, or names a topic this state does not hold) come back unchanged; applyCommand
+ * answers those. Never mutates the command. Throws PlacementError when no live member can take a partition.
+ * `avoid`: member ids to keep the new partitions off where possible (a replica child's parent nodes, spec 1.9).
+ */
+export function fillOwners(state: MetadataState, command: MetadataCommand, liveMemberIds: readonly number[], avoid: readonly number[] = []): MetadataCommand {
+  switch (command.type) {
+    case 'topic.create': {
+      const owners = placePartitions(state, liveMemberIds, command.topic.partitions, avoid);
+      return { ...command, topic: { ...command.topic, owners } };
+    }
+    case 'topic.update': {
+      const target = command.changes.partitions;
+      const topic = state.topics.get(command.name);
+      if (target === undefined || topic === undefined || topic.id !== command.id || target <= topic.partitions) return command;
+      const newOwners = placePartitions(state, liveMemberIds, target - topic.partitions, avoid);
+      return { ...command, changes: { ...command.changes, newOwners } };
+    }
+    default:
+      return command;
+  }
+}
