@@ -160,6 +160,11 @@ export class RaftSimulation {
     if (rng.chance(0.01)) this.crashSomething();
     if (rng.chance(0.05)) this.restartSomething();
     if (rng.chance(0.01)) this.partition();
+    if (rng.chance(0.015)) this.isolateLeader();
+    if (rng.chance(0.005)) {
+      const leaders = this.leaders();
+      if (leaders.length > 0) this.crash(rng.pick(leaders));
+    }
     if (rng.chance(0.02) && this.groups.size > 0) this.heal();
     if (rng.chance(0.03)) this.changeMembership();
     if (rng.chance(0.01)) this.transferSomewhere();
@@ -239,6 +244,20 @@ export class RaftSimulation {
     this.groups = new Map();
     for (const id of this.ids) this.groups.set(id, this.rng.int(0, 1));
     this.log(`partition ${JSON.stringify([...this.groups])}`);
+  }
+
+  /** The leader keeps at most a minority with it: the rest elect a new leader while it lingers (Figure 8). */
+  private isolateLeader(): void {
+    const leaders = this.leaders();
+    if (leaders.length === 0) return;
+    const leader = this.rng.pick(leaders);
+    this.groups = new Map();
+    const companions = this.rng.int(0, Math.floor((this.options.nodes - 1) / 2));
+    const others = this.ids.filter((id) => id !== leader);
+    for (const id of others) this.groups.set(id, 1);
+    this.groups.set(leader, 0);
+    for (let i = 0; i < companions; i++) this.groups.set(this.rng.pick(others), 0);
+    this.log(`isolate leader ${leader}: ${JSON.stringify([...this.groups])}`);
   }
 
   private heal(): void {
