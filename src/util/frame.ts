@@ -9,6 +9,7 @@ export const frameBodyBytesMax = 64 * 1024 * 1024;
 
 /** Writes one frame for body at target[at..]; returns the bytes written. */
 export function writeFrame(target: Uint8Array, at: number, body: Uint8Array): number {
+  if (body.byteLength === 0) throw new Error('frame: an empty body would read back as the end of the log');
   const view = new DataView(target.buffer, target.byteOffset, target.byteLength);
   view.setUint32(at, body.byteLength, true);
   view.setUint32(at + 4, crc32(body), true);
@@ -18,6 +19,7 @@ export function writeFrame(target: Uint8Array, at: number, body: Uint8Array): nu
 
 /** Completes a frame whose body was written in place at target[at + frameHeaderBytes..]: length and crc. */
 export function sealFrame(target: Uint8Array, at: number, bodyBytes: number): number {
+  if (bodyBytes === 0) throw new Error('frame: an empty body would read back as the end of the log');
   // Written byte by byte: a DataView per frame costs more than the frame's other work for small records.
   const crc = crc32(target.subarray(at + frameHeaderBytes, at + frameHeaderBytes + bodyBytes));
   target[at] = bodyBytes & 0xff;
@@ -46,7 +48,9 @@ export interface FrameScan {
   validBytes: number;
 }
 
-/** Reads frames from the start of buf until the end or the first torn or corrupt frame. */
+/** Reads frames from the start of buf until the end, the first torn or corrupt frame, or a length of 0: no writer
+ *  writes an empty body, and logs keep zeros past their end (util/zero_fill.ts), whose header would otherwise
+ *  pass as an empty frame (the crc32 of nothing is 0). */
 export function scanFrames(buf: Uint8Array, bodyBytesMax = frameBodyBytesMax): FrameScan {
   const view = new DataView(buf.buffer, buf.byteOffset, buf.byteLength);
   const bodies: Uint8Array[] = [];
@@ -54,7 +58,7 @@ export function scanFrames(buf: Uint8Array, bodyBytesMax = frameBodyBytesMax): F
   let at = 0;
   while (at + frameHeaderBytes <= buf.byteLength) {
     const length = view.getUint32(at, true);
-    if (length > bodyBytesMax || at + frameHeaderBytes + length > buf.byteLength) break;
+    if (length === 0 || length > bodyBytesMax || at + frameHeaderBytes + length > buf.byteLength) break;
     const body = buf.subarray(at + frameHeaderBytes, at + frameHeaderBytes + length);
     if (crc32(body) !== view.getUint32(at + 4, true)) break;
     bodies.push(body);

@@ -40,6 +40,15 @@ function seqsOf(bytes: Uint8Array): number[] {
   return scan.bodies.map((b) => decodeIngressEntry(b).seq);
 }
 
+/** The frames of an open log's segment file: its bytes up to the zeros it keeps past its end (util/zero_fill.ts),
+ *  which must be zeros only. */
+async function framesOnDisk(t: { ok(value: unknown, message: string): unknown }, file: string): Promise<Uint8Array> {
+  const bytes = new Uint8Array(await readFile(file));
+  const validBytes = scanFrames(bytes).validBytes;
+  t.ok(bytes.subarray(validBytes).every((b) => b === 0), 'past the frames the file holds zeros only');
+  return bytes.subarray(0, validBytes);
+}
+
 function range(from: number, to: number): number[] {
   return Array.from({ length: to - from + 1 }, (_, i) => from + i);
 }
@@ -130,7 +139,7 @@ t.test('append resolves only after the sync covering it, after onSynced saw the 
   t.equal(scanFrames(group.bytes).validBytes, group.bytes.byteLength, 'the group is whole frames only');
   t.equal(group.bytes.byteOffset, 0);
   t.equal(group.bytes.buffer.byteLength, group.bytes.byteLength, 'the group owns its buffer, sized exactly');
-  t.equal(hex(await readFile(path.join(dir, segmentFileName(1)))), hex(group.bytes), 'the file holds the group bytes');
+  t.equal(hex(await framesOnDisk(t, path.join(dir, segmentFileName(1)))), hex(group.bytes), 'the file holds the group bytes');
   await log.close();
 });
 
@@ -147,9 +156,34 @@ t.test('500 concurrent appends share few syncs and keep seq order', async (t) =>
   t.equal(groups.length, log.syncCount, 'one onSynced per sync');
   t.same(groups.flatMap((g) => seqsOf(g.bytes)), range(1, 500));
   for (const group of groups) t.equal(group.lastSeq, seqsOf(group.bytes).at(-1));
-  const onDisk = await readFile(path.join(dir, segmentFileName(1)));
+  const onDisk = await framesOnDisk(t, path.join(dir, segmentFileName(1)));
   t.equal(hex(onDisk), hex(concat(groups.map((g) => g.bytes))));
   await log.close();
+});
+
+t.test('zeros are kept past the end while open, cut at close, and a zero tail left by a crash is dropped', async (t) => {
+  const dir = await tempDir(t);
+  const file = path.join(dir, segmentFileName(1));
+  const first = await openLog({ dir, segmentBytesMax: 64 * mib });
+  for (let i = 0; i < 3; i++) await appendOne(first.log);
+  const dataBytes = concat(first.groups.map((g) => g.bytes)).byteLength;
+  // The fill runs in the background after a group's sync: the fourth append waits for nothing but its own sync.
+  await appendOne(first.log);
+  const allBytes = concat(first.groups.map((g) => g.bytes)).byteLength;
+  t.ok(dataBytes < allBytes);
+  await first.log.close();
+  t.equal((await stat(file)).size, allBytes, 'close cuts the zeros off');
+
+  // What a kill -9 leaves: the frames, then zeros.
+  await writeFile(file, new Uint8Array(64 * 1024), { flag: 'a' });
+  const second = await openLog({ dir, segmentBytesMax: 64 * mib });
+  t.same(seqsOf(concat(second.replay)), [1, 2, 3, 4]);
+  t.equal((await stat(file)).size, allBytes, 'the zero tail is no frame and is truncated at open');
+  t.equal(await appendOne(second.log), 5);
+  await second.log.close();
+  const third = await openLog({ dir, segmentBytesMax: 64 * mib });
+  t.same(seqsOf(concat(third.replay)), [1, 2, 3, 4, 5]);
+  await third.log.close();
 });
 
 t.test('appends that arrive while a group is syncing join the next write together', async (t) => {
