@@ -33,9 +33,20 @@ export class Cluster {
   /** Adds nodes ids with bootstrap storage for voters (or empty storage when voters is null). */
   add(ids: number[], voters: number[] | null): void {
     for (const id of ids) {
-      const config = (): RaftConfig => ({ id, ...this.options, random: () => 0 });
+      const config = (): RaftConfig => ({ id, ...this.options, random: () => this.jitter(id) });
       this.shells.set(id, new SimShell(id, config, initialStorage(voters)));
     }
+  }
+
+  /** A fixed "random" draw per node, so node i's election timeout is always electionTicks + (i - 1) (for i <= 10
+   *  and electionTicks 10): scripts know who times out first. */
+  jitter(id: number): number {
+    return ((id - 1) % 10) / 10;
+  }
+
+  /** The election timeout node id always draws. */
+  electionTimeout(id: number): number {
+    return this.options.electionTicks + Math.floor(this.jitter(id) * this.options.electionTicks);
   }
 
   shell(id: number): SimShell {
