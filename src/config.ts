@@ -235,6 +235,33 @@ export const settings = {
   /** How long a partition's changed ack state may wait before it is written to its ack log: what a kill -9 can
    *  forget of acks (those messages are delivered again, at least once). */
   'storage.ack_flush_interval': durationSetting(100, 1, 10 * secondMs),
+  /** This node's id in the cluster: a positive integer, kept in <data_dir>/node-id at first start, after which a
+   *  different value is refused (the data belongs to that node). 0: the stored id, or 1 on a first start.
+   *  Flag --node-id. Issue 6: partition owners (owner_node) and Raft voters are named by it. */
+  'cluster.node_id': intSetting(0, 1, 65535, true),
+  /** TCP port of the node-to-node listener (Raft and forwarding). Flag --internal-port. */
+  'cluster.internal_port': intSetting(7943, 0, 65535),
+  /** Addresses other nodes and clients are told to use: `api-host:port[,internal-host:port]`; empty advertises
+   *  node.host (127.0.0.1 when it is a wildcard) with node.port and cluster.internal_port. Flag --advertise. */
+  'cluster.advertise': stringSetting('', 'must be empty or host:port[,host:port] (API address, then internal address)', (text) =>
+    text === '' || parseAdvertise(text) !== null),
+  /** A new cluster's voters, `id=host:port,...` with internal addresses; every founding node is given the same
+   *  list and its own id in it. Empty with no join: a one-node cluster. Flag --bootstrap. */
+  'cluster.bootstrap': stringSetting('', 'must be empty or id=host:port,... with distinct positive ids', (text) =>
+    text === '' || parseBootstrap(text) !== null),
+  /** Internal address (host:port) of any node of a running cluster for a new node to join. Flag --join. */
+  'cluster.join': stringSetting('', 'must be empty or host:port', (text) => text === '' || parseHostPort(text) !== null),
+  /** File holding the cluster secret (at least 32 bytes) that authenticates node-to-node connections; needed
+   *  with --bootstrap or --join. Flag --cluster-secret-file. */
+  'cluster.secret_file': stringSetting('', 'must be a path', () => true),
+  /** One Raft tick; elections time out after cluster.election_ticks to twice that many ticks. */
+  'cluster.tick_interval': durationSetting(100, 10, 1 * secondMs),
+  /** Ticks without a leader before a voter campaigns (randomised up to twice as many). Heartbeats go every tick. */
+  'cluster.election_ticks': intSetting(10, 3, 1000),
+  /** A member is dead once the leader has not heard from it for this long (spec §2 Cluster member liveness). */
+  'cluster.member_dead_after': durationSetting(5 * secondMs, 500, 10 * 60 * secondMs),
+  /** Applied metadata entries between two snapshots of the metadata state; older log entries are then dropped. */
+  'cluster.snapshot_entries': intSetting(10_000, 2, 10_000_000),
   /** Named fault points switched on for tests only (STYLE §6): a comma list of ingress.write, ingress.sync.
    *  Each makes that step of the ingress log fail, so tests can see the 500 latch of spec §7. Empty in service. */
   'test.fault_points': stringSetting('', 'a comma list of ingress.write, ingress.sync', (text) =>
@@ -352,8 +379,58 @@ export function parseListenAddress(text: string): { host: string; port: number }
   return { host: match[1] ?? match[2] ?? '', port };
 }
 
+/** `host:port` with a non-empty host; null when malformed. */
+export function parseHostPort(text: string): { host: string; port: number } | null {
+  const address = parseListenAddress(text);
+  return address === null || address.host === '' ? null : address;
+}
+
+/** `id=host:port,...` -> id -> address; null when malformed or an id repeats. */
+export function parseBootstrap(text: string): Map<number, { host: string; port: number }> | null {
+  const voters = new Map<number, { host: string; port: number }>();
+  for (const part of text.split(',')) {
+    const match = /^(\d{1,5})=(.+)$/.exec(part.trim());
+    const id = Number(match?.[1]);
+    const address = match === null ? null : parseHostPort(match[2] ?? '');
+    if (address === null || !Number.isSafeInteger(id) || id < 1 || id > 65535 || voters.has(id)) return null;
+    voters.set(id, address);
+  }
+  return voters;
+}
+
+/** `api-host:port[,internal-host:port]`; null when malformed. */
+export function parseAdvertise(text: string): { api: { host: string; port: number }; internal?: { host: string; port: number } } | null {
+  const [apiText, internalText, extra] = text.split(',');
+  if (extra !== undefined || apiText === undefined) return null;
+  const api = parseHostPort(apiText.trim());
+  if (api === null) return null;
+  if (internalText === undefined) return { api };
+  const internal = parseHostPort(internalText.trim());
+  return internal === null ? null : { api, internal };
+}
+
 /** Settings that are valid alone but conflict together; each is checked once every source is merged. */
 const relations: readonly { keys: readonly [SettingKey, SettingKey]; rule: string; holds: (c: Config) => boolean }[] = [
+  {
+    keys: ['cluster.bootstrap', 'cluster.join'],
+    rule: 'a node either founds a cluster or joins one, not both',
+    holds: (c) => c['cluster.bootstrap'] === '' || c['cluster.join'] === '',
+  },
+  {
+    keys: ['cluster.bootstrap', 'cluster.node_id'],
+    rule: "the bootstrap list must name this node's id (give --node-id)",
+    holds: (c) => c['cluster.bootstrap'] === '' || (parseBootstrap(c['cluster.bootstrap'])?.has(c['cluster.node_id']) ?? false),
+  },
+  {
+    keys: ['cluster.join', 'cluster.node_id'],
+    rule: 'a joining node needs its own id (give --node-id)',
+    holds: (c) => c['cluster.join'] === '' || c['cluster.node_id'] !== 0,
+  },
+  {
+    keys: ['cluster.secret_file', 'cluster.bootstrap'],
+    rule: 'a node of a multi-node cluster needs the cluster secret (give --cluster-secret-file)',
+    holds: (c) => c['cluster.secret_file'] !== '' || ((parseBootstrap(c['cluster.bootstrap'])?.size ?? 1) <= 1 && c['cluster.join'] === ''),
+  },
   {
     keys: ['http.metrics_addr', 'node.port'],
     rule: 'the metrics listener must not take the API port on the same host',
@@ -459,6 +536,12 @@ const settingFlags: readonly SettingFlag[] = [
   { flags: '--workers <n>', description: 'partition worker threads', key: 'node.workers' },
   { flags: '--log-level <level>', description: 'fatal, error, warn, info, debug or trace', key: 'log.level' },
   { flags: '--profile <profile>', description: 'default or test_min', key: 'profile' },
+  { flags: '--node-id <n>', description: 'this node\'s cluster id (positive integer)', key: 'cluster.node_id' },
+  { flags: '--internal-port <n>', description: 'node-to-node port', key: 'cluster.internal_port' },
+  { flags: '--advertise <addresses>', description: 'api-host:port[,internal-host:port] other nodes are told', key: 'cluster.advertise' },
+  { flags: '--bootstrap <voters>', description: 'id=host:port,... founding voters of a new cluster', key: 'cluster.bootstrap' },
+  { flags: '--join <host:port>', description: 'internal address of a node of the cluster to join', key: 'cluster.join' },
+  { flags: '--cluster-secret-file <path>', description: 'file with the cluster secret (>= 32 bytes)', key: 'cluster.secret_file' },
   {
     flags: '--security <on|off>',
     description: 'require credentials (on) or not (off)',

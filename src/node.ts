@@ -8,7 +8,7 @@ import { availableParallelism } from 'node:os';
 import { join, resolve } from 'node:path';
 import { MessageChannel, Worker } from 'node:worker_threads';
 import { Piscina } from 'piscina';
-import { ConfigError, loadConfig, type Config, type LoadedConfig } from './config.js';
+import { ConfigError, loadConfig, parseAdvertise, parseBootstrap, parseHostPort, type Config, type LoadedConfig } from './config.js';
 import { ByteBudget } from './front/body.js';
 import { PartitionWorkers } from './front/dispatch.js';
 import type { NodeLifecycle } from './front/handlers/health.js';
@@ -18,7 +18,8 @@ import { Metrics } from './front/metrics.js';
 import { FrontServer } from './front/server.js';
 import type { FrontServices } from './front/services.js';
 import type { BcryptTask } from './pool/bcrypt_task.js';
-import type { MetadataThreadData, PartitionWorkerData, ToMetadata } from './protocol/thread_messages.js';
+import type { ClusterThreadConfig, MetadataThreadData, PartitionWorkerData, ToMetadata } from './protocol/thread_messages.js';
+import { readClusterSecretFile } from './raft/shell/transport/cluster_secret.js';
 import { DataDirLockedError, lockDataDir } from './util/data_dir_lock.js';
 import { createLogger, type Logger } from './util/log.js';
 
@@ -57,12 +58,19 @@ async function main(): Promise<void> {
     }
     throw error;
   }
-  const nodeId = await loadNodeId(dataDir);
+  let cluster: ClusterThreadConfig;
+  try {
+    cluster = await clusterThreadConfig(config, await loadNodeId(dataDir, config['cluster.node_id']));
+  } catch (error) {
+    process.stderr.write(`${error instanceof Error ? error.message : String(error)}\n`);
+    process.exit(2);
+  }
+  const nodeId = cluster.nodeId;
   process.env.UWS_HTTP_MAX_HEADERS_SIZE = String(config['http.max_header_bytes'] + uwsHeaderSlackBytes);
   const uws = (await import('uWebSockets.js')).default;
 
   const lifecycle: NodeLifecycle = { startupDone: false, shuttingDown: false };
-  const { metadataThread, workerThreads } = startThreads(config, dataDir, log, lifecycle);
+  const { metadataThread, workerThreads } = startThreads(config, dataDir, log, lifecycle, cluster);
   const replica = new MetadataReplica(metadataThread);
   const workers = new PartitionWorkers(workerThreads);
   await Promise.all([replica.whenReady(), workers.whenReady()]);
@@ -95,13 +103,27 @@ async function main(): Promise<void> {
     batchBudget: new ByteBudget(config['http.max_batch_body_bytes_in_flight']),
     metrics: new Metrics(replica, workers),
   };
-  const loginHint = config['security.enabled'] ? await ensureRootAdmin(services, authPool, loaded, dataDir) : 'security is off: no credentials needed';
+  // A one-node cluster leads at once, so its root admin exists before it listens (the first screen shows how to
+  // log in). A node of a larger cluster listens first: reads must answer even while no quorum exists.
+  const loneNode = cluster.bootstrap.length <= 1 && cluster.join === null;
+  const rootAdmin = async (): Promise<string> => {
+    if (!config['security.enabled']) return 'security is off: no credentials needed';
+    await replica.whenCaughtUp();
+    return ensureRootAdmin(services, authPool, loaded, dataDir, createsRootAdmin(cluster));
+  };
+  const loginHint = loneNode ? await rootAdmin() : null;
 
   const server = new FrontServer(uws, services, lifecycle, authPool);
   const port = await server.listen(config['node.host'], config['node.port']);
   lifecycle.startupDone = true;
   log.info({ port, host: config['node.host'], dataDir, nodeId, workers: workers.count }, 'listening');
-  log.info(loginHint);
+  if (loginHint !== null) log.info(loginHint);
+  else {
+    rootAdmin().then(
+      (hint) => log.info(hint),
+      (error: unknown) => log.error({ err: error }, 'creating the root admin failed'),
+    );
+  }
 
   let stopping = false;
   const stop = async (signal: string): Promise<void> => {
@@ -122,7 +144,7 @@ async function main(): Promise<void> {
   process.on('SIGINT', (s) => void stop(s));
 }
 
-function startThreads(config: Config, dataDir: string, log: Logger, lifecycle: NodeLifecycle) {
+function startThreads(config: Config, dataDir: string, log: Logger, lifecycle: NodeLifecycle, cluster: ClusterThreadConfig) {
   const workerCount = config['node.workers'];
   const channels = Array.from({ length: workerCount }, () => new MessageChannel());
   const workerThreads = channels.map((channel, workerIndex) => {
@@ -133,7 +155,7 @@ function startThreads(config: Config, dataDir: string, log: Logger, lifecycle: N
     };
     return new Worker(new URL('../workers/partition_worker.js', import.meta.url), { workerData, transferList: [channel.port2] });
   });
-  const metadataData: MetadataThreadData = { dataDir, workerPorts: channels.map((c) => c.port1) };
+  const metadataData: MetadataThreadData = { dataDir, workerPorts: channels.map((c) => c.port1), cluster, logLevel: config['log.level'] };
   const metadataThread = new Worker(new URL('./raft/shell/raft_thread.js', import.meta.url), {
     workerData: metadataData,
     transferList: channels.map((c) => c.port1),
@@ -160,23 +182,57 @@ function closeMetadataThread(thread: Worker): Promise<void> {
   });
 }
 
-/** A random id kept in the data dir: the owner_node of every partition this node holds. */
-async function loadNodeId(dataDir: string): Promise<string> {
+/** This node's cluster id, kept in the data dir: the data belongs to that node, so another id later is refused. */
+async function loadNodeId(dataDir: string, configured: number): Promise<number> {
   const path = join(dataDir, 'node-id');
-  const existing = await readFile(path, 'utf8').catch(() => '');
-  if (/^[0-9a-f]{16}$/.test(existing.trim())) return existing.trim();
-  const id = randomBytes(8).toString('hex');
+  const existing = (await readFile(path, 'utf8').catch(() => '')).trim();
+  if (existing !== '') {
+    const stored = /^\d{1,5}$/.test(existing) ? Number(existing) : NaN;
+    if (!(stored >= 1 && stored <= 65535)) throw new Error(`config: ${path} holds "${existing}", not a node id; this data dir was written by an older build or another program`);
+    if (configured !== 0 && configured !== stored) throw new Error(`config: cluster.node_id is ${configured} but ${dataDir} belongs to node ${stored}`);
+    return stored;
+  }
+  const id = configured === 0 ? 1 : configured;
   await writeFile(path, `${id}\n`, { mode: 0o644 });
   return id;
 }
 
+/** Resolves the cluster settings into what the metadata thread needs. */
+async function clusterThreadConfig(config: Config, nodeId: number): Promise<ClusterThreadConfig> {
+  const wildcard = (host: string): boolean => host === '' || host === '0.0.0.0' || host === '::';
+  const host = wildcard(config['node.host']) ? '127.0.0.1' : config['node.host'];
+  const advertised = config['cluster.advertise'] === '' ? null : parseAdvertise(config['cluster.advertise']);
+  const internalPort = config['cluster.internal_port'];
+  const listen = { host: config['node.host'], port: internalPort };
+  const advertiseApi = advertised === null ? `${host}:${config['node.port']}` : `${advertised.api.host}:${advertised.api.port}`;
+  const advertiseInternal = advertised?.internal === undefined ? `${advertised?.api.host ?? host}:${internalPort}` : `${advertised.internal.host}:${advertised.internal.port}`;
+  const bootstrapMap = config['cluster.bootstrap'] === '' ? null : parseBootstrap(config['cluster.bootstrap']);
+  const bootstrap: [number, { host: string; port: number }][] = bootstrapMap === null ? [[nodeId, { host, port: internalPort }]] : [...bootstrapMap];
+  const join = config['cluster.join'] === '' ? null : parseHostPort(config['cluster.join']);
+  const secret = config['cluster.secret_file'] === '' ? new Uint8Array(0) : await readClusterSecretFile(config['cluster.secret_file']);
+  return {
+    nodeId, bootstrap, join, listen, advertiseApi, advertiseInternal, secret,
+    tickMs: config['cluster.tick_interval'],
+    electionTicks: config['cluster.election_ticks'],
+    deadAfterMs: config['cluster.member_dead_after'],
+    snapshotEntries: config['cluster.snapshot_entries'],
+  };
+}
+
+/** The root admin of a secured cluster is created once, by the lowest founding id; joining nodes never do. */
+function createsRootAdmin(cluster: ClusterThreadConfig): boolean {
+  if (cluster.join !== null) return false;
+  return Math.min(...cluster.bootstrap.map(([id]) => id)) === cluster.nodeId;
+}
+
 /** Spec §5: the root admin `admin` is created at the first start of a secured node. Returns the login hint. */
-async function ensureRootAdmin(services: FrontServices, authPool: Piscina, loaded: LoadedConfig, dataDir: string): Promise<string> {
+async function ensureRootAdmin(services: FrontServices, authPool: Piscina, loaded: LoadedConfig, dataDir: string, creates: boolean): Promise<string> {
   const passwordFile = join(dataDir, 'admin-password');
   const root = [...services.replica.state.users.values()].find((u) => u.root);
   if (root !== undefined) {
     return `log in as ${root.username} with its password (first generated into ${passwordFile} unless one was given)`;
   }
+  if (!creates) return 'log in as admin with the password the founding node with the lowest id generated (its data dir admin-password) or was given';
   const generated = loaded.adminPassword === undefined;
   const password = loaded.adminPassword ?? randomBytes(18).toString('base64url');
   if (generated) {

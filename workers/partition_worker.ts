@@ -134,8 +134,12 @@ class PartitionWorker {
       case 'committed':
         return this.onCommitted(msg);
       case 'proposeFailed':
+      case 'proposalApplied':
+      case 'membersResult':
+      case 'forgetResult':
+      case 'clusterStatus':
       case 'closed':
-        // Answers to the front's proposals and shutdown travel on the front's port, never here.
+        // Answers to the front's requests and shutdown travel on the front's port, never here.
         throw new Error(`metadata sent ${msg.kind} to a partition worker`);
       default:
         return assertNever(msg);
@@ -143,10 +147,12 @@ class PartitionWorker {
   }
 
   private onSnapshot(index: number, state: MetadataState): void {
-    assert(this.replica === null, 'second metadata snapshot');
+    // A later snapshot is one this node installed from the Raft leader: it replaces the replica outright.
+    const replacing = this.replica !== null;
     this.replica = state;
     this.appliedIndex = index;
     this.topicsByIdRebuild();
+    if (replacing) for (const topic of state.topics.values()) this.topicConfigure(topic);
     // Partitions of topics the metadata no longer holds were deleted while this node was down (or it died
     // between the delete and the removal): their files are removed now. A topic's create is committed before
     // any of its records can be dispatched, so a live topic is never missing here.
@@ -163,13 +169,15 @@ class PartitionWorker {
       // Entries the snapshot already holds are older deltas: ignored, as every replica does.
       if (entry.index <= this.appliedIndex) continue;
       assert.equal(entry.index, this.appliedIndex + 1, `metadata entry ${entry.index} skips past ${this.appliedIndex}`);
-      const result = applyCommand(replica, entry.command);
       this.appliedIndex = entry.index;
+      const command = entry.command;
+      if (command === null) continue;
+      const result = applyCommand(replica, command);
       if (result.ok && result.deletedTopicId !== undefined) this.topicForget(result.deletedTopicId);
       // Spec §4 PATCH: groups before a failing one stay applied, so caps may have changed even when the entry failed.
-      if (entry.command.type === 'topic.update') {
-        const topic = replica.topics.get(entry.command.name);
-        if (topic !== undefined && topic.id === entry.command.id) this.topicConfigure(topic);
+      if (command.type === 'topic.update') {
+        const topic = replica.topics.get(command.name);
+        if (topic !== undefined && topic.id === command.id) this.topicConfigure(topic);
       }
     }
     this.topicsByIdRebuild();

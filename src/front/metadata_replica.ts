@@ -4,7 +4,11 @@
 import type { Worker } from 'node:worker_threads';
 import { errors } from '../errors.js';
 import { applyCommand, emptyMetadataState, type ApplyResult, type MetadataCommand, type MetadataState, type TopicRecord } from '../raft/metadata/state.js';
-import { assertNever, type FromMetadata, type ToMetadata } from '../protocol/thread_messages.js';
+import { BrokerError } from '../errors.js';
+import { assertNever, type ClusterStatus, type FromMetadata, type MemberView, type ToMetadata } from '../protocol/thread_messages.js';
+
+/** How many applied results are kept for late confirmations (far more than proposals in flight). */
+const recentResultsKept = 4096;
 
 export type AppliedListener = (command: MetadataCommand, result: ApplyResult) => void;
 
@@ -18,9 +22,23 @@ export class MetadataReplica {
   /** reqId of the proposal each pending entry index answers. */
   private readonly proposalByIndex = new Map<number, number>();
   private readonly listeners: AppliedListener[] = [];
+  /** Results of recently applied entries, for a proposal the metadata thread confirms after the front applied it
+   *  (a follower hears back from the leader after the entry reached it). */
+  private readonly recentResults = new Map<number, ApplyResult>();
+  private readonly memberRequests = new Map<number, (members: MemberView[]) => void>();
+  private readonly forgetRequests = new Map<number, (answer: { status: number; error?: string }) => void>();
+  /** The latest leader and readiness view of the metadata thread (spec §4 /readyz, members). */
+  clusterStatus: ClusterStatus | null = null;
 
   constructor(private readonly thread: Worker) {
     thread.on('message', (message: FromMetadata) => this.onMessage(message));
+  }
+
+  private readonly statusWaiters: (() => void)[] = [];
+
+  /** Resolves once the metadata thread reports this replica caught up with the leader (spec §4 /readyz). */
+  async whenCaughtUp(): Promise<void> {
+    while (this.clusterStatus?.caughtUp !== true) await new Promise<void>((resolve) => this.statusWaiters.push(resolve));
   }
 
   get ready(): boolean {
@@ -53,6 +71,24 @@ export class MetadataReplica {
     });
   }
 
+  /** GET /v1/cluster/members, answered from this node's metadata thread. */
+  members(): Promise<MemberView[]> {
+    const reqId = this.nextReqId++;
+    return new Promise((resolve) => {
+      this.memberRequests.set(reqId, resolve);
+      this.thread.postMessage({ kind: 'members', reqId } satisfies ToMetadata);
+    });
+  }
+
+  /** POST /v1/cluster/members/{id}/forget; the metadata thread runs it on the leader. */
+  forget(id: number): Promise<{ status: number; error?: string }> {
+    const reqId = this.nextReqId++;
+    return new Promise((resolve) => {
+      this.forgetRequests.set(reqId, resolve);
+      this.thread.postMessage({ kind: 'forget', reqId, id } satisfies ToMetadata);
+    });
+  }
+
   private onMessage(message: FromMetadata): void {
     switch (message.kind) {
       case 'snapshot':
@@ -66,8 +102,11 @@ export class MetadataReplica {
         for (const entry of message.entries) {
           if (entry.index <= this.appliedIndex) continue;
           if (entry.index !== this.appliedIndex + 1) throw new Error(`metadata gap: applied ${this.appliedIndex}, got ${entry.index}`);
-          const result = applyCommand(this.state, entry.command);
           this.appliedIndex = entry.index;
+          if (entry.command === null) continue;
+          const result = applyCommand(this.state, entry.command);
+          this.recentResults.set(entry.index, result);
+          this.recentResults.delete(entry.index - recentResultsKept);
           for (const listener of this.listeners) listener(entry.command, result);
           const reqId = this.proposalByIndex.get(entry.index);
           if (reqId !== undefined) {
@@ -77,12 +116,33 @@ export class MetadataReplica {
           }
         }
         return;
+      case 'proposalApplied': {
+        const pending = this.proposals.get(message.reqId);
+        this.proposals.delete(message.reqId);
+        const result = this.recentResults.get(message.index);
+        if (result !== undefined) pending?.resolve(result);
+        else pending?.reject(new BrokerError(503, 'the change is committed but this node could not confirm it applied it: read back, do not resend', { 'Retry-After': '2' }));
+        return;
+      }
       case 'proposeFailed': {
         const pending = this.proposals.get(message.reqId);
         this.proposals.delete(message.reqId);
-        pending?.reject(errors.metadataUnavailable(message.error));
+        const headers = message.retryAfterSeconds === undefined ? undefined : { 'Retry-After': String(message.retryAfterSeconds) };
+        pending?.reject(message.status === 503 && headers === undefined ? errors.metadataUnavailable(message.error) : new BrokerError(message.status, message.error, headers));
         return;
       }
+      case 'membersResult':
+        this.memberRequests.get(message.reqId)?.(message.members);
+        this.memberRequests.delete(message.reqId);
+        return;
+      case 'forgetResult':
+        this.forgetRequests.get(message.reqId)?.({ status: message.status, ...(message.error === undefined ? {} : { error: message.error }) });
+        this.forgetRequests.delete(message.reqId);
+        return;
+      case 'clusterStatus':
+        this.clusterStatus = message.status;
+        for (const wake of this.statusWaiters.splice(0)) wake();
+        return;
       case 'closed':
         return;
       default:

@@ -10,6 +10,7 @@ import { Authenticator } from './auth.js';
 import { BodyReader } from './body.js';
 import { LoginThrottle } from './login_throttle.js';
 import { consumeHandlers } from './handlers/consume.js';
+import { clusterHandlers } from './handlers/cluster.js';
 import { healthHandlers, type NodeLifecycle } from './handlers/health.js';
 import { produceHandlers } from './handlers/produce.js';
 import { topicHandlers } from './handlers/topics.js';
@@ -73,15 +74,12 @@ export class FrontServer {
     this.closeWaiters = consume.closeWaiters;
     const users = userHandlers(this.services);
     const health = healthHandlers(this.services, this.lifecycle);
+    const cluster = clusterHandlers(this.services);
     // Routes of later work answer 501 once the caller passed the route's access check (spec §5 permissions).
     const topicOf = (name: string) => {
       const topic = this.services.replica.state.topics.get(name);
       if (topic === undefined) throw errors.topicNotFound(name);
       return topic;
-    };
-    const adminLater: Handler = (ctx) => {
-      requireAdmin(ctx.user);
-      throw errors.notImplemented();
     };
     // NOTES 8: with security off only the v3.2.0 remote items answer 403; with it on they need admin.
     const remoteLater: Handler = (ctx) => {
@@ -134,8 +132,8 @@ export class FrontServer {
       { method: 'DELETE', pattern: '/v1/users/{username}', handler: users.onDeleteUser },
       { method: 'PUT', pattern: '/v1/users/{username}/grants', handler: users.onPutGrants, body: body1MiBAs400 },
       { method: 'PUT', pattern: '/v1/users/{username}/password', handler: users.onPutPassword, body: body1MiBAs400 },
-      { method: 'GET', pattern: '/v1/cluster/members', handler: adminLater },
-      { method: 'POST', pattern: '/v1/cluster/members/{id}/forget', handler: adminLater, body: body1MiB },
+      { method: 'GET', pattern: '/v1/cluster/members', handler: cluster.onListMembers },
+      { method: 'POST', pattern: '/v1/cluster/members/{id}/forget', handler: cluster.onForget, body: body1MiB },
       { method: 'POST', pattern: '/v1/cluster/reencrypt-remotes', handler: remoteLater, body: bodyRemotes },
       { method: 'POST', pattern: '/v1/remotes', handler: remoteLater, body: bodyRemotes },
       { method: 'GET', pattern: '/v1/remotes', handler: remoteLater },

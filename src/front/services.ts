@@ -12,7 +12,8 @@ import type { Metrics } from './metrics.js';
 export interface FrontServices {
   config: Config;
   log: Logger;
-  nodeId: string;
+  /** This node's cluster id: owner_node of the partitions it owns. */
+  nodeId: number;
   replica: MetadataReplica;
   workers: PartitionWorkers;
   ingress: IngressLog;

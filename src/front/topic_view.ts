@@ -33,6 +33,14 @@ export function topicJson(topic: TopicRecord, withRole: boolean): TopicJson {
   return json;
 }
 
+/** A partition this node cannot read now: zero statistics that are never added to totals (spec §2, v3.1.0). */
+export function placeholderStatsJson(index: number, ownerNode: string, ownerLiveness: 'dead' | 'unreachable' | 'unknown' | 'unassigned'): Record<string, unknown> {
+  return {
+    index, segments: 0, oldest_offset: 0, next_offset: 0, high_watermark: 0, size_bytes: 0,
+    owner_node: ownerNode, status: 'owner_unavailable', owner_liveness: ownerLiveness,
+  };
+}
+
 export function partitionStatsJson(stats: PartitionStatsView, ownerNode: string): Record<string, unknown> {
   const json: Record<string, unknown> = {
     index: stats.index,

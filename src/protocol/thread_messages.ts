@@ -9,26 +9,66 @@ import type { PayloadKind } from './ingress_frame.js';
 // Front thread <-> metadata thread (the metadata thread's parentPort)
 
 export type ToMetadata =
-  /** Front -> metadata: propose a change. Answered by 'committed' carrying reqId, or 'proposeFailed'.
-   *  Lost only if the metadata thread dies, which ends the process (fail-stop). */
+  /** Front -> metadata: propose a change. Answered by 'committed' carrying reqId, 'proposalApplied', or
+   *  'proposeFailed'. On a follower the metadata thread forwards it to the leader. */
   | { kind: 'propose'; reqId: number; command: MetadataCommand }
+  /** Front -> metadata: the member list (GET /v1/cluster/members); answered by 'membersResult'. */
+  | { kind: 'members'; reqId: number }
+  /** Front -> metadata: forget a dead member (POST /v1/cluster/members/{id}/forget); answered by 'forgetResult'. */
+  | { kind: 'forget'; reqId: number; id: number }
   /** Front -> metadata: close the log cleanly; answered by 'closed'. */
   | { kind: 'shutdown' };
+
+/** One node as GET /v1/cluster/members shows it (spec §2 Cluster member). */
+export interface MemberView {
+  id: number;
+  apiAddress: string;
+  internalAddress: string;
+  alive: boolean;
+  voter: boolean;
+  learner: boolean;
+  leader: boolean;
+  partitionsOwned: number;
+  /** Seconds since the leader last heard from this member; null when no leader view is known. */
+  heartbeatAgeSeconds: number | null;
+}
+
+/** What /readyz and the members route need from the metadata thread, posted on every change. */
+export interface ClusterStatus {
+  nodeId: number;
+  term: number;
+  role: 'follower' | 'preCandidate' | 'candidate' | 'leader';
+  /** 0 when no leader is known. */
+  leader: number;
+  /** Date.now() when a message from the current leader last arrived (this node's own clock); 0 when never. */
+  leaderHeardAtMs: number;
+  /** The replica has applied what the leader had committed when this node started (spec §4 /readyz). */
+  caughtUp: boolean;
+}
 
 /** A committed entry, broadcast in log order to the front and every worker; each applies it itself. */
 export interface CommittedEntry {
   index: number;
-  command: MetadataCommand;
+  /** null for Raft's own entries (a new leader's empty entry, membership changes): they only move the index. */
+  command: MetadataCommand | null;
 }
 
 export type FromMetadata =
-  /** Metadata -> front and workers, once at start: the state after replaying the stored log. */
+  /** Metadata -> front and workers: the whole state at index; at start, and again when this node installs a
+   *  snapshot from the leader (the replica is replaced, later 'committed' entries continue from index). */
   | { kind: 'snapshot'; index: number; state: MetadataState }
   /** Metadata -> front and workers: newly committed entries in order. proposals maps the front's
    *  reqIds to the entry each became (present only on the front's copy). */
   | { kind: 'committed'; entries: CommittedEntry[]; proposals?: { reqId: number; index: number }[] }
-  /** Metadata -> front: the proposal was not committed (for example sqlite failed); nothing changed. */
-  | { kind: 'proposeFailed'; reqId: number; status: number; error: string }
+  /** Metadata -> front: a proposal became the entry at index, which the front has already applied (a follower
+   *  learned it from the leader after applying it). */
+  | { kind: 'proposalApplied'; reqId: number; index: number }
+  /** Metadata -> front: the proposal was not applied here; retryAfterSeconds when the client may retry. */
+  | { kind: 'proposeFailed'; reqId: number; status: number; error: string; retryAfterSeconds?: number }
+  | { kind: 'membersResult'; reqId: number; members: MemberView[] }
+  | { kind: 'forgetResult'; reqId: number; status: number; error?: string }
+  /** Metadata -> front: leader, role and readiness changed (also sent once a second). */
+  | { kind: 'clusterStatus'; status: ClusterStatus }
   /** Metadata -> front: answer to shutdown, the log is closed. */
   | { kind: 'closed' };
 
@@ -136,6 +176,33 @@ export interface MetadataThreadData {
   dataDir: string;
   /** One port per partition worker, for the 'snapshot' and 'committed' broadcast. */
   workerPorts: MessagePort[];
+  cluster: ClusterThreadConfig;
+  logLevel: string;
+}
+
+export interface PeerAddressData {
+  host: string;
+  port: number;
+}
+
+/** The node's place in the cluster, resolved from config by the front at boot. */
+export interface ClusterThreadConfig {
+  nodeId: number;
+  /** Founding voters (id -> internal address); only read when the log is empty. One entry (this node) for a
+   *  one-node cluster, which opens no internal listener. */
+  bootstrap: [number, PeerAddressData][];
+  /** Internal address of a running cluster's node to join; null when founding. */
+  join: PeerAddressData | null;
+  /** Where the internal listener binds. */
+  listen: PeerAddressData;
+  advertiseApi: string;
+  advertiseInternal: string;
+  /** Empty for a one-node cluster. */
+  secret: Uint8Array;
+  tickMs: number;
+  electionTicks: number;
+  deadAfterMs: number;
+  snapshotEntries: number;
 }
 
 export function assertNever(value: never): never {

@@ -68,6 +68,16 @@ t.test('defaults', async (t) => {
     'storage.retention_check_interval': 30_000,
     'storage.ack_flush_interval': 100,
     'storage.partition_flush_interval': 2,
+    'cluster.node_id': 0,
+    'cluster.internal_port': 7943,
+    'cluster.advertise': '',
+    'cluster.bootstrap': '',
+    'cluster.join': '',
+    'cluster.secret_file': '',
+    'cluster.tick_interval': 100,
+    'cluster.election_ticks': 10,
+    'cluster.member_dead_after': 5000,
+    'cluster.snapshot_entries': 10000,
     'test.fault_points': '',
   });
   t.equal(loaded.adminPassword, undefined, 'no built-in admin password');
@@ -464,4 +474,29 @@ t.test('docs/configuration.md lists every setting and limit, and nothing else', 
   }
   t.strictSame(rowKeys(settingsPart).sort(), [...settingKeys].sort(), 'no row for an undeclared setting');
   t.strictSame(rowKeys(limitsPart).sort(), Object.keys(limits).sort(), 'limits table matches limits');
+});
+
+t.test('cluster flags: ids, addresses and their relations', async (t) => {
+  const founded = (await load(['--node-id', '2', '--bootstrap', '1=127.0.0.1:7943,2=127.0.0.1:8943', '--cluster-secret-file', '/x',
+    '--internal-port', '8943', '--advertise', '127.0.0.1:8942,127.0.0.1:8943'])).config;
+  t.equal(founded['cluster.node_id'], 2);
+  t.equal(founded['cluster.bootstrap'], '1=127.0.0.1:7943,2=127.0.0.1:8943');
+  t.equal(founded['cluster.internal_port'], 8943);
+  t.equal(founded['cluster.advertise'], '127.0.0.1:8942,127.0.0.1:8943');
+  t.equal((await load(['--node-id', '4', '--join', '127.0.0.1:7943', '--cluster-secret-file', '/x'])).config['cluster.join'], '127.0.0.1:7943');
+  t.equal(await loadError(['--node-id', '0x1']), 'config: cluster.node_id (from --node-id): must be 0 or an integer from 1 to 65535');
+  t.equal(await loadError(['--bootstrap', '1=127.0.0.1:7943,1=127.0.0.1:8943']),
+    'config: cluster.bootstrap (from --bootstrap): must be empty or id=host:port,... with distinct positive ids');
+  t.equal(await loadError(['--join', '7943']), 'config: cluster.join (from --join): must be empty or host:port');
+  t.equal(await loadError(['--advertise', 'a:1,b:2,c:3']),
+    'config: cluster.advertise (from --advertise): must be empty or host:port[,host:port] (API address, then internal address)');
+  t.equal(await loadError(['--node-id', '3', '--bootstrap', '1=h:1,2=h:2', '--cluster-secret-file', '/x']),
+    "config: cluster.bootstrap and cluster.node_id: the bootstrap list must name this node's id (give --node-id)");
+  t.equal(await loadError(['--node-id', '1', '--bootstrap', '1=h:1,2=h:2', '--join', 'h:3', '--cluster-secret-file', '/x']),
+    'config: cluster.bootstrap and cluster.join: a node either founds a cluster or joins one, not both');
+  t.equal(await loadError(['--join', 'h:3', '--cluster-secret-file', '/x']),
+    'config: cluster.join and cluster.node_id: a joining node needs its own id (give --node-id)');
+  t.equal(await loadError(['--node-id', '1', '--bootstrap', '1=h:1,2=h:2']),
+    'config: cluster.secret_file and cluster.bootstrap: a node of a multi-node cluster needs the cluster secret (give --cluster-secret-file)');
+  t.equal((await load(['--node-id', '1', '--bootstrap', '1=h:1'])).config['cluster.bootstrap'], '1=h:1', 'a one-voter bootstrap needs no secret');
 });

@@ -24,8 +24,9 @@ const topicA: TopicRecord = {
   maxInFlightPerPartition: 100,
   maxAckedAheadPerPartition: 100,
   createdAtSec: 1_700_000_000,
+  owners: [1, 1, 1],
 };
-const topicB: TopicRecord = { ...topicA, name: 'events', id: 'fedcba9876543210', partitions: 4 };
+const topicB: TopicRecord = { ...topicA, name: 'events', id: 'fedcba9876543210', partitions: 4, owners: [1, 1, 1, 1] };
 const timestampSec = 1_700_000_100;
 
 /** One running worker and everything it has posted, in order. */
@@ -142,6 +143,8 @@ async function tempDataDir(t: Test): Promise<string> {
 
 function stateWith(...topics: TopicRecord[]): MetadataState {
   const state = emptyMetadataState();
+  // Every owner must be a member (applyCommand refuses a create naming another node).
+  state.members.set(1, { id: 1, apiAddress: '127.0.0.1:7942', internalAddress: '127.0.0.1:7943', addedAtMs: 0 });
   for (const topic of topics) {
     state.topics.set(topic.name, { ...topic });
     state.topicNamesLower.set(topic.name.toLowerCase(), topic.name);

@@ -1,8 +1,11 @@
 // Health and metrics routes (spec §4 Health and metrics). /healthz answers while the process runs and 503
-// once graceful shutdown begins; /readyz answers ready once startup is done and, on one node, this node
-// leads its one-voter metadata group and its copy has caught up. Front thread.
+// once graceful shutdown begins; /readyz answers ready once startup is done, a Raft leader was heard from within
+// 5 seconds (or this node leads), and this node's metadata copy caught up with the leader since start. Front thread.
 import { jsonReply, type Reply } from '../respond.js';
 import type { FrontServices } from '../services.js';
+
+/** Spec §4 /readyz: a leader must have been heard within 5 seconds. */
+const leaderHeardWithinMs = 5_000;
 
 export interface NodeLifecycle {
   startupDone: boolean;
@@ -18,7 +21,13 @@ export function healthHandlers(services: FrontServices, lifecycle: NodeLifecycle
   function onReadyz(): Reply {
     if (lifecycle.shuttingDown) return jsonReply(503, { error: 'node shutting down' });
     if (!lifecycle.startupDone) return jsonReply(503, { error: 'startup not finished' });
-    if (!services.replica.ready) return jsonReply(503, { error: 'metadata copy not caught up' });
+    const status = services.replica.clusterStatus;
+    if (!services.replica.ready || status === null) return jsonReply(503, { error: 'metadata copy not loaded' });
+    if (status.role !== 'leader') {
+      if (status.leader === 0) return jsonReply(503, { error: 'no Raft leader known' });
+      if (Date.now() - status.leaderHeardAtMs > leaderHeardWithinMs) return jsonReply(503, { error: 'Raft leader not heard from within 5 seconds' });
+    }
+    if (!status.caughtUp) return jsonReply(503, { error: 'metadata copy not caught up with the leader since start' });
     return jsonReply(200, { status: 'ready' });
   }
 

@@ -11,7 +11,7 @@ import { optionalInteger, optionalString, parseJsonObject } from '../json_body.j
 import { jsonReply, type Reply } from '../respond.js';
 import type { RequestContext } from '../request_context.js';
 import type { FrontServices } from '../services.js';
-import { partitionStatsJson, topicJson } from '../topic_view.js';
+import { partitionStatsJson, placeholderStatsJson, topicJson } from '../topic_view.js';
 
 const topicNamePattern = /^[A-Za-z0-9._-]+$/;
 /** Caps have no upper bound in the spec; this one keeps a lease table's memory finite (docs/decisions.md). */
@@ -123,11 +123,24 @@ export function topicHandlers(services: FrontServices) {
     const only = ctx.query.integer('partition', 0, topic.partitions - 1,
       `not a partition of topic ${topic.name} (0 to ${topic.partitions - 1})`);
     const partitions = only === undefined ? [...Array(topic.partitions).keys()] : [only];
-    const stats = await partitionStats(topic, partitions);
+    // Partitions owned by another node are placeholders until the data plane forwards to their owner (spec §4
+    // get-topic, v3.1.0 partial answers).
+    const local = partitions.filter((p) => topic.owners[p] === services.nodeId);
+    const remote = partitions.filter((p) => topic.owners[p] !== services.nodeId);
+    const stats = await partitionStats(topic, local);
+    const liveness = remote.length === 0 ? new Map<number, boolean>() : new Map((await replica.members()).map((m) => [m.id, m.alive]));
+    const statsJson = partitions.map((p) => {
+      const owner = topic.owners[p];
+      const own = stats.find((s) => s.index === p);
+      if (own !== undefined) return partitionStatsJson(own, String(owner));
+      const alive = owner === undefined ? undefined : liveness.get(owner);
+      return placeholderStatsJson(p, owner === undefined ? '' : String(owner), owner === undefined ? 'unassigned' : alive === false ? 'dead' : 'unreachable');
+    });
     return jsonReply(200, {
       ...topicJson(topic, true),
       schema_version: 0,
-      partition_stats: stats.map((s) => partitionStatsJson(s, services.nodeId)),
+      partition_stats: statsJson,
+      ...(remote.length > 0 ? { partial: true } : {}),
     });
   }
 

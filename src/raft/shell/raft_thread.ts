@@ -1,24 +1,19 @@
-// The metadata thread's entry (a worker_threads Worker started by main.ts with MetadataThreadData): it owns the
-// Raft core, the sqlite log and the authoritative MetadataState. At start it replays the log and posts a
-// 'snapshot' to the front and every partition worker; then it turns the front's proposals into committed
-// entries, broadcast in index order. Ends on 'shutdown' from the front, answered with 'closed'.
+// The metadata thread's entry (a worker_threads Worker started by the front with MetadataThreadData). At start it
+// opens the SQLite log (writing the founding configuration on a first start), restores the state machine from the
+// latest snapshot, opens the node-to-node listener when the cluster has other nodes, and hands everything to the
+// MetadataShell, which posts the 'snapshot' to the front and every partition worker and runs Raft from then on.
+// Ends on 'shutdown' from the front, answered with 'closed'.
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
-import { parentPort, workerData, type MessagePort } from 'node:worker_threads';
-import { RaftNode, type LogEntry, type RaftConfig, type Ready } from '../core/raft.js';
-import { applyCommand, emptyMetadataState, type MetadataCommand, type MetadataState } from '../metadata/state.js';
-import {
-  assertNever,
-  type CommittedEntry,
-  type FromMetadata,
-  type MetadataThreadData,
-  type ToMetadata,
-} from '../../protocol/thread_messages.js';
+import { parentPort, workerData } from 'node:worker_threads';
+import { bootstrapEntries, RaftNode, type LogEntry } from '../core/raft.js';
+import { decodeMetadataSnapshot } from '../metadata/snapshot.js';
+import { emptyMetadataState, type MetadataCommand } from '../metadata/state.js';
+import type { MetadataThreadData } from '../../protocol/thread_messages.js';
+import { createLogger } from '../../util/log.js';
+import { MetadataShell } from './metadata_shell.js';
 import { SqliteRaftStorage } from './storage_sqlite.js';
-
-/** A one-voter group; its tick count matters only once there are peers to send heartbeats to, so the shell
- *  runs no timer yet. */
-const loneVoterConfig: RaftConfig = { id: 1, voters: [1], heartbeatTicks: 1 };
+import { PeerTransport } from './transport/peer_transport.js';
 
 /** Every command type, so a stored entry is recognised before it is applied; the Record type makes the
  *  compiler demand a new variant here too. */
@@ -30,152 +25,17 @@ const metadataCommandTypes: Record<MetadataCommand['type'], true> = {
   'user.delete': true,
   'user.grants': true,
   'user.password': true,
+  'member.add': true,
+  'member.forget': true,
 };
 
-class MetadataRaftShell {
-  /** Proposals not yet answered: entry index -> the front's reqId. */
-  private readonly reqIdByIndex = new Map<number, number>();
-  private pumping = false;
-  /** Latched when a persist fails: from then on every proposal is refused until restart. */
-  private storageFailed = false;
-  private shutdownRequested = false;
-  private closing = false;
-  private readonly onMessageBound = (message: ToMetadata): void => this.onMessage(message);
-
-  constructor(
-    private readonly core: RaftNode<MetadataCommand>,
-    private readonly storage: SqliteRaftStorage,
-    private readonly state: MetadataState,
-    private appliedIndex: number,
-    private readonly front: MessagePort,
-    private readonly workerPorts: readonly MessagePort[],
-  ) {}
-
-  start(): void {
-    const snapshot: FromMetadata = { kind: 'snapshot', index: this.appliedIndex, state: this.state };
-    this.front.postMessage(snapshot);
-    for (const port of this.workerPorts) port.postMessage(snapshot);
-    this.front.on('message', this.onMessageBound);
-    // The first ready may carry the first start's term and vote, which must be stored before any entry.
-    this.kick();
+function storedEntry(entry: LogEntry): LogEntry<MetadataCommand> {
+  if (entry.payload.kind === 'command') {
+    const data = entry.payload.command as { type?: unknown } | null;
+    assert.ok(typeof data === 'object' && data !== null, `stored entry ${entry.index} holds no object`);
+    assert.ok(typeof data.type === 'string' && Object.hasOwn(metadataCommandTypes, data.type), `stored entry ${entry.index} holds no metadata command`);
   }
-
-  private onMessage(message: ToMetadata): void {
-    switch (message.kind) {
-      case 'propose':
-        return this.onPropose(message.reqId, message.command);
-      case 'shutdown':
-        return this.onShutdown();
-      default:
-        return assertNever(message);
-    }
-  }
-
-  private onPropose(reqId: number, command: MetadataCommand): void {
-    if (this.storageFailed || this.shutdownRequested) {
-      this.post({ kind: 'proposeFailed', reqId, status: 503, error: 'metadata log unavailable' });
-      return;
-    }
-    const index = this.core.propose(command);
-    assert.equal(this.reqIdByIndex.has(index), false, `entry ${index} proposed twice`);
-    this.reqIdByIndex.set(index, reqId);
-    this.kick();
-  }
-
-  private onShutdown(): void {
-    this.shutdownRequested = true;
-    // A running pump finishes the entries already proposed and closes when it runs dry.
-    if (!this.pumping) void this.close();
-  }
-
-  /** Starts the ready loop unless it runs already; proposals made meanwhile join its next ready. */
-  private kick(): void {
-    if (this.pumping) return;
-    this.pumping = true;
-    // A rejection here is an assertion failure: rethrown unhandled, it ends the thread (fail-stop).
-    void this.pump().finally(() => {
-      this.pumping = false;
-      if (this.shutdownRequested) void this.close();
-    });
-  }
-
-  /** etcd's loop: apply (the core hands out only persisted entries), persist, send, advance. */
-  private async pump(): Promise<void> {
-    for (let ready = this.core.ready(); ready !== null; ready = this.core.ready()) {
-      this.applyCommitted(ready.committed);
-      if (!(await this.persist(ready))) return;
-      // A lone voter has no peers, so there is nothing to send and no transport yet.
-      assert.equal(ready.messages.length, 0, 'raft messages without a transport');
-      this.core.advance(ready);
-    }
-  }
-
-  private async persist(ready: Ready<MetadataCommand>): Promise<boolean> {
-    // A commit-only hard state is not written on its own: the commit index is recomputed at restart.
-    if (ready.entries.length === 0 && !ready.mustSync) return true;
-    try {
-      await this.storage.append(ready.entries, ready.hardState);
-      return true;
-    } catch (err) {
-      this.failStorage(err);
-      return false;
-    }
-  }
-
-  private failStorage(err: unknown): void {
-    this.storageFailed = true;
-    console.error(`metadata: persisting the raft log failed, refusing proposals until restart: ${String(err)}`);
-    // Every unanswered proposal is in the failed ready or behind it, so none of them will commit.
-    for (const reqId of this.reqIdByIndex.values()) {
-      this.post({ kind: 'proposeFailed', reqId, status: 503, error: 'metadata log unavailable' });
-    }
-    this.reqIdByIndex.clear();
-  }
-
-  private applyCommitted(committed: readonly LogEntry<MetadataCommand>[]): void {
-    if (committed.length === 0) return;
-    const entries: CommittedEntry[] = [];
-    const proposals: { reqId: number; index: number }[] = [];
-    for (const entry of committed) {
-      applyInOrder(this.state, this.appliedIndex, entry.index, entry.data);
-      this.appliedIndex = entry.index;
-      entries.push({ index: entry.index, command: entry.data });
-      const reqId = this.reqIdByIndex.get(entry.index);
-      if (reqId !== undefined) {
-        proposals.push({ reqId, index: entry.index });
-        this.reqIdByIndex.delete(entry.index);
-      }
-    }
-    this.post({ kind: 'committed', entries, proposals });
-    const toWorkers: FromMetadata = { kind: 'committed', entries };
-    for (const port of this.workerPorts) port.postMessage(toWorkers);
-  }
-
-  private async close(): Promise<void> {
-    if (this.closing) return;
-    this.closing = true;
-    await this.storage.close();
-    this.post({ kind: 'closed' });
-    // With no listener left the port stops holding the thread open, so it exits once idle.
-    this.front.off('message', this.onMessageBound);
-  }
-
-  private post(message: FromMetadata): void {
-    this.front.postMessage(message);
-  }
-}
-
-/** Replicas rebuild state from the same sequence, so it must be every index once, in order. */
-function applyInOrder(state: MetadataState, appliedIndex: number, index: number, command: MetadataCommand): void {
-  assert.equal(index, appliedIndex + 1, `metadata entry ${index} applied after ${appliedIndex}`);
-  applyCommand(state, command);
-}
-
-function storedCommand(entry: LogEntry): MetadataCommand {
-  const data = entry.data as { type?: unknown } | null;
-  assert.ok(typeof data === 'object' && data !== null, `stored entry ${entry.index} holds no object`);
-  assert.ok(typeof data.type === 'string' && Object.hasOwn(metadataCommandTypes, data.type), `stored entry ${entry.index} holds no metadata command`);
-  return data as MetadataCommand;
+  return entry as LogEntry<MetadataCommand>;
 }
 
 async function start(): Promise<void> {
@@ -184,24 +44,49 @@ async function start(): Promise<void> {
   const data = workerData as MetadataThreadData;
   assert.equal(typeof data.dataDir, 'string', 'workerData.dataDir');
   assert.ok(Array.isArray(data.workerPorts), 'workerData.workerPorts');
+  const config = data.cluster;
+  const logger = createLogger(data.logLevel).child({ component: 'metadata', node: config.nodeId });
+  const log = (level: 'info' | 'warn' | 'error', fields: object, msg: string): void => logger[level](fields, msg);
+
   const storage = await SqliteRaftStorage.open(join(data.dataDir, 'metadata', 'raft.sqlite'));
-  const stored = await storage.loadAll();
-  const last = stored.entries[stored.entries.length - 1];
-  const lastIndex = last?.index ?? 0;
-  // The core checks the stored state and that all of it is committed before anything is applied.
-  const core = new RaftNode<MetadataCommand>(loneVoterConfig, {
-    hardState: stored.hardState,
-    lastIndex,
-    lastTerm: last?.term ?? 0,
-    appliedIndex: lastIndex,
-  });
-  const state = emptyMetadataState();
-  let appliedIndex = 0;
-  for (const entry of stored.entries) {
-    applyInOrder(state, appliedIndex, entry.index, storedCommand(entry));
-    appliedIndex = entry.index;
+  let stored = await storage.load();
+  const empty = stored.snapshot === null && stored.entries.length === 0;
+  const joining = empty && config.join !== null;
+  if (empty && !joining) {
+    // Every founding node writes the same first entries, so their logs agree from index 1 (etcd's bootstrap).
+    const voters = config.bootstrap.map(([id]) => id).sort((a, b) => a - b);
+    const entries = bootstrapEntries(voters);
+    await storage.save({ entries, hardState: { term: 1, vote: 0, commit: entries.length } });
+    stored = await storage.load();
+    log('info', { voters }, 'metadata: founded a new cluster');
   }
-  new MetadataRaftShell(core, storage, state, appliedIndex, front, data.workerPorts).start();
+  const core = new RaftNode<MetadataCommand>(
+    { id: config.nodeId, electionTicks: config.electionTicks, heartbeatTicks: 1, random: Math.random },
+    { hardState: stored.hardState, snapshot: stored.snapshot, entries: stored.entries.map(storedEntry) },
+  );
+  const state = stored.snapshot === null ? emptyMetadataState() : decodeMetadataSnapshot(stored.snapshot.data);
+  const snapshotIndex = stored.snapshot?.index ?? 0;
+
+  const multiNode = config.bootstrap.length > 1 || config.join !== null || config.secret.length > 0;
+  let shell: MetadataShell | null = null;
+  let transport: PeerTransport | null = null;
+  if (multiNode) {
+    transport = await PeerTransport.listen({
+      nodeId: config.nodeId,
+      clusterSecret: config.secret,
+      listen: config.listen,
+      // Raft tolerates lost messages, so anything arriving before the shell exists is dropped.
+      onMessage: (from, message) => shell?.onPeerMessage(from, message),
+      onRequest: (from, body) => (shell === null ? Promise.reject(new Error('metadata starting')) : shell.onPeerRequest(from, body)),
+      log: logger,
+    });
+    for (const [id, address] of config.bootstrap) if (id !== config.nodeId) transport.setPeer(id, address);
+    log('info', { port: transport.port }, 'metadata: node-to-node listener open');
+  }
+  shell = new MetadataShell({
+    core, storage, state, appliedIndex: snapshotIndex, snapshotIndex, startCommit: stored.hardState.commit, front, workerPorts: data.workerPorts, transport, config, log, joining,
+  });
+  shell.start();
 }
 
 await start();

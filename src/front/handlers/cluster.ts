@@ -1,0 +1,60 @@
+// Cluster routes (spec §4 Cluster, admin only, reads included): the member list, answered from this node's
+// metadata thread (its replica and the leader's liveness view), and forget of a dead member, which the metadata
+// thread runs on the leader with the 409 rules. Front thread.
+import { BrokerError, errors } from '../../errors.js';
+import type { MemberView } from '../../protocol/thread_messages.js';
+import { requireAdmin } from '../access.js';
+import { audited } from '../audit.js';
+import { jsonReply, type Reply } from '../respond.js';
+import type { RequestContext } from '../request_context.js';
+import type { FrontServices } from '../services.js';
+
+/** Spec §2 Cluster member; the spec does not show the field names, docs/decisions.md records these. */
+function memberJson(member: MemberView): Record<string, unknown> {
+  return {
+    id: String(member.id),
+    api_address: member.apiAddress,
+    liveness: member.alive ? 'alive' : 'dead',
+    decommissioning: false,
+    partitions_owned: member.partitionsOwned,
+    partitions_moving_off: 0,
+    raft_voter: member.voter,
+    raft_learner: member.learner,
+    raft_leader: member.leader,
+    seconds_since_heartbeat: member.heartbeatAgeSeconds,
+    decommission_blocked_reasons: [],
+  };
+}
+
+export function clusterHandlers(services: FrontServices) {
+  const { replica, log } = services;
+
+  async function onListMembers(ctx: RequestContext): Promise<Reply> {
+    requireAdmin(ctx.user);
+    const detailText = ctx.query.get('detail');
+    if (detailText !== undefined && detailText !== 'true' && detailText !== 'false') throw errors.invalid('detail', 'must be true or false');
+    const members = await replica.members();
+    return jsonReply(200, {
+      members: members.map((member) => {
+        const json = memberJson(member);
+        // Members' own status reports travel on the data plane, which this release does not run yet.
+        if (detailText === 'true' && member.id !== services.nodeId) json.status_error = 'member status reports are not available in this release';
+        return json;
+      }),
+    });
+  }
+
+  async function onForget(ctx: RequestContext): Promise<Reply> {
+    requireAdmin(ctx.user);
+    const idText = ctx.param(0);
+    const id = /^\d{1,5}$/.test(idText) ? Number(idText) : NaN;
+    if (!(id >= 1 && id <= 65535)) throw errors.invalid('id', 'must be a node id (an integer from 1 to 65535)');
+    return audited(log, ctx, 'cluster.forget', idText, async () => {
+      const answer = await replica.forget(id);
+      if (answer.status === 204) return { status: 204 };
+      throw new BrokerError(answer.status, answer.error ?? 'forget failed', answer.status === 503 ? { 'Retry-After': '2' } : {});
+    });
+  }
+
+  return { onListMembers, onForget };
+}

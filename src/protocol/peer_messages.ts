@@ -1,0 +1,34 @@
+// What the metadata threads of two nodes say to each other over the node-to-node transport
+// (src/raft/shell/transport): one-way messages (Raft's own, and the leader's liveness view) and requests with
+// replies (a follower forwarding a write, a joining node asking in, a forget, a readiness check). Plain data only:
+// the transport msgpackr-encodes it.
+import type { RaftMessage } from '../raft/core/raft.js';
+import type { MetadataCommand } from '../raft/metadata/state.js';
+
+export type PeerMessage =
+  | { kind: 'raft'; message: RaftMessage }
+  /** Leader -> every member, once a second: how long ago the leader last heard from each node. */
+  | { kind: 'liveness'; term: number; heardAgoMs: [number, number][] };
+
+export type PeerRequest =
+  /** Follower -> leader: propose this change; answered once it is applied on the leader. */
+  | { kind: 'propose'; command: MetadataCommand }
+  /** New node -> any node (forwarded to the leader): add me as a learner. */
+  | { kind: 'join'; id: number; apiAddress: string; internalAddress: string }
+  /** Follower -> leader: forget a dead member (spec §4 forget). */
+  | { kind: 'forget'; id: number }
+  /** Follower -> leader: your commit index, so this node knows when its replica caught up (spec §4 /readyz). */
+  | { kind: 'commitIndex' };
+
+export type ProposeReply =
+  | { ok: true; index: number; term: number }
+  | { ok: false; status: number; error: string; retryAfterSeconds?: number };
+
+export type JoinReply = { ok: true } | { ok: false; error: string };
+
+export interface ForgetReply {
+  status: number;
+  error?: string;
+}
+
+export type CommitIndexReply = { ok: true; commit: number } | { ok: false; error: string };

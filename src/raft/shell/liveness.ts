@@ -1,0 +1,55 @@
+// Which members are alive (spec §2 Cluster member: dead once heartbeats stop). The leader stamps the time it last
+// heard anything from each node and sends that view to every member once a second; a follower keeps the leader's
+// last view and ages it by its own clock, so with no leader every other member ends up dead on it. Soft state of
+// the metadata shell: never in the log, rebuilt after a restart. Clock values are passed in (no Date here).
+
+export class Liveness {
+  /** Leader side: node id -> when this node last heard from it. */
+  private readonly heardAtMs = new Map<number, number>();
+  /** Follower side: the leader's view (node id -> ms since the leader heard it) and when it arrived. */
+  private leaderView: { receivedAtMs: number; heardAgoMs: Map<number, number> } | null = null;
+
+  constructor(
+    private readonly selfId: number,
+    private readonly deadAfterMs: number,
+  ) {}
+
+  heardFrom(id: number, nowMs: number): void {
+    this.heardAtMs.set(id, nowMs);
+  }
+
+  /** The view the leader sends; its own entry is 0. */
+  leaderViewToSend(nowMs: number): [number, number][] {
+    const view: [number, number][] = [[this.selfId, 0]];
+    for (const [id, atMs] of this.heardAtMs) if (id !== this.selfId) view.push([id, nowMs - atMs]);
+    return view;
+  }
+
+  receivedLeaderView(heardAgoMs: [number, number][], nowMs: number): void {
+    this.leaderView = { receivedAtMs: nowMs, heardAgoMs: new Map(heardAgoMs) };
+  }
+
+  /** Milliseconds since the leader heard from id, or null when unknown. isLeader: this node leads. */
+  heardAgoMs(id: number, isLeader: boolean, nowMs: number): number | null {
+    if (id === this.selfId && isLeader) return 0;
+    if (isLeader) {
+      const atMs = this.heardAtMs.get(id);
+      return atMs === undefined ? null : nowMs - atMs;
+    }
+    const view = this.leaderView;
+    const ago = view?.heardAgoMs.get(id);
+    if (view === null || ago === undefined) return null;
+    return ago + (nowMs - view.receivedAtMs);
+  }
+
+  alive(id: number, isLeader: boolean, nowMs: number): boolean {
+    if (id === this.selfId) return true;
+    const ago = this.heardAgoMs(id, isLeader, nowMs);
+    return ago !== null && ago < this.deadAfterMs;
+  }
+
+  /** A new term: the previous leader's stamps say nothing about who the new one hears. */
+  leaderChanged(): void {
+    this.heardAtMs.clear();
+  }
+}

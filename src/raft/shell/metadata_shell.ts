@@ -1,0 +1,614 @@
+// The metadata thread's shell around the pure Raft core: it persists each Ready in SQLite before sending its
+// messages, applies committed entries to the authoritative MetadataState and broadcasts them to the front and the
+// workers, drives ticks from a timer, sends Raft traffic over the node-to-node transport, forwards writes taken on
+// a follower to the leader, places partition owners (leader), adds joining nodes as learners and promotes them once
+// caught up, and answers the members and forget routes. One instance per node, on the metadata thread.
+import assert from 'node:assert/strict';
+import type { MessagePort } from 'node:worker_threads';
+import type { LogEntry, RaftMessage, RaftNode, Ready } from '../core/raft.js';
+import { encodeMetadataSnapshot, decodeMetadataSnapshot } from '../metadata/snapshot.js';
+import { fillOwners, PlacementError } from '../metadata/placement.js';
+import { applyCommand, partitionsOwnedBy, type MetadataCommand, type MetadataState } from '../metadata/state.js';
+import {
+  assertNever,
+  type ClusterStatus,
+  type ClusterThreadConfig,
+  type CommittedEntry,
+  type FromMetadata,
+  type MemberView,
+  type ToMetadata,
+} from '../../protocol/thread_messages.js';
+import type { CommitIndexReply, ForgetReply, JoinReply, PeerMessage, PeerRequest, ProposeReply } from '../../protocol/peer_messages.js';
+import { ApplyWaiters, type ApplyOutcome } from './apply_waiters.js';
+import { Liveness } from './liveness.js';
+import type { SqliteRaftStorage } from './storage_sqlite.js';
+import { TransportError, type PeerTransport } from './transport/peer_transport.js';
+
+/** How long a write waits to be applied (or forwarded and applied) before it is answered 503. */
+const proposalTimeoutMs = 5_000;
+/** Spec §7/§8: "leader unreachable" and "committed but unconfirmed" both carry Retry-After: 2. */
+const leaderUnreachableRetryAfterSeconds = 2;
+const livenessBroadcastMs = 1_000;
+const statusRepostMs = 1_000;
+const joinRetryMs = 1_000;
+
+type ProposalSettle = (reply: ProposeReply) => void;
+
+export interface ShellDeps {
+  core: RaftNode<MetadataCommand>;
+  storage: SqliteRaftStorage;
+  state: MetadataState;
+  appliedIndex: number;
+  /** Index of the snapshot the stored log starts after. */
+  snapshotIndex: number;
+  front: MessagePort;
+  workerPorts: readonly MessagePort[];
+  transport: PeerTransport | null;
+  config: ClusterThreadConfig;
+  log: (level: 'info' | 'warn' | 'error', fields: object, msg: string) => void;
+  /** The commit index stored at start: applied before the front and workers get their first snapshot. */
+  startCommit: number;
+  /** Whether the log was empty at start and this node joins a running cluster. */
+  joining: boolean;
+}
+
+export class MetadataShell {
+  private readonly core: RaftNode<MetadataCommand>;
+  private readonly storage: SqliteRaftStorage;
+  private state: MetadataState;
+  private appliedIndex: number;
+  private snapshotIndex: number;
+  private readonly config: ClusterThreadConfig;
+  private readonly transport: PeerTransport | null;
+  private readonly waiters = new ApplyWaiters();
+  private readonly liveness: Liveness;
+  private pumping = false;
+  private storageFailed = false;
+  private shutdownRequested = false;
+  private closing = false;
+  private tickTimer: NodeJS.Timeout | null = null;
+  private lastLeader = 0;
+  private lastTerm = 0;
+  private leaderHeardAtMs = 0;
+  private caughtUp = false;
+  /** The leader's commit index when this follower asked after starting; caught up once applied reaches it. */
+  private catchUpTarget: number | null = null;
+  private catchUpAsking = false;
+  private lastStatusJson = '';
+  private lastStatusPostMs = 0;
+  private lastLivenessMs = 0;
+  private joining: boolean;
+  private lastJoinAttemptMs = 0;
+  private selfRegistering = false;
+  private readonly onFrontMessageBound = (message: ToMetadata): void => this.onFrontMessage(message);
+
+  constructor(private readonly deps: ShellDeps) {
+    this.core = deps.core;
+    this.storage = deps.storage;
+    this.state = deps.state;
+    this.appliedIndex = deps.appliedIndex;
+    this.snapshotIndex = deps.snapshotIndex;
+    this.config = deps.config;
+    this.transport = deps.transport;
+    this.joining = deps.joining;
+    this.liveness = new Liveness(deps.config.nodeId, deps.config.deadAfterMs);
+  }
+
+  start(): void {
+    // The front and the workers get their first snapshot only once the stored committed entries are applied here:
+    // a worker deletes the files of every topic its first snapshot lacks.
+    if (this.appliedIndex >= this.deps.startCommit) this.broadcastSnapshot();
+    this.deps.front.on('message', this.onFrontMessageBound);
+    // A lone voter need not wait an election timeout to lead: nobody else could win or object.
+    const conf = this.core.status().confState;
+    if (conf.voters.length === 1 && conf.voters[0] === this.config.nodeId) this.core.campaign();
+    this.tickTimer = setInterval(() => this.onTick(), this.config.tickMs);
+    this.kick();
+  }
+
+  // ------------------------------------------------------------------------------------------------
+  // Inputs
+
+  private onFrontMessage(message: ToMetadata): void {
+    switch (message.kind) {
+      case 'propose':
+        return this.onFrontPropose(message.reqId, message.command);
+      case 'members':
+        return this.post({ kind: 'membersResult', reqId: message.reqId, members: this.memberViews() });
+      case 'forget':
+        void this.forget(message.id).then((reply) => this.post({ kind: 'forgetResult', reqId: message.reqId, ...reply }));
+        return;
+      case 'shutdown':
+        return this.onShutdown();
+      default:
+        return assertNever(message);
+    }
+  }
+
+  /** Transport: one-way messages from a peer. */
+  onPeerMessage(from: number, raw: unknown): void {
+    const message = raw as PeerMessage;
+    const nowMs = Date.now();
+    this.liveness.heardFrom(from, nowMs);
+    switch (message?.kind) {
+      case 'raft':
+        this.core.step(message.message);
+        if (from === this.core.status().leader) this.leaderHeardAtMs = nowMs;
+        this.kick();
+        return;
+      case 'liveness':
+        if (from === this.core.status().leader) this.liveness.receivedLeaderView(message.heardAgoMs, nowMs);
+        return;
+      default:
+        this.deps.log('warn', { from }, 'metadata: unknown peer message ignored');
+    }
+  }
+
+  /** Transport: requests from a peer; the reply travels back on the same connection. */
+  async onPeerRequest(from: number, raw: unknown): Promise<unknown> {
+    this.liveness.heardFrom(from, Date.now());
+    const request = raw as PeerRequest;
+    switch (request?.kind) {
+      case 'propose':
+        return this.proposeAsLeader(request.command);
+      case 'join':
+        return this.onJoinRequest(request);
+      case 'forget':
+        return this.forget(request.id);
+      case 'commitIndex': {
+        const status = this.core.status();
+        const reply: CommitIndexReply = status.role === 'leader' ? { ok: true, commit: status.commit } : { ok: false, error: 'not the leader' };
+        return reply;
+      }
+      default:
+        throw new Error(`unknown peer request ${JSON.stringify((request as { kind?: unknown })?.kind)}`);
+    }
+  }
+
+  private onTick(): void {
+    if (this.closing) return;
+    this.core.tick();
+    const nowMs = Date.now();
+    this.waiters.expire(nowMs);
+    const status = this.core.status();
+    if (status.leader !== this.lastLeader || status.term !== this.lastTerm) {
+      if (status.leader !== this.lastLeader) this.liveness.leaderChanged();
+      this.lastLeader = status.leader;
+      this.lastTerm = status.term;
+    }
+    if (status.role === 'leader') {
+      this.leaderDuties(nowMs);
+    } else if (this.joining) {
+      this.tryJoin(nowMs);
+    }
+    this.catchUp();
+    this.registerSelf();
+    this.postStatus(nowMs);
+    this.kick();
+  }
+
+  // ------------------------------------------------------------------------------------------------
+  // The Ready loop (etcd): persist, install a received snapshot, apply, send, advance
+
+  private kick(): void {
+    if (this.pumping || this.closing) return;
+    this.pumping = true;
+    // A rejection here is an assertion failure: rethrown unhandled, it ends the thread (fail-stop).
+    void this.pump().finally(() => {
+      this.pumping = false;
+      if (this.shutdownRequested) void this.close();
+    });
+  }
+
+  private async pump(): Promise<void> {
+    for (let ready = this.core.ready(); ready !== null; ready = this.core.ready()) {
+      if (!(await this.persist(ready))) return;
+      if (ready.snapshot !== undefined) this.installSnapshot(ready.snapshot.index, ready.snapshot.data);
+      this.applyCommitted(ready.committed);
+      this.send(ready.messages);
+      this.core.advance(ready);
+      await this.maybeCompact();
+      if (ready.softState !== undefined) this.postStatus(Date.now());
+    }
+  }
+
+  private async persist(ready: Ready<MetadataCommand>): Promise<boolean> {
+    if (this.storageFailed) return false;
+    if (ready.entries.length === 0 && ready.hardState === undefined && ready.snapshot === undefined) return true;
+    try {
+      const write = { entries: ready.entries, ...(ready.hardState === undefined ? {} : { hardState: ready.hardState }), ...(ready.snapshot === undefined ? {} : { snapshot: ready.snapshot }) };
+      await this.storage.save(write);
+      return true;
+    } catch (err) {
+      this.storageFailed = true;
+      this.deps.log('error', { err: String(err) }, 'metadata: persisting the raft log failed; this node stops taking part until restart');
+      this.waiters.closeAll();
+      return false;
+    }
+  }
+
+  private send(messages: readonly RaftMessage[]): void {
+    if (messages.length === 0) return;
+    // A lone voter has nobody to talk to; a cluster node always has a transport.
+    assert.ok(this.transport !== null, 'raft messages without a transport');
+    for (const message of messages) this.transport.send(message.to, { kind: 'raft', message } satisfies PeerMessage);
+  }
+
+  private installSnapshot(index: number, data: Uint8Array): void {
+    this.state = decodeMetadataSnapshot(data);
+    this.appliedIndex = index;
+    this.snapshotIndex = index;
+    this.waiters.snapshotInstalled(index);
+    this.broadcastSnapshot();
+    this.refreshPeers();
+    this.deps.log('info', { index }, 'metadata: installed a snapshot from the leader');
+  }
+
+  private applyCommitted(committed: readonly LogEntry<MetadataCommand>[]): void {
+    const entries: CommittedEntry[] = [];
+    const proposals: { reqId: number; index: number }[] = [];
+    const status = this.core.status();
+    for (const entry of committed) {
+      // A snapshot installed in this ready already holds these.
+      if (entry.index <= this.appliedIndex) continue;
+      assert.equal(entry.index, this.appliedIndex + 1, `metadata entry ${entry.index} applied after ${this.appliedIndex}`);
+      const command = entry.payload.kind === 'command' ? entry.payload.command : null;
+      if (command !== null) applyCommand(this.state, command);
+      this.appliedIndex = entry.index;
+      entries.push({ index: entry.index, command });
+      this.currentProposals = proposals;
+      this.waiters.applied(entry.index, entry.term);
+      this.currentProposals = null;
+      if (command?.type === 'member.add' || command?.type === 'member.forget') this.refreshPeers();
+      // A leader has caught up once an entry of its own term is applied: everything before it is then applied too.
+      if (status.role === 'leader' && entry.term === status.term) this.caughtUp = true;
+    }
+    if (!this.snapshotSent) {
+      if (this.appliedIndex >= this.deps.startCommit) this.broadcastSnapshot();
+      return;
+    }
+    if (entries.length === 0) return;
+    this.post({ kind: 'committed', entries, proposals });
+    const toWorkers: FromMetadata = { kind: 'committed', entries };
+    for (const port of this.deps.workerPorts) port.postMessage(toWorkers);
+  }
+
+  /** While applyCommitted runs, front proposals applied in the same batch join its message (the front resolves
+   *  them with its own apply of the same entries). */
+  private currentProposals: { reqId: number; index: number }[] | null = null;
+
+  private async maybeCompact(): Promise<void> {
+    if (this.storageFailed || this.appliedIndex - this.snapshotIndex < this.config.snapshotEntries) return;
+    const snapshot = this.core.compact(this.appliedIndex, encodeMetadataSnapshot(this.state));
+    try {
+      await this.storage.compact(snapshot);
+      this.snapshotIndex = snapshot.index;
+    } catch (err) {
+      this.storageFailed = true;
+      this.deps.log('error', { err: String(err) }, 'metadata: storing a snapshot failed; this node stops taking part until restart');
+    }
+  }
+
+  // ------------------------------------------------------------------------------------------------
+  // Writes
+
+  private onFrontPropose(reqId: number, command: MetadataCommand): void {
+    const fail = (status: number, error: string, retryAfterSeconds?: number): void =>
+      this.post({ kind: 'proposeFailed', reqId, status, error, ...(retryAfterSeconds === undefined ? {} : { retryAfterSeconds }) });
+    if (this.storageFailed || this.shutdownRequested) return fail(503, 'metadata log unavailable', 1);
+    const status = this.core.status();
+    if (status.role === 'leader') {
+      this.proposeLocally(command, (reply) => (reply.ok ? undefined : fail(reply.status, reply.error, reply.retryAfterSeconds)), reqId);
+      return;
+    }
+    if (status.leader === 0 || this.transport === null) return fail(503, 'no leader to write metadata', 1);
+    const leader = status.leader;
+    this.transport.request(leader, { kind: 'propose', command } satisfies PeerRequest, proposalTimeoutMs).then(
+      (raw) => {
+        const reply = raw as ProposeReply;
+        if (!reply.ok) return fail(reply.status, reply.error, reply.retryAfterSeconds);
+        // Committed on the leader: answered once this replica applied it too.
+        this.waiters.wait(reply.index, reply.term, this.appliedIndex, Date.now() + proposalTimeoutMs, (outcome) => {
+          if (outcome === 'applied') return this.proposalApplied(reqId, reply.index);
+          if (outcome === 'superseded') return fail(503, 'the change was replaced by a newer leader before it was applied; nothing changed');
+          fail(503, 'the change is committed but this node could not confirm it applied it: read back, do not resend', leaderUnreachableRetryAfterSeconds);
+        });
+      },
+      (err: unknown) => {
+        const code = err instanceof TransportError ? err.code : 'remote_error';
+        this.deps.log('warn', { leader, code, err: String(err) }, 'metadata: forwarding a write to the leader failed');
+        fail(503, 'leader unreachable', leaderUnreachableRetryAfterSeconds);
+      },
+    );
+  }
+
+  /** On the leader: place owners, propose, and call settle once applied here (or failed). With reqId, a success is
+   *  reported to the front inside the committed message that applies it. */
+  private proposeLocally(command: MetadataCommand, settle: ProposalSettle, reqId?: number): void {
+    let placed: MetadataCommand;
+    try {
+      placed = fillOwners(this.state, command, this.liveMemberIds());
+    } catch (err) {
+      if (err instanceof PlacementError) return settle({ ok: false, status: 503, error: 'no live node can take new partitions' });
+      throw err;
+    }
+    const proposed = this.core.propose(placed);
+    if (proposed === null) return settle({ ok: false, status: 503, error: 'no leader to write metadata', retryAfterSeconds: 1 });
+    this.waiters.wait(proposed.index, proposed.term, this.appliedIndex, Date.now() + proposalTimeoutMs, (outcome) => {
+      if (outcome === 'applied') {
+        if (reqId !== undefined) this.proposalApplied(reqId, proposed.index);
+        return settle({ ok: true, index: proposed.index, term: proposed.term });
+      }
+      settle(applyFailure(outcome));
+    });
+    this.kick();
+  }
+
+  /** A peer forwarded a write: propose it if this node leads. */
+  private proposeAsLeader(command: MetadataCommand): Promise<ProposeReply> {
+    if (this.core.status().role !== 'leader') return Promise.resolve({ ok: false, status: 503, error: 'no leader to write metadata', retryAfterSeconds: 1 });
+    return new Promise((resolve) => this.proposeLocally(command, resolve));
+  }
+
+  private proposalApplied(reqId: number, index: number): void {
+    if (this.currentProposals !== null) this.currentProposals.push({ reqId, index });
+    else this.post({ kind: 'proposalApplied', reqId, index });
+  }
+
+  /** Proposes a command this node needs for itself (its member record), through the leader wherever it is. */
+  private proposeInternal(command: MetadataCommand): Promise<ProposeReply> {
+    const status = this.core.status();
+    if (status.role === 'leader') return new Promise((resolve) => this.proposeLocally(command, resolve));
+    if (status.leader === 0 || this.transport === null) return Promise.resolve({ ok: false, status: 503, error: 'no leader' });
+    return this.transport
+      .request(status.leader, { kind: 'propose', command } satisfies PeerRequest, proposalTimeoutMs)
+      .then((raw) => raw as ProposeReply, (err: unknown) => ({ ok: false as const, status: 503, error: String(err) }));
+  }
+
+  // ------------------------------------------------------------------------------------------------
+  // Membership
+
+  private leaderDuties(nowMs: number): void {
+    if (this.transport !== null && nowMs - this.lastLivenessMs >= livenessBroadcastMs) {
+      this.lastLivenessMs = nowMs;
+      const message: PeerMessage = { kind: 'liveness', term: this.core.status().term, heardAgoMs: this.liveness.leaderViewToSend(nowMs) };
+      const conf = this.core.status().confState;
+      for (const id of [...conf.voters, ...conf.learners]) if (id !== this.config.nodeId) this.transport.send(id, message);
+    }
+    // A learner becomes a voter once it holds everything committed (thesis §4.2.1: catch up before voting).
+    const status = this.core.status();
+    for (const learner of status.confState.learners) {
+      const progress = status.progress?.[learner];
+      if (progress !== undefined && progress.match >= status.commit) {
+        const result = this.core.proposeConfChange({ type: 'addVoter', node: learner });
+        if (!('refused' in result)) this.deps.log('info', { node: learner, index: result.index }, 'metadata: promoting a caught-up learner to voter');
+        break;
+      }
+    }
+  }
+
+  private tryJoin(nowMs: number): void {
+    const conf = this.core.status().confState;
+    if (conf.voters.includes(this.config.nodeId) || conf.learners.includes(this.config.nodeId)) {
+      this.joining = false;
+      this.deps.log('info', { nodeId: this.config.nodeId }, 'metadata: joined the cluster');
+      return;
+    }
+    const join = this.config.join;
+    if (join === null || this.transport === null || nowMs - this.lastJoinAttemptMs < joinRetryMs) return;
+    this.lastJoinAttemptMs = nowMs;
+    const request: PeerRequest = { kind: 'join', id: this.config.nodeId, apiAddress: this.config.advertiseApi, internalAddress: this.config.advertiseInternal };
+    this.transport.requestAt(join, request, joinRetryMs * 3).then(
+      ({ from, reply }) => {
+        this.transport?.setPeer(from, join);
+        const answer = reply as JoinReply;
+        if (!answer.ok) this.deps.log('warn', { join, error: answer.error }, 'metadata: join refused for now; retrying');
+      },
+      (err: unknown) => this.deps.log('warn', { join, err: String(err) }, 'metadata: join request failed; retrying'),
+    );
+  }
+
+  private async onJoinRequest(request: Extract<PeerRequest, { kind: 'join' }>): Promise<JoinReply> {
+    const status = this.core.status();
+    if (status.role !== 'leader') {
+      if (status.leader === 0 || this.transport === null) return { ok: false, error: 'no leader' };
+      return (await this.transport.request(status.leader, request, proposalTimeoutMs)) as JoinReply;
+    }
+    const address = parseAddress(request.internalAddress);
+    if (!Number.isSafeInteger(request.id) || request.id < 1 || address === null) return { ok: false, error: 'join request: bad id or internal address' };
+    this.transport?.setPeer(request.id, address);
+    const conf = status.confState;
+    if (conf.voters.includes(request.id) || conf.learners.includes(request.id)) return { ok: true };
+    const change = this.core.proposeConfChange({ type: 'addLearner', node: request.id });
+    if ('refused' in change) return { ok: false, error: `membership change refused: ${change.refused}` };
+    this.deps.log('info', { node: request.id, index: change.index }, 'metadata: adding a joining node as a learner');
+    this.kick();
+    return { ok: true };
+  }
+
+  /** Every node takes part in placement only once its member record (API address) is in the metadata. */
+  private registerSelf(): void {
+    if (!this.caughtUp || this.selfRegistering || this.shutdownRequested) return;
+    const own = this.state.members.get(this.config.nodeId);
+    if (own !== undefined && own.apiAddress === this.config.advertiseApi && own.internalAddress === this.config.advertiseInternal) return;
+    this.selfRegistering = true;
+    const member = { id: this.config.nodeId, apiAddress: this.config.advertiseApi, internalAddress: this.config.advertiseInternal, addedAtMs: Date.now() };
+    void this.proposeInternal({ type: 'member.add', member }).then((reply) => {
+      this.selfRegistering = false;
+      if (!reply.ok) this.deps.log('warn', { error: reply.error }, 'metadata: registering this node as a member failed; retrying');
+    });
+  }
+
+  private refreshPeers(): void {
+    if (this.transport === null) return;
+    for (const member of this.state.members.values()) {
+      if (member.id === this.config.nodeId) continue;
+      const address = parseAddress(member.internalAddress);
+      if (address !== null) this.transport.setPeer(member.id, address);
+    }
+  }
+
+  private liveMemberIds(): number[] {
+    const nowMs = Date.now();
+    const isLeader = this.core.status().role === 'leader';
+    return [...this.state.members.keys()].filter((id) => this.liveness.alive(id, isLeader, nowMs));
+  }
+
+  private memberViews(): MemberView[] {
+    const nowMs = Date.now();
+    const status = this.core.status();
+    const isLeader = status.role === 'leader';
+    const ids = new Set<number>([...this.state.members.keys(), ...status.confState.voters, ...status.confState.learners]);
+    return [...ids].sort((a, b) => a - b).map((id) => {
+      const record = this.state.members.get(id);
+      const ago = this.liveness.heardAgoMs(id, isLeader, nowMs);
+      return {
+        id,
+        apiAddress: record?.apiAddress ?? '',
+        internalAddress: record?.internalAddress ?? '',
+        alive: this.liveness.alive(id, isLeader, nowMs),
+        voter: status.confState.voters.includes(id),
+        learner: status.confState.learners.includes(id),
+        leader: status.leader === id,
+        partitionsOwned: partitionsOwnedBy(this.state, id),
+        heartbeatAgeSeconds: ago === null ? null : Math.round(ago / 100) / 10,
+      };
+    });
+  }
+
+  /** Spec §4 forget: run on the leader (forwarded there), with its 409 rules. */
+  private async forget(id: number): Promise<ForgetReply> {
+    const status = this.core.status();
+    if (status.role !== 'leader') {
+      if (status.leader === 0 || this.transport === null) return { status: 503, error: 'no leader to write metadata' };
+      try {
+        return (await this.transport.request(status.leader, { kind: 'forget', id } satisfies PeerRequest, proposalTimeoutMs * 2)) as ForgetReply;
+      } catch {
+        return { status: 503, error: 'leader unreachable' };
+      }
+    }
+    const conf = status.confState;
+    const inConf = conf.voters.includes(id) || conf.learners.includes(id);
+    if (!inConf && !this.state.members.has(id)) return { status: 404, error: `member ${id} not found` };
+    const nowMs = Date.now();
+    if (this.liveness.alive(id, true, nowMs)) return { status: 409, error: `member ${id} is alive: only a dead member can be forgotten` };
+    const owned = partitionsOwnedBy(this.state, id);
+    if (owned > 0) return { status: 409, error: `member ${id} owns ${owned} partitions` };
+    if (conf.voters.includes(id)) {
+      const remaining = conf.voters.filter((voter) => voter !== id);
+      const alive = remaining.filter((voter) => this.liveness.alive(voter, true, nowMs)).length;
+      if (alive < Math.floor(remaining.length / 2) + 1) {
+        return { status: 409, error: `forgetting member ${id} could break quorum: ${alive} of the remaining ${remaining.length} voters are alive` };
+      }
+    }
+    if (inConf) {
+      const change = this.core.proposeConfChange({ type: 'removeVoter', node: id });
+      if ('refused' in change) return { status: 503, error: `membership change refused for now: ${change.refused}` };
+      this.kick();
+      const outcome = await new Promise<ApplyOutcome>((resolve) => this.waiters.wait(change.index, change.term, this.appliedIndex, Date.now() + proposalTimeoutMs, resolve));
+      if (outcome !== 'applied') return { status: 503, error: applyFailure(outcome).error };
+    }
+    if (this.state.members.has(id)) {
+      const reply = await new Promise<ProposeReply>((resolve) => this.proposeLocally({ type: 'member.forget', id }, resolve));
+      if (!reply.ok) return { status: reply.status, error: reply.error };
+    }
+    this.transport?.removePeer(id);
+    return { status: 204 };
+  }
+
+  // ------------------------------------------------------------------------------------------------
+  // Readiness and status
+
+  /** A follower asks the leader for its commit index once, then is caught up when it applied that far. */
+  private catchUp(): void {
+    if (this.caughtUp) return;
+    const status = this.core.status();
+    if (this.catchUpTarget !== null) {
+      if (this.appliedIndex >= this.catchUpTarget) this.caughtUp = true;
+      return;
+    }
+    if (status.role === 'leader' || status.leader === 0 || this.transport === null || this.catchUpAsking) return;
+    this.catchUpAsking = true;
+    this.transport.request(status.leader, { kind: 'commitIndex' } satisfies PeerRequest, 2_000).then(
+      (raw) => {
+        this.catchUpAsking = false;
+        const reply = raw as CommitIndexReply;
+        if (reply.ok) this.catchUpTarget = reply.commit;
+      },
+      () => {
+        this.catchUpAsking = false;
+      },
+    );
+  }
+
+  private postStatus(nowMs: number): void {
+    const status = this.core.status();
+    const clusterStatus: ClusterStatus = {
+      nodeId: this.config.nodeId,
+      term: status.term,
+      role: status.role,
+      leader: status.leader,
+      leaderHeardAtMs: status.role === 'leader' ? nowMs : this.leaderHeardAtMs,
+      caughtUp: this.caughtUp,
+    };
+    const { leaderHeardAtMs: _ignored, ...compared } = clusterStatus;
+    const json = JSON.stringify(compared);
+    if (json === this.lastStatusJson && nowMs - this.lastStatusPostMs < statusRepostMs) return;
+    this.lastStatusJson = json;
+    this.lastStatusPostMs = nowMs;
+    this.post({ kind: 'clusterStatus', status: clusterStatus });
+  }
+
+  // ------------------------------------------------------------------------------------------------
+  // Shutdown
+
+  private onShutdown(): void {
+    this.shutdownRequested = true;
+    if (!this.pumping) void this.close();
+  }
+
+  private async close(): Promise<void> {
+    if (this.closing) return;
+    this.closing = true;
+    if (this.tickTimer !== null) clearInterval(this.tickTimer);
+    this.waiters.closeAll();
+    await this.transport?.close();
+    await this.storage.close();
+    this.post({ kind: 'closed' });
+    // With no listener left the port stops holding the thread open, so it exits once idle.
+    this.deps.front.off('message', this.onFrontMessageBound);
+  }
+
+  private snapshotSent = false;
+
+  private broadcastSnapshot(): void {
+    this.snapshotSent = true;
+    const snapshot: FromMetadata = { kind: 'snapshot', index: this.appliedIndex, state: this.state };
+    this.post(snapshot);
+    for (const port of this.deps.workerPorts) port.postMessage(snapshot);
+  }
+
+  private post(message: FromMetadata): void {
+    this.deps.front.postMessage(message);
+  }
+}
+
+function applyFailure(outcome: Exclude<ApplyOutcome, 'applied'>): Extract<ProposeReply, { ok: false }> {
+  switch (outcome) {
+    case 'superseded':
+      return { ok: false, status: 503, error: 'leadership changed before the change committed; nothing changed', retryAfterSeconds: 1 };
+    case 'timeout':
+      return { ok: false, status: 503, error: 'the change was not confirmed within 5 s (no quorum?); read back before resending', retryAfterSeconds: leaderUnreachableRetryAfterSeconds };
+    case 'closed':
+      return { ok: false, status: 503, error: 'metadata log unavailable', retryAfterSeconds: 1 };
+    default:
+      return assertNever(outcome);
+  }
+}
+
+function parseAddress(text: string): { host: string; port: number } | null {
+  const match = /^(.+):(\d{1,5})$/.exec(text);
+  if (match === null) return null;
+  const port = Number(match[2]);
+  return port > 0 && port <= 65535 ? { host: match[1]!.replace(/^\[|\]$/g, ''), port } : null;
+}
