@@ -1,0 +1,671 @@
+// The node-to-node transport: one authenticated TCP connection per peer pair carrying one-way messages (Raft)
+// and request/response RPCs (a forwarded metadata write, a join), as msgpackr frames (frame_codec.ts) after the
+// HMAC handshake (handshake.ts). It owns the listener, the per-peer queues and the reconnect timers; nothing is
+// module-global, so the metadata thread runs one now and the front thread may run another for the data plane.
+// Lifecycle: PeerTransport.listen() ... close(); only the thread that created it may call it.
+import { createServer, type Server, type Socket } from 'node:net';
+import type { KeyObject } from 'node:crypto';
+import { checkClusterSecret } from './cluster_secret.js';
+import { Connection, type CloseOutcome, type ConnectionContext, type PeerAddress, type TransportLog } from './connection.js';
+import { encodeFrame, frameBodyBytes, frameHeaderBytes } from './frame_codec.js';
+import { freshInstance, isNodeId, secretKey } from './handshake.js';
+
+export type { PeerAddress, TransportLog } from './connection.js';
+export { readClusterSecretFile, clusterSecretBytesMin } from './cluster_secret.js';
+
+export interface PeerTransportOptions {
+  /** This node's id, a positive integer (at most 2^32 - 1); a peer presenting it is refused. */
+  nodeId: number;
+  /** At least 32 bytes (cluster_secret.ts); copied, so the caller may wipe its own copy. */
+  clusterSecret: Uint8Array;
+  /** Port 0 picks a free port (tests); `port` tells which. */
+  listen: PeerAddress;
+  /** One-way messages, in order per connection. A throw is a programmer error and is not caught (fail-stop). */
+  onMessage: (from: number, message: unknown) => void;
+  /** Request/response; a throw or rejection reaches the caller as a TransportError 'remote_error' carrying its
+   *  message. Without it every request is answered with a remote_error. */
+  onRequest?: (from: number, body: unknown) => Promise<unknown>;
+  log?: TransportLog;
+  /** Delay before redialling a peer: initial after the first failure, doubling per failure up to max, each
+   *  drawn from [d/2, d) with `random`. */
+  reconnectMs?: { initial: number; max: number };
+  /** Per peer, frames waiting for the connection or for a slow socket; beyond it the oldest are dropped
+   *  (Raft tolerates loss; a dropped request fails with 'unreachable'). */
+  maxQueuedMessages?: number;
+  /** Per peer, the same bound in bytes; at least maxFrameBytes + 4 so one largest frame always fits. */
+  maxQueuedBytes?: number;
+  /** A frame body above it is refused: the receiver logs and closes the connection, the sender refuses to
+   *  encode it (send logs and drops, request rejects with a RangeError). */
+  maxFrameBytes?: number;
+  /** From the TCP dial (or accept) to the end of the handshake. */
+  handshakeTimeoutMs?: number;
+  /** The jitter source of the reconnect delay, in [0, 1); injectable for deterministic tests. */
+  random?: () => number;
+}
+
+/** The defaults of PeerTransportOptions, with their reasons. */
+export const transportDefaults = {
+  /** A restarting peer is back within tens of ms on loopback; 2 s caps the wait once it is back. */
+  reconnectMs: { initial: 50, max: 2000 },
+  /** About 100 heartbeat intervals of Raft traffic to a dead peer; older messages are stale anyway. */
+  maxQueuedMessages: 1024,
+  /** A metadata snapshot travels in one frame. */
+  maxFrameBytes: 64 * 1024 * 1024,
+  /** Generous for a loaded node, short enough that a silent socket does not hold a slot for long. */
+  handshakeTimeoutMs: 5000,
+} as const;
+
+export type TransportErrorCode = 'unreachable' | 'timeout' | 'remote_error' | 'closed';
+
+/**
+ * Why a request failed. 'unreachable': no address, the dial or handshake failed, the request was dropped from a
+ * full queue, or the connection closed before the reply (the peer may or may not have acted on it).
+ * 'timeout': no reply in time (same doubt). 'remote_error': the peer's onRequest threw; message is its message.
+ * 'closed': this transport was closed, or the peer removed.
+ */
+export class TransportError extends Error {
+  override name = 'TransportError';
+  constructor(
+    readonly code: TransportErrorCode,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/** Data frames are arrays led by their kind; the handshake frames (objects) come before any of them. */
+const frameKind = { message: 0, request: 1, replyOk: 2, replyError: 3 } as const;
+
+interface Outgoing {
+  frame: Buffer;
+  /** Set on a request frame, which fails at once when it is dropped rather than waiting for its timeout. */
+  requestId: number | null;
+}
+
+interface Peer {
+  readonly id: number;
+  /** Where to dial; null for a peer known only by its incoming connection (it redials us if it wants). */
+  address: PeerAddress | null;
+  /** The open connection that serves the peer, whichever end dialled it. */
+  conn: Connection | null;
+  /** Our dial in its handshake. */
+  dialing: Connection | null;
+  queue: Outgoing[];
+  queuedBytes: number;
+  /** Something was sent to it: keep a connection up from now on (redial after a loss). */
+  wanted: boolean;
+  reconnectTimer: NodeJS.Timeout | null;
+  /** Failed dials since the last open connection; sets the backoff and the log rate. */
+  failedDials: number;
+  droppedFrames: number;
+}
+
+interface PendingRequest {
+  /** The peer it was sent to; null for requestAt. */
+  peerId: number | null;
+  /** The connection it was written on, once written. */
+  conn: Connection | null;
+  timer: NodeJS.Timeout;
+  resolve: (reply: { from: number; reply: unknown }) => void;
+  reject: (error: Error) => void;
+}
+
+const silentLog: TransportLog = { info() {}, warn() {} };
+
+/** Logs the 1st, 2nd, 4th, 8th ... occurrence: a peer down for an hour costs a dozen lines, not thousands. */
+function isPowerOfTwo(n: number): boolean {
+  return n > 0 && (n & (n - 1)) === 0;
+}
+
+function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
+  return a.byteLength === b.byteLength && Buffer.compare(a, b) === 0;
+}
+
+function checkAddress(address: PeerAddress, what: string, portMin: number): void {
+  if (typeof address?.host !== 'string' || address.host === '') throw new Error(`${what}: host must be a non-empty string`);
+  if (!Number.isInteger(address.port) || address.port < portMin || address.port > 65535) {
+    throw new Error(`${what}: port must be an integer in ${portMin}..65535`);
+  }
+}
+
+interface Settings {
+  reconnectMs: { initial: number; max: number };
+  maxQueuedMessages: number;
+  maxQueuedBytes: number;
+  maxFrameBytes: number;
+  random: () => number;
+}
+
+function settingsOf(options: PeerTransportOptions): Settings {
+  if (!isNodeId(options.nodeId)) throw new Error(`nodeId: must be an integer in 1..4294967295, got ${options.nodeId}`);
+  checkClusterSecret(options.clusterSecret, 'clusterSecret option');
+  checkAddress(options.listen, 'listen', 0);
+  const reconnectMs = options.reconnectMs ?? transportDefaults.reconnectMs;
+  if (!(reconnectMs.initial > 0) || !(reconnectMs.max >= reconnectMs.initial)) {
+    throw new Error('reconnectMs: initial must be above 0 and max at least initial');
+  }
+  const maxFrameBytes = options.maxFrameBytes ?? transportDefaults.maxFrameBytes;
+  if (!Number.isInteger(maxFrameBytes) || maxFrameBytes < 1024 || maxFrameBytes > 0xffff_ffff) {
+    throw new Error('maxFrameBytes: must be an integer in 1024..4294967295');
+  }
+  const maxQueuedMessages = options.maxQueuedMessages ?? transportDefaults.maxQueuedMessages;
+  if (!Number.isInteger(maxQueuedMessages) || maxQueuedMessages < 1) throw new Error('maxQueuedMessages: must be an integer of 1 or more');
+  const maxQueuedBytes = options.maxQueuedBytes ?? maxFrameBytes + frameHeaderBytes;
+  if (!Number.isInteger(maxQueuedBytes) || maxQueuedBytes < maxFrameBytes + frameHeaderBytes) {
+    throw new Error('maxQueuedBytes: must be an integer of at least maxFrameBytes + 4');
+  }
+  return { reconnectMs, maxQueuedMessages, maxQueuedBytes, maxFrameBytes, random: options.random ?? Math.random };
+}
+
+export class PeerTransport {
+  private readonly peers = new Map<number, Peer>();
+  /** Every live connection, in or out, open or in its handshake: close() ends them all. */
+  private readonly connections = new Set<Connection>();
+  private readonly pending = new Map<number, PendingRequest>();
+  /** requestAt's connection -> its one request id. */
+  private readonly oneshotRequestIds = new Map<Connection, number>();
+  /** requestAt's connection -> its request frame, written once the handshake is done. */
+  private readonly oneshotFrames = new Map<Connection, Buffer>();
+  private nextRequestId = 1;
+  private closed = false;
+  private readonly context: ConnectionContext;
+  private readonly log: TransportLog;
+  private readonly hooks = {
+    admit: (conn: Connection) => this.admit(conn),
+    opened: (conn: Connection) => this.onOpened(conn),
+    frame: (conn: Connection, value: unknown) => this.onFrame(conn, value),
+    drained: (conn: Connection) => this.onDrained(conn),
+    closed: (conn: Connection, outcome: CloseOutcome) => this.onClosed(conn, outcome),
+  };
+
+  private constructor(
+    private readonly options: PeerTransportOptions,
+    private readonly settings: Settings,
+    key: KeyObject,
+    private readonly server: Server,
+  ) {
+    this.log = options.log ?? silentLog;
+    this.context = {
+      nodeId: options.nodeId,
+      key,
+      instance: freshInstance(),
+      frameBytesMax: settings.maxFrameBytes,
+      handshakeTimeoutMs: options.handshakeTimeoutMs ?? transportDefaults.handshakeTimeoutMs,
+      log: this.log,
+    };
+    server.on('connection', (socket: Socket) => this.onAccept(socket));
+    server.on('error', (error) => this.log.warn({ error: error.message }, 'node-to-node listener error'));
+  }
+
+  /** Validates the options (throws a clear Error), then listens; resolves once bound. */
+  static async listen(options: PeerTransportOptions): Promise<PeerTransport> {
+    const settings = settingsOf(options);
+    const server = createServer({ noDelay: true });
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(options.listen.port, options.listen.host, () => {
+        server.off('error', reject);
+        resolve();
+      });
+    });
+    return new PeerTransport(options, settings, secretKey(options.clusterSecret), server);
+  }
+
+  get port(): number {
+    const address = this.server.address();
+    if (address === null || typeof address === 'string') throw new Error('transport is not listening');
+    return address.port;
+  }
+
+  /** Records (or changes) where a peer listens. Nothing is dialled until there is something to send. */
+  setPeer(id: number, address: PeerAddress): void {
+    if (!isNodeId(id) || id === this.options.nodeId) throw new Error(`setPeer: ${id} is not another node's id`);
+    checkAddress(address, `setPeer(${id})`, 1);
+    const peer = this.peerRecord(id);
+    const changed = peer.address === null || peer.address.host !== address.host || peer.address.port !== address.port;
+    peer.address = { host: address.host, port: address.port };
+    if (!changed || this.closed) return;
+    // A dial or a wait aimed at the old address is abandoned; an open connection stays, it is authenticated.
+    if (peer.dialing !== null) {
+      const dialing = peer.dialing;
+      peer.dialing = null;
+      dialing.close();
+    }
+    if (peer.reconnectTimer !== null) {
+      clearTimeout(peer.reconnectTimer);
+      peer.reconnectTimer = null;
+    }
+    if (peer.conn === null && (peer.wanted || peer.queue.length > 0)) this.dial(peer);
+  }
+
+  /** Closes the peer's connection and forgets it; its queued and in-flight requests fail with 'closed'. */
+  removePeer(id: number): void {
+    const peer = this.peers.get(id);
+    if (peer === undefined) return;
+    this.peers.delete(id);
+    if (peer.reconnectTimer !== null) clearTimeout(peer.reconnectTimer);
+    peer.reconnectTimer = null;
+    for (const conn of [peer.conn, peer.dialing]) {
+      if (conn === null) continue;
+      this.failInFlight(conn, 'closed', `node ${id} was removed`);
+      conn.close();
+    }
+    peer.conn = null;
+    peer.dialing = null;
+    this.failQueuedRequests(peer, 'closed', `node ${id} was removed`);
+    peer.queue = [];
+    peer.queuedBytes = 0;
+  }
+
+  /** Queues one message for the peer and dials it if needed. Never throws: a message that cannot be sent
+   *  (not encodable, too large, transport closed) is logged and dropped, which Raft tolerates. */
+  send(to: number, message: unknown): void {
+    if (this.closed) return;
+    if (!isNodeId(to) || to === this.options.nodeId) {
+      this.log.warn({ peer: to }, 'node-to-node send to an invalid node id dropped');
+      return;
+    }
+    let frame: Buffer;
+    try {
+      frame = this.encodeChecked([frameKind.message, message]);
+    } catch (error) {
+      this.log.warn({ peer: to, error: (error as Error).message }, 'node-to-node message dropped');
+      return;
+    }
+    const peer = this.peerRecord(to);
+    peer.wanted = true;
+    this.enqueue(peer, { frame, requestId: null });
+    this.ensureConnected(peer);
+  }
+
+  /** One request to a peer; rejects with a TransportError (RangeError for a bad timeout or an oversize body). */
+  request(to: number, body: unknown, timeoutMs: number): Promise<unknown> {
+    return new Promise<unknown>((resolve, reject) => {
+      if (this.closed) return reject(new TransportError('closed', 'transport closed'));
+      if (!(timeoutMs > 0)) return reject(new RangeError(`request timeoutMs must be above 0, got ${timeoutMs}`));
+      const peer = this.peers.get(to);
+      if (peer === undefined || (peer.address === null && peer.conn === null)) {
+        return reject(new TransportError('unreachable', `node ${to} has no known address`));
+      }
+      const id = this.nextRequestId++;
+      let frame: Buffer;
+      try {
+        frame = this.encodeChecked([frameKind.request, id, body]);
+      } catch (error) {
+        return reject(error);
+      }
+      this.addPending(id, to, null, timeoutMs, (answer) => resolve(answer.reply), reject);
+      peer.wanted = true;
+      this.enqueue(peer, { frame, requestId: id });
+      this.ensureConnected(peer);
+    });
+  }
+
+  /** One request over a connection of its own to an address whose node id is not known (a joining node);
+   *  resolves with the id the peer authenticated as. The connection closes after the reply. */
+  requestAt(address: PeerAddress, body: unknown, timeoutMs: number): Promise<{ from: number; reply: unknown }> {
+    return new Promise((resolve, reject) => {
+      if (this.closed) return reject(new TransportError('closed', 'transport closed'));
+      if (!(timeoutMs > 0)) return reject(new RangeError(`request timeoutMs must be above 0, got ${timeoutMs}`));
+      try {
+        checkAddress(address, 'requestAt', 1);
+      } catch (error) {
+        return reject(error);
+      }
+      const id = this.nextRequestId++;
+      let frame: Buffer;
+      try {
+        frame = this.encodeChecked([frameKind.request, id, body]);
+      } catch (error) {
+        return reject(error);
+      }
+      const conn = Connection.dial(address, null, true, this.context, this.hooks);
+      this.connections.add(conn);
+      this.oneshotRequestIds.set(conn, id);
+      this.oneshotFrames.set(conn, frame);
+      this.addPending(id, null, conn, timeoutMs, resolve, reject);
+    });
+  }
+
+  /** Peers with an open connection, ascending. */
+  connectedPeers(): number[] {
+    const ids: number[] = [];
+    for (const peer of this.peers.values()) if (peer.conn !== null) ids.push(peer.id);
+    return ids.sort((a, b) => a - b);
+  }
+
+  /** Stops listening, closes every connection and fails every pending request with 'closed'. Idempotent. */
+  async close(): Promise<void> {
+    if (!this.closed) {
+      this.closed = true;
+      for (const peer of this.peers.values()) {
+        if (peer.reconnectTimer !== null) clearTimeout(peer.reconnectTimer);
+        peer.reconnectTimer = null;
+        peer.queue = [];
+        peer.queuedBytes = 0;
+      }
+      for (const [id, request] of this.pending) {
+        clearTimeout(request.timer);
+        this.pending.delete(id);
+        request.reject(new TransportError('closed', 'transport closed'));
+      }
+      for (const conn of this.connections) conn.close();
+    }
+    if (!this.server.listening) return;
+    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+  }
+
+  // --- connections -------------------------------------------------------------------------------------------
+
+  private onAccept(socket: Socket): void {
+    if (this.closed) {
+      socket.destroy();
+      return;
+    }
+    this.connections.add(Connection.accept(socket, this.context, this.hooks));
+  }
+
+  private peerRecord(id: number): Peer {
+    let peer = this.peers.get(id);
+    if (peer === undefined) {
+      peer = {
+        id,
+        address: null,
+        conn: null,
+        dialing: null,
+        queue: [],
+        queuedBytes: 0,
+        wanted: false,
+        reconnectTimer: null,
+        failedDials: 0,
+        droppedFrames: 0,
+      };
+      this.peers.set(id, peer);
+    }
+    return peer;
+  }
+
+  private ensureConnected(peer: Peer): void {
+    if (peer.conn !== null) return this.flush(peer);
+    if (peer.dialing !== null || peer.reconnectTimer !== null || peer.address === null || this.closed) return;
+    this.dial(peer);
+  }
+
+  private dial(peer: Peer): void {
+    if (peer.address === null) return;
+    peer.dialing = Connection.dial(peer.address, peer.id, false, this.context, this.hooks);
+    this.connections.add(peer.dialing);
+  }
+
+  /**
+   * The tie-break, on the acceptor once the dialer is authenticated. Both ends keep the connection dialled by
+   * the lower id: so an incoming connection from a lower id is always taken (it replaces ours), and one from a
+   * higher id is refused while our own dial to it is under way (the dialler then takes ours) or while an open
+   * connection from the same instance of that peer serves (a late racer; a restarted peer has a new instance,
+   * and its connection replaces the stale one).
+   */
+  private admit(conn: Connection): boolean {
+    if (this.closed) return false;
+    if (conn.peerId < this.options.nodeId) return true;
+    const peer = this.peers.get(conn.peerId);
+    if (peer === undefined) return true;
+    if (peer.dialing !== null) return false;
+    return !(peer.conn !== null && sameBytes(peer.conn.peerInstance, conn.peerInstance));
+  }
+
+  private onOpened(conn: Connection): void {
+    if (this.closed) return conn.close();
+    if (conn.oneshot) {
+      const frame = this.oneshotFrames.get(conn);
+      this.oneshotFrames.delete(conn);
+      const id = this.oneshotRequestIds.get(conn);
+      // The acceptor of a oneshot connection only answers; the dialer writes its one request now.
+      if (conn.role === 'dialer' && frame !== undefined && id !== undefined && this.pending.has(id)) {
+        conn.inFlightRequestIds.add(id);
+        conn.write(frame);
+      }
+      return;
+    }
+    let peer: Peer;
+    if (conn.role === 'dialer') {
+      const dialed = this.peers.get(conn.peerId);
+      // Abandoned meanwhile (peer removed, address changed): setPeer or removePeer already moved on.
+      if (dialed === undefined || dialed.dialing !== conn) return conn.close();
+      peer = dialed;
+      peer.dialing = null;
+    } else {
+      peer = this.peerRecord(conn.peerId);
+      if (peer.dialing !== null) {
+        // The peer's dial won the tie-break: ours is dropped, and its queue moves to this connection.
+        const dialing = peer.dialing;
+        peer.dialing = null;
+        dialing.close();
+      }
+    }
+    if (peer.conn !== null) {
+      const replaced = peer.conn;
+      peer.conn = null;
+      this.failInFlight(replaced, 'unreachable', `connection to node ${peer.id} replaced before the reply`);
+      replaced.close();
+    }
+    if (peer.reconnectTimer !== null) clearTimeout(peer.reconnectTimer);
+    peer.reconnectTimer = null;
+    peer.conn = conn;
+    peer.failedDials = 0;
+    this.log.info({ peer: peer.id, remote: conn.remote, role: conn.role }, 'node-to-node connection open');
+    this.flush(peer);
+  }
+
+  private onClosed(conn: Connection, outcome: CloseOutcome): void {
+    this.connections.delete(conn);
+    this.failInFlight(conn, 'unreachable', `connection to node ${conn.peerId} closed before the reply`);
+    if (conn.oneshot && conn.role === 'dialer') {
+      this.oneshotFrames.delete(conn);
+      const id = this.oneshotRequestIds.get(conn);
+      this.oneshotRequestIds.delete(conn);
+      if (id !== undefined) this.settle(id, new TransportError('unreachable', `${conn.remote}: ${conn.failure || 'closed'}`));
+      return;
+    }
+    if (this.closed || conn.oneshot) return;
+    if (conn.role === 'dialer' && conn.expectedPeerId !== null) {
+      const peer = this.peers.get(conn.expectedPeerId);
+      if (peer !== undefined && peer.dialing === conn) {
+        peer.dialing = null;
+        this.onDialFailed(peer, conn, outcome);
+        return;
+      }
+    }
+    const peer = this.peers.get(conn.peerId);
+    if (peer === undefined || peer.conn !== conn) return;
+    peer.conn = null;
+    this.log.info({ peer: peer.id, remote: conn.remote }, 'node-to-node connection lost');
+    if (peer.wanted) this.scheduleReconnect(peer);
+  }
+
+  private onDialFailed(peer: Peer, conn: Connection, outcome: CloseOutcome): void {
+    peer.failedDials += 1;
+    if (outcome !== 'duplicate') {
+      // Requests fail fast, so a caller learns of an unreachable leader now rather than at its timeout;
+      // one-way messages wait for the next connection.
+      this.failQueuedRequests(peer, 'unreachable', `node ${peer.id} at ${conn.remote}: ${conn.failure}`);
+      if (isPowerOfTwo(peer.failedDials)) {
+        this.log.warn(
+          { peer: peer.id, remote: conn.remote, failedDials: peer.failedDials, reason: conn.failure },
+          'node-to-node dial failed',
+        );
+      }
+    }
+    // After 'duplicate' the peer's own dial is expected to arrive and cancel this retry.
+    this.scheduleReconnect(peer);
+  }
+
+  private scheduleReconnect(peer: Peer): void {
+    if (this.closed || peer.address === null || peer.conn !== null || peer.dialing !== null) return;
+    if (peer.reconnectTimer !== null) return;
+    const { initial, max } = this.settings.reconnectMs;
+    const ceilingMs = Math.min(max, initial * 2 ** Math.min(peer.failedDials, 30));
+    const delayMs = ceilingMs / 2 + (this.settings.random() * ceilingMs) / 2;
+    peer.reconnectTimer = setTimeout(() => {
+      peer.reconnectTimer = null;
+      if (this.closed || this.peers.get(peer.id) !== peer || peer.conn !== null || peer.dialing !== null) return;
+      this.dial(peer);
+    }, delayMs);
+  }
+
+  // --- frames ------------------------------------------------------------------------------------------------
+
+  private encodeChecked(value: unknown): Buffer {
+    const frame = encodeFrame(value);
+    const bodyBytes = frameBodyBytes(frame);
+    if (bodyBytes > this.settings.maxFrameBytes) {
+      throw new RangeError(`frame of ${bodyBytes} bytes exceeds maxFrameBytes ${this.settings.maxFrameBytes}`);
+    }
+    return frame;
+  }
+
+  private enqueue(peer: Peer, item: Outgoing): void {
+    peer.queue.push(item);
+    peer.queuedBytes += item.frame.byteLength;
+    while (peer.queue.length > this.settings.maxQueuedMessages || peer.queuedBytes > this.settings.maxQueuedBytes) {
+      const dropped = peer.queue.shift();
+      if (dropped === undefined) break;
+      peer.queuedBytes -= dropped.frame.byteLength;
+      peer.droppedFrames += 1;
+      if (dropped.requestId !== null) {
+        this.settle(dropped.requestId, new TransportError('unreachable', `node ${peer.id}: queue full, request dropped`));
+      }
+      if (isPowerOfTwo(peer.droppedFrames)) {
+        this.log.warn({ peer: peer.id, droppedFrames: peer.droppedFrames }, 'node-to-node queue full, oldest dropped');
+      }
+    }
+  }
+
+  /** Hands queued frames to the socket until it pushes back; 'drain' resumes. */
+  private flush(peer: Peer): void {
+    const conn = peer.conn;
+    if (conn === null || !conn.isOpen) return;
+    while (!conn.writeBlocked) {
+      const item = peer.queue.shift();
+      if (item === undefined) break;
+      peer.queuedBytes -= item.frame.byteLength;
+      if (item.requestId !== null) {
+        const request = this.pending.get(item.requestId);
+        // Timed out while queued: the caller has its answer, the peer need not act on it.
+        if (request === undefined) continue;
+        request.conn = conn;
+        conn.inFlightRequestIds.add(item.requestId);
+      }
+      conn.write(item.frame);
+    }
+  }
+
+  private onDrained(conn: Connection): void {
+    if (conn.oneshot) return;
+    const peer = this.peers.get(conn.peerId);
+    if (peer !== undefined && peer.conn === conn) this.flush(peer);
+  }
+
+  private onFrame(conn: Connection, value: unknown): void {
+    if (!Array.isArray(value)) return conn.refuse('malformed data frame');
+    const kind: unknown = value[0];
+    if (kind === frameKind.message) {
+      if (conn.oneshot) return conn.refuse('one-way message on a requestAt connection');
+      this.options.onMessage(conn.peerId, value[1]);
+      return;
+    }
+    const id: unknown = value[1];
+    if (typeof id !== 'number' || !Number.isSafeInteger(id)) return conn.refuse('data frame without a request id');
+    if (kind === frameKind.request) return this.onRequestFrame(conn, id, value[2]);
+    if (kind !== frameKind.replyOk && kind !== frameKind.replyError) return conn.refuse('unknown data frame kind');
+    const request = this.pending.get(id);
+    // A reply after the timeout, or on a connection the request was not written on: nobody waits for it.
+    if (request === undefined || request.conn !== conn) return;
+    conn.inFlightRequestIds.delete(id);
+    if (kind === frameKind.replyOk) {
+      this.settle(id, { from: conn.peerId, reply: value[2] });
+    } else {
+      this.settle(id, new TransportError('remote_error', typeof value[2] === 'string' ? value[2] : 'remote error'));
+    }
+    if (conn.oneshot) conn.close();
+  }
+
+  private onRequestFrame(conn: Connection, id: number, body: unknown): void {
+    const handler = this.options.onRequest;
+    let reply: Promise<unknown>;
+    try {
+      reply = handler === undefined ? Promise.reject(new Error('this node takes no requests')) : Promise.resolve(handler(conn.peerId, body));
+    } catch (error) {
+      reply = Promise.reject(error);
+    }
+    reply.then(
+      (result) => this.reply(conn, id, true, result),
+      (error: unknown) => this.reply(conn, id, false, error instanceof Error ? error.message : String(error)),
+    );
+  }
+
+  /** Answers on the connection the request came on; if it is gone the requester has failed it already. */
+  private reply(conn: Connection, id: number, ok: boolean, value: unknown): void {
+    if (!conn.isOpen || this.closed) return;
+    let frame: Buffer;
+    try {
+      frame = this.encodeChecked([ok ? frameKind.replyOk : frameKind.replyError, id, value]);
+    } catch (error) {
+      frame = encodeFrame([frameKind.replyError, id, `reply not sent: ${(error as Error).message}`]);
+    }
+    if (conn.oneshot) {
+      conn.write(frame);
+      return;
+    }
+    const peer = this.peers.get(conn.peerId);
+    if (peer === undefined || peer.conn !== conn) return;
+    this.enqueue(peer, { frame, requestId: null });
+    this.flush(peer);
+  }
+
+  // --- requests ----------------------------------------------------------------------------------------------
+
+  private addPending(
+    id: number,
+    peerId: number | null,
+    conn: Connection | null,
+    timeoutMs: number,
+    resolve: (answer: { from: number; reply: unknown }) => void,
+    reject: (error: Error) => void,
+  ): void {
+    const timer = setTimeout(() => {
+      const request = this.pending.get(id);
+      const target = peerId === null ? 'the address' : `node ${peerId}`;
+      this.settle(id, new TransportError('timeout', `no reply from ${target} within ${timeoutMs} ms`));
+      if (request?.conn?.oneshot === true) request.conn.close();
+    }, timeoutMs);
+    this.pending.set(id, { peerId, conn, timer, resolve, reject });
+  }
+
+  /** Resolves or rejects a pending request once; later calls for the same id do nothing. */
+  private settle(id: number, outcome: { from: number; reply: unknown } | Error): void {
+    const request = this.pending.get(id);
+    if (request === undefined) return;
+    this.pending.delete(id);
+    clearTimeout(request.timer);
+    request.conn?.inFlightRequestIds.delete(id);
+    if (outcome instanceof Error) request.reject(outcome);
+    else request.resolve(outcome);
+  }
+
+  private failInFlight(conn: Connection, code: TransportErrorCode, message: string): void {
+    for (const id of [...conn.inFlightRequestIds]) this.settle(id, new TransportError(code, message));
+    conn.inFlightRequestIds.clear();
+  }
+
+  private failQueuedRequests(peer: Peer, code: TransportErrorCode, message: string): void {
+    const kept: Outgoing[] = [];
+    for (const item of peer.queue) {
+      if (item.requestId === null) kept.push(item);
+      else {
+        peer.queuedBytes -= item.frame.byteLength;
+        this.settle(item.requestId, new TransportError(code, message));
+      }
+    }
+    peer.queue = kept;
+  }
+}

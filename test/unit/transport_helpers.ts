@@ -1,0 +1,201 @@
+// Shared by the transport_*.test.ts files: transports on 127.0.0.1 port 0 with a recording log and inbox,
+// bounded waits, and a raw socket that performs a real handshake (as dialer or acceptor) and then writes or
+// withholds bytes at will. Test code only; not a test file itself (tap runs *.test.js).
+import { connect, createServer, type Server, type Socket } from 'node:net';
+import type { Test } from 'tap';
+import { encodeFrame, FrameDecoder } from '../../src/raft/shell/transport/frame_codec.js';
+import {
+  freshInstance,
+  freshNonce,
+  handshakeProof,
+  parseAnswer,
+  parseChallenge,
+  parseHello,
+  proofMatches,
+  secretKey,
+  transportVersion,
+} from '../../src/raft/shell/transport/handshake.js';
+import { PeerTransport, type PeerTransportOptions } from '../../src/raft/shell/transport/peer_transport.js';
+
+export const loopback = '127.0.0.1';
+
+export function secretOf(fill: number, bytes = 32): Uint8Array {
+  return new Uint8Array(bytes).fill(fill);
+}
+
+export interface LogLine {
+  level: 'info' | 'warn';
+  obj: Record<string, unknown>;
+  msg: string;
+}
+
+export class RecordingLog {
+  readonly lines: LogLine[] = [];
+  info(obj: object, msg = ''): void {
+    this.lines.push({ level: 'info', obj: obj as Record<string, unknown>, msg });
+  }
+  warn(obj: object, msg = ''): void {
+    this.lines.push({ level: 'warn', obj: obj as Record<string, unknown>, msg });
+  }
+  find(predicate: (line: LogLine) => boolean): LogLine | undefined {
+    return this.lines.find(predicate);
+  }
+}
+
+/** Polls cond every 5 ms; rejects after timeoutMs naming what it waited for. */
+export async function waitFor(cond: () => boolean, what: string, timeoutMs = 5000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!cond()) {
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+}
+
+export function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+export interface Node {
+  id: number;
+  transport: PeerTransport;
+  log: RecordingLog;
+  /** Every one-way message received, as [from, message]. */
+  received: [number, unknown][];
+  address: { host: string; port: number };
+}
+
+export async function startNode(
+  t: Test,
+  id: number,
+  overrides: Partial<PeerTransportOptions> = {},
+): Promise<Node> {
+  const log = new RecordingLog();
+  const received: [number, unknown][] = [];
+  const transport = await PeerTransport.listen({
+    nodeId: id,
+    clusterSecret: secretOf(7),
+    listen: { host: loopback, port: 0 },
+    onMessage: (from, message) => received.push([from, message]),
+    log,
+    reconnectMs: { initial: 20, max: 200 },
+    ...overrides,
+  });
+  t.teardown(() => transport.close());
+  return { id, transport, log, received, address: { host: loopback, port: transport.port } };
+}
+
+/** Makes every node know every other's address. */
+export function meshOf(nodes: Node[]): void {
+  for (const a of nodes) for (const b of nodes) if (a !== b) a.transport.setPeer(b.id, b.address);
+}
+
+/** Decoded frames of a raw socket, handed out in order with a bounded wait. */
+export class FrameReader {
+  readonly frames: unknown[] = [];
+  closed = false;
+  private taken = 0;
+  private readonly decoder = new FrameDecoder(64 * 1024 * 1024);
+
+  constructor(readonly socket: Socket) {
+    socket.on('data', (chunk: Buffer) => this.decoder.push(chunk, (value) => this.frames.push(value)));
+    socket.on('close', () => (this.closed = true));
+    socket.on('error', () => {});
+  }
+
+  async next(what: string, timeoutMs = 5000): Promise<unknown> {
+    await waitFor(() => this.frames.length > this.taken || this.closed, what, timeoutMs);
+    if (this.frames.length <= this.taken) throw new Error(`socket closed while waiting for ${what}`);
+    return this.frames[this.taken++];
+  }
+
+  write(value: unknown): void {
+    this.socket.write(encodeFrame(value));
+  }
+}
+
+export interface RawDialOptions {
+  port: number;
+  nodeId: number;
+  secret: Uint8Array;
+  /** Sent as the answer instead of the right proof. */
+  forgeAnswer?: Uint8Array;
+  /** The dialer's instance id; fresh when absent. */
+  instance?: Uint8Array;
+}
+
+/** Connects and says hello; the caller continues the handshake (or not). */
+export async function rawConnect(port: number): Promise<FrameReader> {
+  const socket = connect({ host: loopback, port });
+  await new Promise<void>((resolve, reject) => {
+    socket.once('connect', resolve);
+    socket.once('error', reject);
+  });
+  socket.setNoDelay(true);
+  return new FrameReader(socket);
+}
+
+/** The dialer side of a real handshake over a raw socket; resolves after the acceptor's verdict. */
+export async function rawDial(options: RawDialOptions): Promise<{ reader: FrameReader; verdict: unknown; peerId: number }> {
+  const reader = await rawConnect(options.port);
+  const key = secretKey(options.secret);
+  const instance = options.instance ?? freshInstance();
+  const nonce = freshNonce();
+  reader.write({ t: 'hello', v: transportVersion, nodeId: options.nodeId, instance, nonce, oneshot: false });
+  const challenge = parseChallenge(await reader.next('challenge'));
+  if (challenge === null) throw new Error('malformed challenge');
+  const transcript = {
+    dialerId: options.nodeId,
+    acceptorId: challenge.nodeId,
+    dialerInstance: instance,
+    acceptorInstance: challenge.instance,
+    dialerNonce: nonce,
+    acceptorNonce: challenge.nonce,
+    oneshot: false,
+  };
+  reader.write({ t: 'answer', proof: options.forgeAnswer ?? handshakeProof(key, 'dialer', transcript) });
+  let verdict: unknown = null;
+  try {
+    verdict = await reader.next('verdict');
+  } catch {
+    verdict = null;
+  }
+  return { reader, verdict, peerId: challenge.nodeId };
+}
+
+/** A listener that completes the acceptor side of a real handshake, then stops reading (socket paused). */
+export async function rawStallingAcceptor(t: Test, nodeId: number, secret: Uint8Array): Promise<{ server: Server; port: number; sockets: Socket[] }> {
+  const key = secretKey(secret);
+  const sockets: Socket[] = [];
+  const server = createServer((socket) => {
+    sockets.push(socket);
+    const reader = new FrameReader(socket);
+    void (async () => {
+      const hello = parseHello(await reader.next('hello'));
+      if (hello === null) return socket.destroy();
+      const instance = freshInstance();
+      const nonce = freshNonce();
+      const transcript = {
+        dialerId: hello.nodeId,
+        acceptorId: nodeId,
+        dialerInstance: hello.instance,
+        acceptorInstance: instance,
+        dialerNonce: hello.nonce,
+        acceptorNonce: nonce,
+        oneshot: hello.oneshot,
+      };
+      reader.write({ t: 'challenge', nodeId, instance, nonce, proof: handshakeProof(key, 'acceptor', transcript) });
+      const answer = parseAnswer(await reader.next('answer'));
+      if (answer === null || !proofMatches(handshakeProof(key, 'dialer', transcript), answer.proof)) return socket.destroy();
+      reader.write({ t: 'welcome' });
+      socket.pause();
+    })().catch(() => socket.destroy());
+  });
+  await new Promise<void>((resolve) => server.listen(0, loopback, resolve));
+  t.teardown(async () => {
+    for (const socket of sockets) socket.destroy();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+  });
+  const address = server.address();
+  if (address === null || typeof address === 'string') throw new Error('no port');
+  return { server, port: address.port, sockets };
+}
