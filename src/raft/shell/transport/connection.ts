@@ -113,7 +113,8 @@ export class Connection {
     hooks: ConnectionHooks,
   ): Connection {
     const socket = connect({ host: address.host, port: address.port, noDelay: true });
-    const conn = new Connection(socket, 'dialer', oneshot, expectedPeerId, `${address.host}:${address.port}`, context, hooks);
+    const remote = `${address.host}:${address.port}`;
+    const conn = new Connection(socket, 'dialer', oneshot, expectedPeerId, remote, context, hooks);
     socket.once('connect', () => conn.onConnect());
     return conn;
   }
@@ -322,7 +323,10 @@ export class Connection {
     // A refusal of ours was logged by refuse(); a close by the other end during the handshake was not.
     if (!wasOpen && !this.refusedHere && this.role === 'acceptor') {
       // The dialer gave up (or refused our proof): logged here, since a dialer with a wrong secret says nothing.
-      this.context.log.info({ remote: this.remote, role: this.role, reason: this.failure }, 'node-to-node handshake not completed');
+      this.context.log.info(
+        { remote: this.remote, role: this.role, reason: this.failure },
+        'node-to-node handshake not completed',
+      );
     }
     this.state = 'closed';
     this.hooks.closed(this, wasOpen ? 'lost' : 'failed');

@@ -6,7 +6,13 @@
 import { createServer, type Server, type Socket } from 'node:net';
 import type { KeyObject } from 'node:crypto';
 import { checkClusterSecret } from './cluster_secret.js';
-import { Connection, type CloseOutcome, type ConnectionContext, type PeerAddress, type TransportLog } from './connection.js';
+import {
+  Connection,
+  type CloseOutcome,
+  type ConnectionContext,
+  type PeerAddress,
+  type TransportLog,
+} from './connection.js';
 import { encodeFrame, frameBodyBytes, frameHeaderBytes } from './frame_codec.js';
 import { freshInstance, isNodeId, secretKey } from './handshake.js';
 
@@ -122,7 +128,9 @@ function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
 }
 
 function checkAddress(address: PeerAddress, what: string, portMin: number): void {
-  if (typeof address?.host !== 'string' || address.host === '') throw new Error(`${what}: host must be a non-empty string`);
+  if (typeof address?.host !== 'string' || address.host === '') {
+    throw new Error(`${what}: host must be a non-empty string`);
+  }
   if (!Number.isInteger(address.port) || address.port < portMin || address.port > 65535) {
     throw new Error(`${what}: port must be an integer in ${portMin}..65535`);
   }
@@ -149,7 +157,9 @@ function settingsOf(options: PeerTransportOptions): Settings {
     throw new Error('maxFrameBytes: must be an integer in 1024..4294967295');
   }
   const maxQueuedMessages = options.maxQueuedMessages ?? transportDefaults.maxQueuedMessages;
-  if (!Number.isInteger(maxQueuedMessages) || maxQueuedMessages < 1) throw new Error('maxQueuedMessages: must be an integer of 1 or more');
+  if (!Number.isInteger(maxQueuedMessages) || maxQueuedMessages < 1) {
+    throw new Error('maxQueuedMessages: must be an integer of 1 or more');
+  }
   const maxQueuedBytes = options.maxQueuedBytes ?? maxFrameBytes + frameHeaderBytes;
   if (!Number.isInteger(maxQueuedBytes) || maxQueuedBytes < maxFrameBytes + frameHeaderBytes) {
     throw new Error('maxQueuedBytes: must be an integer of at least maxFrameBytes + 4');
@@ -463,7 +473,8 @@ export class PeerTransport {
       this.oneshotFrames.delete(conn);
       const id = this.oneshotRequestIds.get(conn);
       this.oneshotRequestIds.delete(conn);
-      if (id !== undefined) this.settle(id, new TransportError('unreachable', `${conn.remote}: ${conn.failure || 'closed'}`));
+      const why = `${conn.remote}: ${conn.failure || 'closed'}`;
+      if (id !== undefined) this.settle(id, new TransportError('unreachable', why));
       return;
     }
     if (this.closed || conn.oneshot) return;
@@ -532,7 +543,8 @@ export class PeerTransport {
       peer.queuedBytes -= dropped.frame.byteLength;
       peer.droppedFrames += 1;
       if (dropped.requestId !== null) {
-        this.settle(dropped.requestId, new TransportError('unreachable', `node ${peer.id}: queue full, request dropped`));
+        const why = `node ${peer.id}: queue full, request dropped`;
+        this.settle(dropped.requestId, new TransportError('unreachable', why));
       }
       if (isPowerOfTwo(peer.droppedFrames)) {
         this.log.warn({ peer: peer.id, droppedFrames: peer.droppedFrames }, 'node-to-node queue full, oldest dropped');
@@ -593,7 +605,10 @@ export class PeerTransport {
     const handler = this.options.onRequest;
     let reply: Promise<unknown>;
     try {
-      reply = handler === undefined ? Promise.reject(new Error('this node takes no requests')) : Promise.resolve(handler(conn.peerId, body));
+      reply =
+        handler === undefined
+          ? Promise.reject(new Error('this node takes no requests'))
+          : Promise.resolve(handler(conn.peerId, body));
     } catch (error) {
       reply = Promise.reject(error);
     }
