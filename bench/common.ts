@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build, type Histogram } from 'hdr-histogram-js';
 import { readMachineBusyCpuMs, readProcessCpuMs, readThreadCpuMs, startChildServer, type ChildServer } from './node_process.js';
+import type { OpenLoopFigures } from './load.js';
 import type { BenchOptions } from './options.js';
 
 const repoRoot = fileURLToPath(new URL('../../', import.meta.url));
@@ -229,6 +230,54 @@ export function latencySummaryMs(histogram: Histogram): LatencySummaryMs {
     max: ms(histogram.maxValue), mean: ms(histogram.mean) };
 }
 
+/** One load run's figures as the produce table shows them: the bench's own client, wrk or redis-benchmark. Latency
+ * percentiles a tool does not report are NaN (null in JSON, n/a in tables). */
+export interface ThroughputFigures {
+  name: string;
+  target: string;
+  /** 'net' or 'undici' (the bench's clients), 'wrk', 'redis-benchmark'. */
+  client: string;
+  connections: number;
+  durationSec: number;
+  messagesPerRequest: number;
+  requestBodyBytes: number;
+  /** Requests answered 202 inside the window. */
+  acceptedRequests: number;
+  reqPerSec: number;
+  msgsPerSec: number;
+  payloadMBPerSec: number;
+  latencyMs: LatencySummaryMs;
+  statusCounts: Record<string, number>;
+  errorCounts: Record<string, number>;
+  clientCpuPercent: number;
+  /** Bench process CPU per response (any status), µs: the load generator's own cost. */
+  clientCpuUsPerRequest: number;
+  serverCpuPercent: number | null;
+  /** The server's threads that used at least 1% of a core in the window, busiest first (common.ts WindowCpu). */
+  serverThreads: ServerThreadCpu[];
+  /** CPU that neither the bench process nor the server used during the window, % of one core. */
+  otherCpuPercent: number | null;
+  connectionsOpened: number;
+  abandonedInFlight: number;
+  /** Open loop only (--rate): what could not be sent on time; latency then counts from the scheduled time. */
+  openLoop: OpenLoopFigures | null;
+}
+
+/** One row of `all`'s summary: a scenario's headline figure beside its issue 4 target and the baselines. */
+export interface Headline {
+  scenario: string;
+  /** The figure as printed, e.g. "33,822 msg/s, p99 14.2 ms". */
+  figure: string;
+  /** The headline number (msgs/s, ms or MiB as the scenario measures it), for JSON readers. */
+  value: number | null;
+  target: string;
+  /** Our figure over the hello-world floor's and over Redis's, measured in the same run; null when not measured. */
+  floorRatio: number | null;
+  redisRatio: number | null;
+  /** null: the scenario has no target. */
+  met: boolean | null;
+}
+
 // ---------------------------------------------------------------------------------------------------------------
 // Output.
 
@@ -237,7 +286,7 @@ export function formatInt(value: number): string {
 }
 
 export function fixed(value: number, digits: number): string {
-  return value.toFixed(digits);
+  return Number.isFinite(value) ? value.toFixed(digits) : 'n/a';
 }
 
 export function percent(value: number | null): string {

@@ -1,5 +1,6 @@
-// Scenario `consume` of `npm run bench` (bench/README.md, issue 3): against a broker node it starts itself (or
-// --url), in one run:
+// Scenarios consume-single, consume-batch and wake-up of `npm run bench` (bench/README.md; `consume` runs all three)
+// against a broker node it starts itself (or --url); with --compare, consume-batch also runs Redis XREADGROUP + XACK
+// (bench/peers.ts) in the same run:
 //   consume-single  prefill a topic, then N connections loop GET consume -> POST ack?receipt_handle -> 204;
 //   consume-batch   prefill another topic, then connections loop GET consume?max -> POST ack {"receipt_handles"};
 //   wake-up         K consumers long-poll an empty topic while a producer sends one message at a time; latency
@@ -13,8 +14,9 @@ import type { Histogram } from 'hdr-histogram-js';
 import {
   cleanups, CpuWindow, createTopic, deleteTopic, errorText, fixed, formatErrors, formatInt, latencySummaryMs,
   makeBatchBody, makePayload, newHistogram, percent, recordUs, renderTable, reportedOptions, serverCpuText, sleep,
-  startBroker, type BrokerTarget, type LatencySummaryMs, type ServerThreadCpu,
+  startBroker, type BrokerTarget, type Headline, type LatencySummaryMs, type ServerThreadCpu,
 } from './common.js';
+import { installHint, onPath, runRedisConsume, startRedis, type RedisConsumeFigures } from './peers.js';
 import { HttpConnection, HttpFailure, requestBuffer, type HttpReply } from './http_conn.js';
 import type { BenchOptions, ConsumePhase } from './options.js';
 
@@ -41,7 +43,10 @@ const windowSecMin = 1;
 const loopDelayResolutionMs = 1;
 
 /** Options only the produce scenario reads; left out of consume's JSON. */
-const produceOnlyOptions = ['topic', 'batch', 'client', 'skipFloor'];
+const produceOnlyOptions = ['topic', 'batch', 'client', 'skipFloor', 'compareSecurity', 'rate', 'consumers', 'peakSec',
+  'intervalSec', 'soakDurationSec', 'topics', 'polls', 'argv'];
+/** Redis prefill: pipelined XADD on this many connections. */
+const redisPrefillConnections = 16;
 
 type Phase = 'warmup' | 'measure' | 'drain';
 
@@ -69,7 +74,7 @@ function failureCode(error: unknown): string {
 // ---------------------------------------------------------------------------------------------------------------
 // Requests and answers.
 
-function topicPath(topic: string, rest: string): string {
+export function topicPath(topic: string, rest: string): string {
   return `/v1/topics/${encodeURIComponent(topic)}/${rest}`;
 }
 
@@ -78,14 +83,14 @@ function authHeaders(ctx: Context): Record<string, string> {
 }
 
 /** Builds ack requests as one string per request: the handles are ASCII (partition:offset:nonce). */
-class AckRequests {
+export class AckRequests {
   private readonly singleHead: string;
   private readonly singleTail: string;
   private readonly batchHead: string;
 
-  constructor(ctx: Context, topic: string) {
-    const host = `host: ${ctx.target.url.replace(/^http:\/\//, '')}\r\n`;
-    const auth = ctx.target.authorization === null ? '' : `authorization: ${ctx.target.authorization}\r\n`;
+  constructor(target: BrokerTarget, topic: string) {
+    const host = `host: ${target.url.replace(/^http:\/\//, '')}\r\n`;
+    const auth = target.authorization === null ? '' : `authorization: ${target.authorization}\r\n`;
     this.singleHead = `POST ${topicPath(topic, 'ack')}?receipt_handle=`;
     this.singleTail = ` HTTP/1.1\r\n${host}${auth}x-svc-client: ${clientHeader}\r\ncontent-length: 0\r\n\r\n`;
     this.batchHead = `POST ${topicPath(topic, 'ack')} HTTP/1.1\r\n${host}${auth}content-type: application/json\r\n`;
@@ -107,7 +112,7 @@ const idKey = Buffer.from('"payload":{"id":"');
 const idDigits = 9;
 
 /** The receipt handles of a consume answer, in order, found by scanning (our payloads never hold the key). */
-function scanHandles(body: Buffer): string[] {
+export function scanHandles(body: Buffer): string[] {
   const handles: string[] = [];
   let at = body.indexOf(handleKey);
   while (at >= 0) {
@@ -121,7 +126,7 @@ function scanHandles(body: Buffer): string[] {
 }
 
 /** The statuses of a batch ack answer {"results":[{"status":204},...]}, in order. */
-function scanStatuses(body: Buffer): number[] {
+export function scanStatuses(body: Buffer): number[] {
   const statuses: number[] = [];
   let at = body.indexOf(statusKey);
   while (at >= 0) {
@@ -391,6 +396,8 @@ export interface DrainFigures {
   /** Messages whose ack completed with 204 (per handle for a batch) inside the window, per second. */
   ackedMessages: number;
   msgsPerSec: number;
+  /** msgsPerSec x --message-bytes, in 10^6 bytes per second (payload bytes). */
+  payloadMBPerSec: number;
   consumedMessages: number;
   /** Messages per 200 consume answer (max for a full batch). */
   messagesPerConsume: number;
@@ -420,7 +427,7 @@ async function measureDrain(ctx: Context, spec: DrainSpec, prefilled: PrefillFig
   const query = spec.max === null ? '' : `?max=${spec.max}`;
   const headers = { ...authHeaders(ctx), ...(spec.max === null ? {} : { 'x-svc-client': clientHeader }) };
   const consume = requestBuffer(ctx.target.url, 'GET', topicPath(spec.topic, 'consume') + query, headers);
-  const acks = new AckRequests(ctx, spec.topic);
+  const acks = new AckRequests(ctx.target, spec.topic);
   process.stderr.write(`${spec.name}: ${spec.connections} connections, ${options.warmupSec}s warm-up + ` +
     `${options.durationSec}s (or until ${formatInt(spec.available)} prefilled messages run out), ${ctx.target.url}\n`);
   const connections = Array.from({ length: spec.connections }, () => new HttpConnection(ctx.address));
@@ -482,6 +489,7 @@ function drainFigures(ctx: Context, spec: DrainSpec, prefilled: PrefillFigures, 
     plannedWindowSec: ctx.options.durationSec, windowSec: seconds, drainedIn: state.drainedIn,
     ackedMessages: state.ackedInWindow,
     msgsPerSec: seconds > 0 ? state.ackedInWindow / seconds : 0,
+    payloadMBPerSec: seconds > 0 ? (state.ackedInWindow * ctx.options.messageBytes) / seconds / 1e6 : 0,
     consumedMessages: state.consumedInWindow,
     messagesPerConsume: state.consumeAnswersInWindow > 0 ? state.consumedInWindow / state.consumeAnswersInWindow : 0,
     ackedPerSecond: Array.from(state.ackedPerSecond, (count) => count ?? 0),
@@ -684,7 +692,7 @@ async function measureWake(ctx: Context, topic: string): Promise<WakeFigures> {
   const ledger = new WakeLedger(Math.ceil((options.wakeRate * (options.warmupSec + options.durationSec)) + 16));
   const state: WakeState = { phase: 'warmup', producing: true, polling: true, waiting: 0, windowStartMs: 0, windowEndMs: 0 };
   const poll = requestBuffer(ctx.target.url, 'GET', topicPath(topic, 'consume') + '?wait=10s', authHeaders(ctx));
-  const acks = new AckRequests(ctx, topic);
+  const acks = new AckRequests(ctx.target, topic);
   process.stderr.write(`wake-up: ${options.pollers} long-polling consumers (wait=10s), producer ${options.wakeRate} msg/s ` +
     `one at a time, ${options.warmupSec}s warm-up + ${options.durationSec}s, ${ctx.target.url}\n`);
   const pollers = Array.from({ length: options.pollers }, () => new HttpConnection(ctx.address));
@@ -765,7 +773,7 @@ function wakeFigures(ctx: Context, topic: string, state: WakeState, ledger: Wake
 // The scenario.
 
 export interface ConsumeReport {
-  scenario: 'consume';
+  scenario: string;
   startedAt: string;
   target: string;
   options: Record<string, unknown>;
@@ -774,6 +782,12 @@ export interface ConsumeReport {
   drainRuns: DrainFigures[];
   wake: WakeFigures | null;
   targets: { batchMsgsPerSec: number; wakeP99Ms: number };
+  /** --compare with consume-batch: Redis Streams doing the same work, and our msgs/s over its. */
+  redis: RedisConsumeFigures | null;
+  redisVersion: string | null;
+  batchOverRedis: number | null;
+  missingPeers: string[];
+  messageBytes: number;
   failures: string[];
 }
 
@@ -819,9 +833,52 @@ export async function runConsume(options: BenchOptions): Promise<ConsumeReport> 
     failures.push(errorText(error));
   }
   failures.push(...judge(drainRuns, wake));
-  return { scenario: 'consume', startedAt, target: target === null ? 'none' : target.url,
+  // Redis after the broker's runs, with the broker stopped, so the two never share the cores.
+  let redis: RedisConsumeFigures | null = null;
+  let redisVersion: string | null = null;
+  const missingPeers: string[] = [];
+  if (options.compare && options.phases.includes('batch')) {
+    await target?.server?.stop();
+    if (onPath('redis-server') === null || onPath('redis-benchmark') === null) {
+      missingPeers.push(`redis-server not installed: no Redis baseline (${installHint}, or apt-get install redis-server redis-tools)`);
+    } else {
+      try {
+        const peer = await startRedis();
+        redisVersion = peer.version;
+        redis = await runRedisConsume(peer, { consumers: options.redisConsumers, count: options.max,
+          prefill: options.batchPrefill, durationSec: options.durationSec, payload: makePayload(options.messageBytes),
+          prefillConnections: redisPrefillConnections });
+        await peer.stop();
+      } catch (error) {
+        failures.push(`redis: ${errorText(error)}`);
+      }
+    }
+  }
+  const batch = drainRuns.find((run) => run.name === 'consume-batch');
+  const batchOverRedis = batch === undefined || redis === null || redis.msgsPerSec === 0 ? null : batch.msgsPerSec / redis.msgsPerSec;
+  return { scenario: options.scenario, startedAt, target: target === null ? 'none' : target.url,
     options: reportedOptions(options, produceOnlyOptions), nodeEnv, drainRuns, wake,
-    targets: { batchMsgsPerSec: targetBatchMsgsPerSec, wakeP99Ms: targetWakeP99Ms }, failures };
+    targets: { batchMsgsPerSec: targetBatchMsgsPerSec, wakeP99Ms: targetWakeP99Ms }, redis, redisVersion, batchOverRedis,
+    missingPeers, messageBytes: options.messageBytes, failures };
+}
+
+/** The summary rows of `all`. */
+export function consumeHeadlines(report: ConsumeReport): Headline[] {
+  const headlines: Headline[] = [];
+  for (const run of report.drainRuns) {
+    const batch = run.name === 'consume-batch';
+    headlines.push({ scenario: run.name, value: run.msgsPerSec,
+      figure: `${formatInt(run.msgsPerSec)} msg/s${run.drainedIn === null ? '' : ` (${fixed(run.windowSec, 1)} s, drained)`}`,
+      target: batch ? `>= ${formatInt(targetBatchMsgsPerSec)} msg/s` : 'none', floorRatio: null,
+      redisRatio: batch ? report.batchOverRedis : null, met: batch ? run.msgsPerSec >= targetBatchMsgsPerSec : null });
+  }
+  if (report.wake !== null) {
+    const p99 = report.wake.wakeLatencyMs.p99;
+    headlines.push({ scenario: 'wake-up', value: p99, figure: `p99 ${fixed(p99, 2)} ms`,
+      target: `p99 <= ${targetWakeP99Ms} ms`, floorRatio: null, redisRatio: null,
+      met: report.wake.wakeLatencyMs.count > 0 && p99 <= targetWakeP99Ms });
+  }
+  return headlines;
 }
 
 async function newTopic(ctx: Context, name: string): Promise<string> {
@@ -884,11 +941,12 @@ function drainRows(run: DrainFigures): string[][] {
   const window = `${fixed(run.windowSec, 2)}${run.drainedIn === null ? '' : ' drained'}`;
   const perMsg = (figure: number): string => (run.ackedMessages > 0 ? fixed(figure, 1) : 'n/a');
   return [
-    [run.name, String(run.connections), window, formatInt(run.msgsPerSec), fixed(run.messagesPerConsume, 1), 'consume',
+    [run.name, String(run.connections), window, formatInt(run.msgsPerSec), fixed(run.payloadMBPerSec, 1),
+      fixed(run.messagesPerConsume, 1), 'consume',
       formatInt(run.consume.reqPerSec), ...latencyCells(run.consume.latencyMs), errorsOf(run, 'consume'),
       `${fixed(run.clientCpuPercent, 0)}%`, perMsg(run.clientCpuUsPerMessage),
       serverCpuText(run.serverCpuPercent, run.serverThreads), percent(run.otherCpuPercent)],
-    ['', '', '', '', '', run.max === null ? 'ack' : 'ack batch', formatInt(run.ack.reqPerSec),
+    ['', '', '', '', '', '', run.max === null ? 'ack' : 'ack batch', formatInt(run.ack.reqPerSec),
       ...latencyCells(run.ack.latencyMs), errorsOf(run, 'ack'), '', '', '', ''],
   ];
 }
@@ -918,7 +976,7 @@ function wakeLines(wake: WakeFigures): string[] {
 }
 
 function targetLines(report: ConsumeReport): string[] {
-  const out = ['issue 3 targets:'];
+  const out = ['issue 3 and 4 targets:'];
   const batch = report.drainRuns.find((run) => run.name === 'consume-batch');
   if (batch !== undefined) {
     const met = batch.msgsPerSec >= targetBatchMsgsPerSec ? 'met' : 'NOT met';
@@ -937,9 +995,9 @@ function targetLines(report: ConsumeReport): string[] {
 export function printConsumeTable(report: ConsumeReport): void {
   const out: string[] = [];
   if (report.drainRuns.length > 0) {
-    const header = ['run', 'conns', 'window s', 'msgs/s', 'msgs/consume', 'request', 'req/s', 'p50 ms', 'p90 ms', 'p99 ms',
-      'p99.9 ms', 'max ms', 'errors', 'client CPU', 'client µs/msg', 'server CPU', 'other CPU'];
-    out.push(...renderTable(header, report.drainRuns.flatMap(drainRows), [0, 5, 12]));
+    const header = ['run', 'conns', 'window s', 'msgs/s', 'MB/s', 'msgs/consume', 'request', 'req/s', 'p50 ms', 'p90 ms',
+      'p99 ms', 'p99.9 ms', 'max ms', 'errors', 'client CPU', 'client µs/msg', 'server CPU', 'other CPU'];
+    out.push(...renderTable(header, report.drainRuns.flatMap(drainRows), [0, 6, 13]));
     for (const run of report.drainRuns) {
       const p = run.prefill;
       const perSecond = run.ackedPerSecond.map((count) => formatInt(count)).join(' ');
@@ -953,6 +1011,19 @@ export function printConsumeTable(report: ConsumeReport): void {
     out.push('');
   }
   if (report.wake !== null) out.push(...wakeLines(report.wake), '');
+  if (report.redis !== null) {
+    const r = report.redis;
+    out.push(`${r.name} (Redis ${report.redisVersion ?? '?'}, appendfsync always, ${r.consumers} consumers, ioredis): ` +
+      `${formatInt(r.msgsPerSec)} msg/s, ${fixed(r.payloadMBPerSec, 1)} MB/s over ${fixed(r.windowSec, 2)} s` +
+      `${r.drained ? ' (drained)' : ''}; read+ack p50 ${fixed(r.latencyMs.p50, 2)} / p90 ${fixed(r.latencyMs.p90, 2)} / p99 ` +
+      `${fixed(r.latencyMs.p99, 2)} / p99.9 ${fixed(r.latencyMs.p999, 2)} / max ${fixed(r.latencyMs.max, 2)} ms; errors ` +
+      `${formatErrors(r.errorCounts)}; client CPU ${percent(r.clientCpuPercent)}, server CPU ${percent(r.serverCpuPercent)}; ` +
+      `prefill ${formatInt(r.prefilled)} entries in ${fixed(r.prefillSec, 1)} s`);
+    if (report.batchOverRedis !== null) {
+      out.push(`consume-batch msgs/s / Redis XREADGROUP+XACK msgs/s: ${fixed(report.batchOverRedis, 3)}`);
+    }
+  }
+  for (const missing of report.missingPeers) out.push(missing);
   const targets = targetLines(report);
   if (targets.length > 1) out.push(...targets);
   if (Object.keys(report.nodeEnv).length > 0) {

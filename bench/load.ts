@@ -1,8 +1,11 @@
-// Closed-loop HTTP/1.1 load generator for bench/run.ts: N keep-alive connections to one loopback server, each
-// with exactly one request in flight (send, wait for the whole response, send again), for a warm-up and then a
-// measured window. Two clients: 'net' (raw node:net, one pre-built request buffer written per request, a minimal
-// response parser) and 'undici' (a Pool with pipelining 1). Runs on the bench process's main thread; every run
-// ends by itself after warm-up + duration + drain, and closes all its sockets.
+// HTTP/1.1 load generator for bench/run.ts: N keep-alive connections to one loopback server, each with at most one
+// request in flight, for a warm-up and then a measured window. Closed loop by default (send, wait for the whole
+// response, send again); with ratePerSec, open loop: requests come due on a fixed schedule, go out on an idle
+// connection (or wait in a bounded backlog for one) and their latency counts from the scheduled time, so a slow
+// server cannot slow the arrivals down (no coordinated omission). Two clients: 'net' (raw node:net, one pre-built
+// request buffer written per request, a minimal response parser) and 'undici' (a Pool with pipelining 1, closed
+// loop only). Runs on the bench process's main thread; every run ends by itself after warm-up + duration + drain,
+// and closes all its sockets.
 import net from 'node:net';
 import { performance } from 'node:perf_hooks';
 import type { Histogram } from 'hdr-histogram-js';
@@ -43,6 +46,22 @@ export interface LoadOptions {
   onWindowEnd?: () => void;
   /** Receives one progress line a second. */
   onProgress?: (line: string) => void;
+  /** Open loop: requests per second on a fixed schedule ('net' client only); absent = closed loop. */
+  ratePerSec?: number;
+}
+
+/** What an open-loop run could not do on time. Counts cover requests that came due inside the window. */
+export interface OpenLoopFigures {
+  ratePerSec: number;
+  /** Requests that came due inside the window. */
+  due: number;
+  /** Sent more than lateThresholdMs after their scheduled time (no idle connection, or the client was late). */
+  sentLate: number;
+  /** Never sent: dropped because the backlog was full, or still waiting for a connection when the window closed. */
+  notSent: number;
+  lateThresholdMs: number;
+  /** How long after its scheduled time each request of the window went out. */
+  sendLatenessMs: LatencySummaryMs;
 }
 
 export interface LoadResult {
@@ -68,11 +87,18 @@ export interface LoadResult {
   connectionsOpened: number;
   /** Requests still in flight when the drain timeout ran out (their sockets were destroyed). */
   abandonedInFlight: number;
+  /** Open loop only; latencyMs then counts from each request's scheduled time, not its write. */
+  openLoop: OpenLoopFigures | null;
 }
 
 const drainTimeoutMsDefault = 10_000;
 /** Pause before reconnecting after a failed connection, so a dead server does not make a hot loop. */
 const reconnectDelayMs = 50;
+/** Open loop: a request sent later than this after its scheduled time counts as late. The scheduler runs on a
+ * timer of about 1 ms, so requests due within one tick go out together up to about 1 ms after their time. */
+const lateThresholdMs = 2;
+/** Open loop: requests waiting for a connection, at most this many seconds' worth (and at least 1,000). */
+const backlogSecondsMax = 5;
 
 type Phase = 'warmup' | 'measure' | 'drain' | 'done';
 
@@ -91,6 +117,8 @@ class RunState {
   readonly statusInWindow = new Float64Array(600);
   readonly failuresInWindow = new Map<string, number>();
   onDrained: (() => void) | null = null;
+  /** Open loop only. */
+  openLoop: OpenLoop | null = null;
 
   constructor(readonly expectedStatus: number) {}
 
@@ -124,6 +152,10 @@ interface ClientHandle {
 
 export async function runLoad(options: LoadOptions): Promise<LoadResult> {
   const state = new RunState(options.expectedStatus);
+  if (options.ratePerSec !== undefined) {
+    if (options.client !== 'net') throw new Error('open loop (ratePerSec) needs the net client');
+    state.openLoop = new OpenLoop(options.ratePerSec, state);
+  }
   const client = options.client === 'net' ? startNetClient(options, state) : startUndiciClient(options, state);
   const progress = startProgress(options, state);
   let cpuStart = process.cpuUsage();
@@ -137,6 +169,7 @@ export async function runLoad(options: LoadOptions): Promise<LoadResult> {
   await Promise.race([sleep(options.durationMs), abort]);
   state.phase = 'drain';
   state.windowEndMs = performance.now();
+  state.openLoop?.stop();
   const cpu = process.cpuUsage(cpuStart);
   options.onWindowEnd?.();
   await waitForDrain(state, options.drainTimeoutMs ?? drainTimeoutMsDefault);
@@ -174,6 +207,7 @@ function summarize(options: LoadOptions, state: RunState, cpu: NodeJS.CpuUsage, 
     clientCpuUsPerResponse: responses > 0 ? cpuUs / responses : 0,
     connectionsOpened: state.connectionsOpened,
     abandonedInFlight,
+    openLoop: state.openLoop?.figures() ?? null,
   };
 }
 
@@ -194,7 +228,8 @@ function startProgress(options: LoadOptions, state: RunState): NodeJS.Timeout {
     }
     const elapsedSec = Math.round((now - startedMs) / 1000);
     options.onProgress?.(`  [${options.label}] ${state.phase.padEnd(7)} ${String(elapsedSec).padStart(3)}s  ` +
-      `${formatInt(rate).padStart(9)} req/s${average}  in flight ${state.inFlight}`);
+      `${formatInt(rate).padStart(9)} req/s${average}  in flight ${state.inFlight}` +
+      `${state.openLoop === null ? '' : `  waiting for a connection ${state.openLoop.waiting}`}`);
   }, 1000);
 }
 
@@ -269,12 +304,26 @@ class NetConnection {
     socket.on('close', () => this.onClose(socket));
   }
 
-  private send(): void {
+  /** Closed loop: sends now. Open loop: sends the oldest request waiting in the backlog, or parks as idle. */
+  send(): void {
     if (!this.state.sending || this.socket === null) return;
+    const openLoop = this.state.openLoop;
+    const startedMs = openLoop === null ? performance.now() : openLoop.takeFor(this);
+    if (Number.isNaN(startedMs)) return;
+    this.sendScheduled(startedMs);
+  }
+
+  /** Writes the request; its latency counts from startedMs (now, or the scheduled time in an open loop). */
+  sendScheduled(startedMs: number): void {
+    if (this.socket === null) return;
     this.inFlight = true;
     this.state.inFlight++;
-    this.startedMs = performance.now();
+    this.startedMs = startedMs;
     this.socket.write(this.requestBuffer);
+  }
+
+  get idle(): boolean {
+    return !this.inFlight && this.socket !== null && !this.destroyed;
   }
 
   private onClose(socket: net.Socket): void {
@@ -306,6 +355,109 @@ class NetConnection {
       return;
     }
     this.send();
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Open loop.
+
+/**
+ * The schedule of an open-loop run: request i is due at start + i / rate. A timer sends the requests that came due
+ * on idle connections; when none is idle they wait in a backlog (oldest first) that connections take from as their
+ * responses arrive, and a full backlog drops them (counted as not sent). Latency counts from the scheduled time.
+ */
+class OpenLoop {
+  private readonly intervalMs: number;
+  private readonly startMs = performance.now();
+  private next = 0;
+  private readonly idle: NetConnection[] = [];
+  /** Scheduled times of requests waiting for a connection, oldest first, from backlogHead on. */
+  private backlog: number[] = [];
+  private backlogHead = 0;
+  private readonly backlogMax: number;
+  private timer: NodeJS.Timeout | null = null;
+  private due = 0;
+  private sentLate = 0;
+  private notSent = 0;
+  private readonly latenessUs: Histogram = newHistogram();
+
+  constructor(private readonly ratePerSec: number, private readonly state: RunState) {
+    this.intervalMs = 1000 / ratePerSec;
+    this.backlogMax = Math.max(1000, Math.ceil(ratePerSec * backlogSecondsMax));
+    this.tick();
+  }
+
+  /** A connection is free: the scheduled time of the request it should send now, or NaN (it waits as idle). */
+  takeFor(connection: NetConnection): number {
+    if (this.backlogHead < this.backlog.length) {
+      const scheduledMs = this.backlog[this.backlogHead++]!;
+      if (this.backlogHead > 4096 && this.backlogHead * 2 > this.backlog.length) {
+        this.backlog = this.backlog.slice(this.backlogHead);
+        this.backlogHead = 0;
+      }
+      this.noteSent(scheduledMs);
+      return scheduledMs;
+    }
+    this.idle.push(connection);
+    return NaN;
+  }
+
+  /** Requests due that wait for a free connection. */
+  get waiting(): number {
+    return this.backlog.length - this.backlogHead;
+  }
+
+  stop(): void {
+    if (this.timer !== null) clearTimeout(this.timer);
+    this.timer = null;
+    // Requests due in the window that never went out.
+    this.notSent += this.backlog.length - this.backlogHead;
+    this.backlog = [];
+    this.backlogHead = 0;
+  }
+
+  figures(): OpenLoopFigures {
+    return { ratePerSec: this.ratePerSec, due: this.due, sentLate: this.sentLate, notSent: this.notSent,
+      lateThresholdMs, sendLatenessMs: latencySummaryMs(this.latenessUs) };
+  }
+
+  private tick(): void {
+    this.timer = null;
+    if (!this.state.sending) return;
+    const now = performance.now();
+    // Bounded: at most one second of requests per tick, even after a long stall of the client.
+    const dueNow = Math.min(Math.floor((now - this.startMs) / this.intervalMs) + 1, this.next + Math.ceil(this.ratePerSec));
+    for (; this.next < dueNow; this.next++) {
+      const scheduledMs = this.startMs + this.next * this.intervalMs;
+      const counting = this.state.phase === 'measure';
+      if (counting) this.due++;
+      const connection = this.popIdle();
+      if (connection !== null) {
+        this.noteSent(scheduledMs);
+        connection.sendScheduled(scheduledMs);
+      } else if (this.backlog.length - this.backlogHead < this.backlogMax) {
+        this.backlog.push(scheduledMs);
+      } else if (counting) {
+        this.notSent++;
+      }
+    }
+    const nextMs = this.startMs + this.next * this.intervalMs;
+    this.timer = setTimeout(() => this.tick(), Math.max(0, nextMs - performance.now()));
+  }
+
+  private popIdle(): NetConnection | null {
+    while (this.idle.length > 0) {
+      const connection = this.idle.pop()!;
+      if (connection.idle) return connection;
+    }
+    return null;
+  }
+
+  private noteSent(scheduledMs: number): void {
+    if (this.state.phase !== 'measure') return;
+    const latenessMs = performance.now() - scheduledMs;
+    recordUs(this.latenessUs, latenessMs);
+    if (latenessMs > lateThresholdMs) this.sentLate++;
   }
 }
 

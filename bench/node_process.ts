@@ -189,3 +189,34 @@ export function readMachineBusyCpuMs(): number | null {
   const busy = user + nice + system + irq + softirq + steal;
   return Number.isFinite(busy) ? (busy * 1000) / clockTicks() : null;
 }
+
+/**
+ * CPU time (ms) of this process's children that have exited and been waited for (cutime + cstime of
+ * /proc/self/stat). Around a child tool's run (wrk, redis-benchmark) its difference is that tool's CPU. Null
+ * without /proc.
+ */
+export function readExitedChildrenCpuMs(): number | null {
+  let stat: string;
+  try {
+    stat = readFileSync('/proc/self/stat', 'utf8');
+  } catch {
+    return null;
+  }
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  const cutime = Number(fields[13]);
+  const cstime = Number(fields[14]);
+  if (!Number.isFinite(cutime) || !Number.isFinite(cstime)) return null;
+  return ((cutime + cstime) * 1000) / clockTicks();
+}
+
+/** Resident set size of process pid (VmRSS of /proc/<pid>/status), bytes; null when it cannot be read. */
+export function readRssBytes(pid: number): number | null {
+  let status: string;
+  try {
+    status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  } catch {
+    return null;
+  }
+  const match = /^VmRSS:\s+(\d+) kB/m.exec(status);
+  return match === null ? null : Number(match[1]) * 1024;
+}

@@ -7,14 +7,29 @@ import type { ClientKind } from './load.js';
 
 const brokerScriptDefault = fileURLToPath(new URL('../src/main.js', import.meta.url));
 
-export const scenarios = ['produce', 'consume'] as const;
-export type Scenario = (typeof scenarios)[number];
+/** The scenarios of `npm run bench -- <scenario>`; bench/README.md describes each. */
+export const scenarios = ['produce-single', 'produce-batch', 'consume-single', 'consume-batch', 'end-to-end', 'wake-up',
+  'soak', 'footprint', 'all'] as const;
+/** Older names kept working: `produce` = produce-single then produce-batch (one report), `consume` = consume-single,
+ *  consume-batch and wake-up (one report). */
+export const scenarioAliases = ['produce', 'consume'] as const;
+export type Scenario = (typeof scenarios)[number] | (typeof scenarioAliases)[number];
 
 export type ConsumePhase = 'single' | 'batch' | 'wake';
 export const consumePhases: readonly ConsumePhase[] = ['single', 'batch', 'wake'];
 
+export function isProduceScenario(scenario: Scenario): boolean {
+  return scenario === 'produce' || scenario === 'produce-single' || scenario === 'produce-batch';
+}
+
+export function isConsumeScenario(scenario: Scenario): boolean {
+  return scenario === 'consume' || scenario === 'consume-single' || scenario === 'consume-batch' || scenario === 'wake-up';
+}
+
 export interface BenchOptions {
   scenario: Scenario;
+  /** The arguments this was parsed from, less the scenario (`all` re-parses them per scenario). */
+  argv: string[];
   url: string | null;
   user: string;
   password: string | null;
@@ -29,12 +44,17 @@ export interface BenchOptions {
   client: ClientKind;
   json: boolean;
   skipFloor: boolean;
+  /** Measure the baselines in the same run: the hello-world floor, and Redis when redis-server is installed. */
+  compare: boolean;
   /** produce: also measure single produce on a node with security off, for the credential cache's cost. */
   compareSecurity: boolean;
+  /** Open loop: requests (produce-*) or messages (end-to-end, soak) per second, sent on a fixed schedule; null =
+   *  closed loop (produce-*) or 50% of the peak measured first (end-to-end; soak's default is fixed). */
+  rate: number | null;
   serverPid: number | null;
   nodeScript: string;
   nodeArgs: string[];
-  /** consume: messages per batch consume (`max`) and per batch ack. */
+  /** consume: messages per batch consume (`max`) and per batch ack; also end-to-end's and soak's consumers. */
   max: number;
   /** consume: messages written before consume-single, and before consume-batch. */
   prefill: number;
@@ -46,36 +66,69 @@ export interface BenchOptions {
   wakeRate: number;
   /** consume: the runs to do, in this order. */
   phases: ConsumePhase[];
+  /** end-to-end, soak: long-polling batch consumers. */
+  consumers: number;
+  /** end-to-end: seconds of closed-loop single produce that measure the peak rate (when --rate is not given). */
+  peakSec: number;
+  /** soak: seconds per row of its table (and per progress line). */
+  intervalSec: number;
+  /** all: the soak's duration. */
+  soakDurationSec: number;
+  /** footprint: topics to create (3 partitions each) and idle long polls to hold. */
+  topics: number;
+  polls: number;
+  /** --compare, consume-batch: Redis consumers (XREADGROUP COUNT max + XACK). */
+  redisConsumers: number;
 }
 
-export const usage = `usage: node dist/bench/run.js produce|consume [options]   (npm run bench -- <scenario> [options])
+export const usage = `usage: node dist/bench/run.js <scenario> [options]   (npm run bench -- <scenario> [options])
+scenarios: produce-single produce-batch consume-single consume-batch end-to-end wake-up soak footprint all
+           (produce = produce-single + produce-batch, consume = consume-single + consume-batch + wake-up)
 common:
   --url U                 broker to target (default: start one: node dist/src/main.js on a free loopback port)
   --user X --password P   Basic credentials for --url (default user admin)
   --partitions N          partitions of the created topics (default 6)
-  --duration S            measured seconds per run (default 10); --warmup S before each (default 2)
-  --message-bytes B       payload bytes per message, a JSON object, >= 8 (>= 32 for consume) (default 100)
-  --server-pid PID        with --url: the server process whose CPU to report
-  --node-script PATH      broker entry to start (default dist/src/main.js); --node-arg A adds a flag (repeatable)
+  --duration D            measured time per run: 10, 10s or 10m (default 10 s; soak 10m; all 5 s)
+  --warmup S              seconds before each measured window (default 2; all 1)
+  --message-bytes B       payload bytes per message, a JSON object, >= 8 (>= 48 for consume, end-to-end, soak) (default 100)
+  --compare               also measure the baselines in the same run: the uWS hello-world floor, and Redis with
+                          appendfsync always when redis-server is installed (scripts/install-peers.sh)
+  --server-pid PID        with --url: the server process whose CPU and RSS to report
+  --node-script PATH      broker entry to start (default dist/src/main.js); --node-arg=A adds a flag (repeatable)
   --json                  also write bench/results/<scenario>-<ISO time>.json
-produce:
+produce-single, produce-batch:
   --topic T               use this existing topic (default: create bench-<time> with --partitions)
-  --connections N         connections for the floor and single produce (default 256)
+  --connections N         connections for single produce (default 256)
   --batch-connections N   connections for batch produce (default 16)
   --batch N               messages per batch request, 1..1000 (default 1000)
+  --rate N                open loop: N requests per second on a fixed schedule, latency from the scheduled time
   --client net|undici     load generator client (default net; see bench/README.md)
-  --skip-floor            do not measure the hello-world floor
+  --skip-floor            do not measure the hello-world floor (produce alias)
   --compare-security      produce: also run single produce against a node with security off (issue 5's check)
-consume:
-  --phases LIST           runs to do, comma-separated: single,batch,wake (default all three)
+consume-single, consume-batch, wake-up:
+  --phases LIST           consume alias: runs to do, comma-separated: single,batch,wake (default all three)
   --connections N         consume-single connections (default 64)
   --batch-connections N   consume-batch connections (default 16)
   --max N                 messages per batch consume and batch ack, 1..100 (default 100)
   --prefill N             messages written before consume-single (default 200000)
-  --batch-prefill N       messages written before consume-batch (default 1000000)
+  --batch-prefill N       messages written before consume-batch (default 1000000; also Redis's stream)
   --prefill-timeout S     a prefill stops after S seconds even if short (default 20)
   --pollers K             long-poll consumers in the wake-up run (default 16)
-  --wake-rate R           messages per second the wake-up producer sends, 1..5000 (default 200)`;
+  --wake-rate R           messages per second the wake-up producer sends, 1..5000 (default 200)
+  --redis-consumers N     --compare: Redis XREADGROUP consumers (default 4)
+end-to-end, soak:
+  --rate N                messages per second, open loop (default: end-to-end 50% of the peak single produce rate
+                          measured first in the same run; soak 5000)
+  --connections N         producer connections (default 256)
+  --consumers N           long-polling batch consumers (consume?wait=10s&max=--max) (default 16)
+  --peak S                end-to-end: seconds of closed-loop single produce that measure the peak (default 3)
+  --interval S            soak: seconds per progress line and table row (default 10)
+footprint:
+  --topics N              topics to create, 3 partitions each (default 1000)
+  --polls N               idle long polls to hold, one raw keep-alive socket each (default 10000)
+  --duration D            how long to hold the polls, sampling RSS (default 10 s; all 5 s)
+all:
+  --soak-duration D       the soak's length inside all (default 30s)`;
 
 export class UsageError extends Error {}
 
@@ -88,28 +141,40 @@ export function parseOptions(argv: string[]): BenchOptions {
       url: { type: 'string' }, user: { type: 'string' }, password: { type: 'string' }, topic: { type: 'string' },
       partitions: { type: 'string' }, connections: { type: 'string' }, 'batch-connections': { type: 'string' },
       duration: { type: 'string' }, warmup: { type: 'string' }, 'message-bytes': { type: 'string' },
-      batch: { type: 'string' }, client: { type: 'string' }, json: { type: 'boolean' },
-      'skip-floor': { type: 'boolean' }, 'compare-security': { type: 'boolean' }, 'server-pid': { type: 'string' }, 'node-script': { type: 'string' },
-      'node-arg': { type: 'string', multiple: true }, help: { type: 'boolean', short: 'h' },
+      batch: { type: 'string' }, client: { type: 'string' }, json: { type: 'boolean' }, compare: { type: 'boolean' },
+      'skip-floor': { type: 'boolean' }, 'compare-security': { type: 'boolean' }, 'server-pid': { type: 'string' },
+      'node-script': { type: 'string' }, 'node-arg': { type: 'string', multiple: true }, help: { type: 'boolean', short: 'h' },
       phases: { type: 'string' }, max: { type: 'string' }, prefill: { type: 'string' },
       'batch-prefill': { type: 'string' }, 'prefill-timeout': { type: 'string' }, pollers: { type: 'string' },
-      'wake-rate': { type: 'string' },
+      'wake-rate': { type: 'string' }, rate: { type: 'string' }, consumers: { type: 'string' }, peak: { type: 'string' },
+      interval: { type: 'string' }, 'soak-duration': { type: 'string' }, topics: { type: 'string' },
+      polls: { type: 'string' }, 'redis-consumers': { type: 'string' },
     },
   });
   if (values.help || positionals.length !== 1) throw new UsageError(values.help ? '' : 'give exactly one scenario');
-  const scenario = positionals[0]!;
-  if (!(scenarios as readonly string[]).includes(scenario)) {
-    throw new UsageError(`unknown scenario ${scenario}; known: ${scenarios.join(', ')}`);
+  const name = positionals[0]!;
+  if (!(scenarios as readonly string[]).includes(name) && !(scenarioAliases as readonly string[]).includes(name)) {
+    throw new UsageError(`unknown scenario ${name}; known: ${scenarios.join(', ')} (and ${scenarioAliases.join(', ')})`);
   }
-  const consume = scenario === 'consume';
+  const scenario = name as Scenario;
+  const consume = isConsumeScenario(scenario);
+  const flow = scenario === 'end-to-end' || scenario === 'soak';
   const client = values.client ?? 'net';
   if (client !== 'net' && client !== 'undici') throw new UsageError(`--client must be net or undici, got ${client}`);
-  if (consume && client !== 'net') throw new UsageError('consume has its own raw client; --client does not apply');
-  if (consume && values.topic !== undefined) throw new UsageError('consume creates its own topics; --topic does not apply');
+  if (!isProduceScenario(scenario) && client !== 'net' && scenario !== 'all') {
+    throw new UsageError(`${scenario} has its own raw client; --client does not apply`);
+  }
+  if (values.rate !== undefined && client !== 'net') throw new UsageError('--rate needs --client net');
+  if ((consume || flow || scenario === 'footprint') && values.topic !== undefined) {
+    throw new UsageError(`${scenario} creates its own topics; --topic does not apply`);
+  }
+  if (values.phases !== undefined && scenario !== 'consume') throw new UsageError('--phases applies to the consume alias only');
   const url = values.url?.replace(/\/+$/, '') ?? null;
   if (url !== null) checkLoopbackUrl(url);
+  const durationDefault = scenario === 'soak' ? 600 : scenario === 'all' ? 5 : 10;
   return {
-    scenario: scenario as Scenario,
+    scenario,
+    argv: argv.filter((arg) => arg !== name),
     url,
     user: values.user ?? 'admin',
     password: values.password ?? null,
@@ -117,14 +182,16 @@ export function parseOptions(argv: string[]): BenchOptions {
     partitions: intOption('partitions', values.partitions, 6, 3, 108),
     connections: intOption('connections', values.connections, consume ? 64 : 256, 1, 10_000),
     batchConnections: intOption('batch-connections', values['batch-connections'], 16, 1, 10_000),
-    durationSec: numberOption('duration', values.duration, 10, 0.5, 3600),
-    warmupSec: numberOption('warmup', values.warmup, 2, 0, 600),
-    messageBytes: intOption('message-bytes', values['message-bytes'], 100, consume ? 32 : 8, 1024 * 1024),
+    durationSec: durationOption('duration', values.duration, durationDefault, 0.5, 24 * 3600),
+    warmupSec: numberOption('warmup', values.warmup, scenario === 'all' ? 1 : 2, 0, 600),
+    messageBytes: intOption('message-bytes', values['message-bytes'], 100, consume || flow ? 48 : 8, 1024 * 1024),
     batch: intOption('batch', values.batch, 1000, 1, 1000),
     client,
     json: values.json ?? false,
     skipFloor: values['skip-floor'] ?? false,
+    compare: values.compare ?? false,
     compareSecurity: values['compare-security'] ?? false,
+    rate: values.rate === undefined ? null : numberOption('rate', values.rate, 0, 1, 10_000_000),
     serverPid: values['server-pid'] === undefined ? null : intOption('server-pid', values['server-pid'], 0, 1, 2 ** 31),
     nodeScript: values['node-script'] ?? brokerScriptDefault,
     nodeArgs: values['node-arg'] ?? [],
@@ -134,8 +201,33 @@ export function parseOptions(argv: string[]): BenchOptions {
     prefillTimeoutSec: numberOption('prefill-timeout', values['prefill-timeout'], 20, 1, 3600),
     pollers: intOption('pollers', values.pollers, 16, 1, 1000),
     wakeRate: numberOption('wake-rate', values['wake-rate'], 200, 1, 5000),
-    phases: parsePhases(values.phases),
+    phases: phasesOf(scenario, values.phases),
+    consumers: intOption('consumers', values.consumers, 16, 1, 1000),
+    peakSec: numberOption('peak', values.peak, 3, 0.5, 600),
+    intervalSec: numberOption('interval', values.interval, 10, 0.5, 3600),
+    soakDurationSec: durationOption('soak-duration', values['soak-duration'], 30, 1, 24 * 3600),
+    topics: intOption('topics', values.topics, 1000, 1, 100_000),
+    polls: intOption('polls', values.polls, 10_000, 1, 18_000),
+    redisConsumers: intOption('redis-consumers', values['redis-consumers'], 4, 1, 256),
   };
+}
+
+/** The consume runs a scenario does: one for consume-single, consume-batch and wake-up; --phases for consume. */
+function phasesOf(scenario: Scenario, text: string | undefined): ConsumePhase[] {
+  if (scenario === 'consume-single') return ['single'];
+  if (scenario === 'consume-batch') return ['batch'];
+  if (scenario === 'wake-up') return ['wake'];
+  return parsePhases(text);
+}
+
+/** Seconds: "90", "90s" or "10m". */
+function durationOption(name: string, text: string | undefined, fallback: number, min: number, max: number): number {
+  if (text === undefined) return fallback;
+  const match = /^(\d+(?:\.\d+)?)(s|m)?$/.exec(text.trim());
+  if (match === null) throw new UsageError(`--${name} must be seconds (30, 30s) or minutes (10m), got ${text}`);
+  const seconds = Number(match[1]) * (match[2] === 'm' ? 60 : 1);
+  if (seconds < min || seconds > max) throw new UsageError(`--${name} must be ${min} s to ${max} s`);
+  return seconds;
 }
 
 function parsePhases(text: string | undefined): ConsumePhase[] {

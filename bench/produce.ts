@@ -1,20 +1,26 @@
-// Scenario `produce` of `npm run bench` (bench/README.md): in one run, the HTTP floor (bench/hello_world_server.ts),
-// single produce and batch produce against a broker node it starts itself (or --url), with the closed-loop load
-// generator of bench/load.ts. Bench process main thread.
+// Scenarios produce-single and produce-batch of `npm run bench` (bench/README.md; `produce` runs both): single or
+// batch produce against a broker node it starts itself (or --url) with bench/load.ts's load generator (closed loop,
+// or open loop with --rate), and in the same run the baselines: the HTTP floor (bench/hello_world_server.ts, same
+// request and connections), wrk against the same node (produce-single, when installed) and, with --compare, Redis
+// XADD with appendfsync always (bench/peers.ts). Bench process main thread.
 import os from 'node:os';
 import { fileURLToPath } from 'node:url';
 import {
   basicAuth, cleanups, createTopic, CpuWindow, errorText, fixed, formatErrors, formatInt, makeBatchBody, makePayload,
-  percent, renderTable, reportedOptions, serverCpuText, sleep, startBroker, type BrokerTarget, type ServerThreadCpu,
+  percent, renderTable, reportedOptions, serverCpuText, sleep, startBroker, type BrokerTarget, type Headline, type ThroughputFigures,
 } from './common.js';
-import { runLoad, type ClientKind, type LoadRequest, type LoadResult } from './load.js';
+import { runLoad, type LoadRequest, type LoadResult } from './load.js';
 import { startChildServer, type ChildServer } from './node_process.js';
 import type { BenchOptions } from './options.js';
+import { installHint, onPath, runRedisBenchmark, runWrk, startRedis, type RedisPeer } from './peers.js';
 
 const helloWorldScript = fileURLToPath(new URL('./hello_world_server.js', import.meta.url));
 
 /** Options only the consume scenario reads; left out of produce's JSON. */
-const consumeOnlyOptions = ['max', 'prefill', 'batchPrefill', 'prefillTimeoutSec', 'pollers', 'wakeRate', 'phases'];
+const consumeOnlyOptions = ['max', 'prefill', 'batchPrefill', 'prefillTimeoutSec', 'pollers', 'wakeRate', 'phases',
+  'consumers', 'peakSec', 'intervalSec', 'soakDurationSec', 'topics', 'polls', 'redisConsumers', 'argv'];
+/** Issue 4's targets for produce (single: also p99 <= 10 ms, >= 0.6 of the floor, >= 0.8 of Redis XADD). */
+export const produceTargets = { singleOfFloor: 0.6, singleOfRedis: 0.8, singleP99Ms: 10, batchMsgsPerSec: 1_000_000 };
 
 function produceRequest(topic: string, body: Buffer, authorization: string | null, batch: boolean): LoadRequest {
   const headers: Record<string, string> = { 'content-type': 'application/json' };
@@ -36,44 +42,19 @@ interface RunSpec {
   server: ChildServer | null;
 }
 
-interface RunFigures {
-  name: string;
-  target: string;
-  client: ClientKind;
-  connections: number;
-  durationSec: number;
-  messagesPerRequest: number;
-  requestBodyBytes: number;
-  /** Requests answered 202 inside the window. */
-  acceptedRequests: number;
-  reqPerSec: number;
-  msgsPerSec: number;
-  payloadMBPerSec: number;
-  latencyMs: LoadResult['latencyMs'];
-  statusCounts: Record<string, number>;
-  errorCounts: Record<string, number>;
-  clientCpuPercent: number;
-  /** Bench process CPU per response (any status), µs: the load generator's own cost. */
-  clientCpuUsPerRequest: number;
-  serverCpuPercent: number | null;
-  /** The server's threads that used at least 1% of a core in the window, busiest first (common.ts WindowCpu). */
-  serverThreads: ServerThreadCpu[];
-  /** CPU that neither the bench process nor the server used during the window, % of one core. */
-  otherCpuPercent: number | null;
-  connectionsOpened: number;
-  abandonedInFlight: number;
-}
+type RunFigures = ThroughputFigures;
 
 async function measure(options: BenchOptions, spec: RunSpec): Promise<RunFigures> {
   const controller = new AbortController();
   void spec.server?.exited.then(() => controller.abort());
   const cpu = new CpuWindow(spec.serverPid);
-  process.stderr.write(`${spec.name}: ${spec.connections} connections, ${options.warmupSec}s warm-up + ` +
+  const loop = options.rate === null ? 'closed loop' : `open loop at ${formatInt(options.rate)} req/s`;
+  process.stderr.write(`${spec.name}: ${spec.connections} connections, ${loop}, ${options.warmupSec}s warm-up + ` +
     `${options.durationSec}s, ${spec.request.body.length} B bodies, client ${options.client}, ${spec.url}\n`);
   const result = await runLoad({
     label: spec.name, url: spec.url, request: spec.request, connections: spec.connections,
     warmupMs: options.warmupSec * 1000, durationMs: options.durationSec * 1000, client: options.client,
-    expectedStatus: 202, signal: controller.signal,
+    expectedStatus: 202, signal: controller.signal, ...(options.rate === null ? {} : { ratePerSec: options.rate }),
     onWindowStart: () => cpu.start(),
     onWindowEnd: () => cpu.end(),
     onProgress: (line) => process.stderr.write(line + '\n'),
@@ -110,6 +91,7 @@ function figures(options: BenchOptions, spec: RunSpec, result: LoadResult, cpuWi
     otherCpuPercent: cpu.otherCpuPercent,
     connectionsOpened: result.connectionsOpened,
     abandonedInFlight: result.abandonedInFlight,
+    openLoop: result.openLoop,
   };
 }
 
@@ -117,14 +99,22 @@ function figures(options: BenchOptions, spec: RunSpec, result: LoadResult, cpuWi
 // The scenario.
 
 export interface ProduceReport {
-  scenario: 'produce';
+  scenario: string;
   startedAt: string;
   topic: string;
   target: string;
   options: Record<string, unknown>;
   runs: RunFigures[];
   ratios: ProduceRatios;
+  /** Peers that were asked for (wrk always on produce-single, Redis with --compare) but are not installed. */
+  missingPeers: string[];
+  redisVersion: string | null;
   failures: string[];
+}
+
+/** The runs of a produce scenario, in order. */
+function produceKinds(options: BenchOptions): { single: boolean; batch: boolean } {
+  return { single: options.scenario !== 'produce-batch', batch: options.scenario !== 'produce-single' };
 }
 
 export async function runProduce(options: BenchOptions): Promise<ProduceReport> {
@@ -132,14 +122,26 @@ export async function runProduce(options: BenchOptions): Promise<ProduceReport> 
   const topic = options.topic ?? `bench-${Date.now()}`;
   const payload = makePayload(options.messageBytes);
   const batchBody = makeBatchBody(payload, options.batch);
+  const kinds = produceKinds(options);
   const runs: RunFigures[] = [];
   const failures: string[] = [];
-  if (!options.skipFloor) {
+  const missingPeers: string[] = [];
+  const attempt = async (run: () => Promise<RunFigures>): Promise<void> => {
     try {
-      runs.push(await measureFloor(options, topic, payload));
+      runs.push(await run());
     } catch (error) {
       failures.push(errorText(error));
     }
+  };
+  // The floor: the legacy `produce` measures it unless --skip-floor; the named scenarios with --compare.
+  const floor = !options.skipFloor && (options.scenario === 'produce' || options.compare);
+  if (floor && kinds.single) {
+    await attempt(() => measureFloor(options, topic, payload, options.connections, 'http floor (hello world)'));
+    await sleep(1000);
+  }
+  if (floor && kinds.batch && options.scenario !== 'produce') {
+    await attempt(() => measureFloor(options, topic, batchBody, options.batchConnections,
+      `http floor, batch body (hello world)`));
     await sleep(1000);
   }
   let target: BrokerTarget | null = null;
@@ -147,12 +149,25 @@ export async function runProduce(options: BenchOptions): Promise<ProduceReport> 
     target = await startBroker(options);
     if (options.topic === null) await createTopic(target, topic, options.partitions);
     const base = { url: target.url, serverPid: target.serverPid, server: target.server };
-    runs.push(await measure(options, { ...base, name: 'single produce', connections: options.connections,
-      request: produceRequest(topic, payload, target.authorization, false), messagesPerRequest: 1 }));
-    await sleep(1000);
-    runs.push(await measure(options, { ...base, name: `batch produce (${options.batch})`,
-      connections: options.batchConnections, request: produceRequest(topic, batchBody, target.authorization, true),
-      messagesPerRequest: options.batch }));
+    if (kinds.single) {
+      const request = produceRequest(topic, payload, target.authorization, false);
+      runs.push(await measure(options, { ...base, name: 'single produce', connections: options.connections,
+        request, messagesPerRequest: 1 }));
+      await sleep(1000);
+      if (onPath('wrk') === null) {
+        missingPeers.push(`wrk not installed (${installHint})`);
+      } else {
+        await attempt(() => runWrk({ name: 'single produce (wrk)', url: target!.url, path: request.path,
+          headers: request.headers, body: payload, connections: options.connections, durationSec: options.durationSec,
+          messageBytes: options.messageBytes, serverPid: target!.serverPid }));
+        await sleep(1000);
+      }
+    }
+    if (kinds.batch) {
+      runs.push(await measure(options, { ...base, name: `batch produce (${options.batch})`,
+        connections: options.batchConnections, request: produceRequest(topic, batchBody, target.authorization, true),
+        messagesPerRequest: options.batch }));
+    }
     if (options.compareSecurity && options.url === null) {
       // Alternating windows on the same machine, so a burst of outside load lands on both sides.
       for (let round = 0; round < 2; round++) {
@@ -167,11 +182,38 @@ export async function runProduce(options: BenchOptions): Promise<ProduceReport> 
   } catch (error) {
     failures.push(errorText(error));
   }
+  // Redis after the broker's runs and with the broker idle, so the two never share the cores.
+  let redisVersion: string | null = null;
+  if (options.compare) {
+    await target?.server?.stop();
+    if (onPath('redis-server') === null || onPath('redis-benchmark') === null) {
+      missingPeers.push(`redis-server not installed: no Redis baseline (${installHint}, or apt-get install redis-server redis-tools)`);
+    } else {
+      try {
+        const redis = await startRedis();
+        redisVersion = redis.version;
+        if (kinds.single) await attempt(() => redisXadd(options, redis, payload, 1));
+        if (kinds.batch) await attempt(() => redisXadd(options, redis, payload, 100));
+        await redis.stop();
+      } catch (error) {
+        failures.push(`redis: ${errorText(error)}`);
+      }
+    }
+  }
   for (const run of runs) {
     if (run.acceptedRequests === 0) failures.push(`${run.name}: no 202 responses (errors: ${formatErrors(run.errorCounts)})`);
   }
-  return { scenario: 'produce', startedAt, topic, target: target === null ? 'none' : target.url,
-    options: reportedOptions(options, consumeOnlyOptions), runs, ratios: ratios(runs), failures };
+  return { scenario: options.scenario, startedAt, topic, target: target === null ? 'none' : target.url,
+    options: reportedOptions(options, consumeOnlyOptions), runs, ratios: ratios(runs), missingPeers, redisVersion, failures };
+}
+
+/** XADD of one payload-sized field per command with redis-benchmark: pipeline 1 beside single produce (same
+ *  connections), pipeline 100 beside batch produce (batch connections), sized to last about --duration. */
+function redisXadd(options: BenchOptions, redis: RedisPeer, payload: Buffer, pipeline: number): Promise<RunFigures> {
+  const single = pipeline === 1;
+  return runRedisBenchmark({ name: single ? 'redis XADD' : `redis XADD, pipeline ${pipeline}`, redis,
+    connections: single ? options.connections : options.batchConnections, pipeline, durationSec: options.durationSec,
+    stream: `xadd-${pipeline}-${Date.now()}`, payload });
 }
 
 /** Single produce exactly as above, on a second node started with security off: the cost of authentication. */
@@ -187,15 +229,17 @@ async function measureSecurityOff(options: BenchOptions, topic: string, payload:
   }
 }
 
-async function measureFloor(options: BenchOptions, topic: string, payload: Buffer): Promise<RunFigures> {
+async function measureFloor(options: BenchOptions, topic: string, body: Buffer, connections: number,
+  name: string): Promise<RunFigures> {
   const hello = await startChildServer({ name: 'hello-world', script: helloWorldScript,
     args: ['--port', '0', '--host', '127.0.0.1'] });
   cleanups.push(async () => void (await hello.stop()));
   try {
     // Same path, headers, body and connections as single produce; the credentials are only bytes to it.
-    const request = produceRequest(topic, payload, basicAuth('admin', 'x'.repeat(24)), false);
-    return await measure(options, { name: 'http floor (hello world)', url: hello.url, request,
-      connections: options.connections, messagesPerRequest: 1, serverPid: hello.pid, server: hello });
+    const batch = connections !== options.connections || body.length > options.messageBytes;
+    const request = produceRequest(topic, body, basicAuth('admin', 'x'.repeat(24)), batch);
+    return await measure(options, { name, url: hello.url, request, connections,
+      messagesPerRequest: batch ? options.batch : 1, serverPid: hello.pid, server: hello });
   } finally {
     await hello.stop();
   }
@@ -204,7 +248,15 @@ async function measureFloor(options: BenchOptions, topic: string, payload: Buffe
 interface ProduceRatios {
   /** Single produce req/s as a fraction of the hello-world floor's req/s (1.0 = the broker costs nothing). */
   singleReqPerSecOfFloor: number | null;
+  /** Single produce msgs/s over Redis XADD (redis-benchmark, same connections, appendfsync always). */
+  singleOverRedis: number | null;
+  /** The bench's client over wrk, both against the same node: near 1 means the client is not what limits. */
+  singleOverWrk: number | null;
   batchMsgsPerSec: number | null;
+  /** Batch produce req/s over the floor fed the same batch bodies on the same connections. */
+  batchReqPerSecOfFloor: number | null;
+  /** Batch produce msgs/s over Redis XADD pipelined 100 deep. */
+  batchOverRedis: number | null;
   /** Batch produce msgs/s over single produce msgs/s: what batching buys. */
   batchMsgsPerSecOverSingle: number | null;
   /** With --compare-security: mean secured single produce req/s over the mean with security off, over alternating
@@ -215,50 +267,103 @@ interface ProduceRatios {
 /** Secured single produce windows (the first and the 'again' ones) against the security-off windows, per window. */
 function sumReqPerSec(runs: RunFigures[], name: string): number | undefined {
   const matching = runs.filter((run) => (name === 'single produce' ? run.name.startsWith('single produce') &&
-    !run.name.includes('security off') : run.name === name));
+    !run.name.includes('security off') && run.client !== 'wrk' : run.name === name));
   const comparable = name === 'single produce' ? matching.filter((run) => run.name.includes('again')) : matching;
   if (comparable.length === 0) return undefined;
   return comparable.reduce((sum, run) => sum + run.reqPerSec, 0) / comparable.length;
 }
 
 function ratios(runs: RunFigures[]): ProduceRatios {
-  const floor = runs.find((run) => run.name.startsWith('http floor'));
-  const single = runs.find((run) => run.name === 'single produce');
+  const find = (name: string): RunFigures | undefined => runs.find((run) => run.name === name);
+  const floor = find('http floor (hello world)');
+  const floorBatch = find('http floor, batch body (hello world)');
+  const single = find('single produce');
+  const wrk = find('single produce (wrk)');
   const batch = runs.find((run) => run.name.startsWith('batch produce'));
+  const redis = find('redis XADD');
+  const redisBatch = runs.find((run) => run.name.startsWith('redis XADD, pipeline'));
   const ratio = (a: number | undefined, b: number | undefined): number | null =>
     a === undefined || b === undefined || b === 0 ? null : a / b;
   return {
     singleReqPerSecOfFloor: ratio(single?.reqPerSec, floor?.reqPerSec),
+    singleOverRedis: ratio(single?.msgsPerSec, redis?.msgsPerSec),
+    singleOverWrk: ratio(single?.reqPerSec, wrk?.reqPerSec),
     batchMsgsPerSec: batch ? batch.msgsPerSec : null,
+    batchReqPerSecOfFloor: ratio(batch?.reqPerSec, floorBatch?.reqPerSec),
+    batchOverRedis: ratio(batch?.msgsPerSec, redisBatch?.msgsPerSec),
     batchMsgsPerSecOverSingle: ratio(batch?.msgsPerSec, single?.msgsPerSec),
     securedOverSecurityOff: ratio(sumReqPerSec(runs, 'single produce'), sumReqPerSec(runs, 'single produce (security off)')),
   };
 }
 
+const metText = (met: boolean): string => (met ? 'met' : 'NOT met');
+
+/** The summary rows of `all` (and the target lines under the table). */
+export function produceHeadlines(report: ProduceReport): Headline[] {
+  const r = report.ratios;
+  const headlines: Headline[] = [];
+  const single = report.runs.find((run) => run.name === 'single produce');
+  if (single !== undefined) {
+    const t = produceTargets;
+    const met = single.latencyMs.p99 <= t.singleP99Ms && (r.singleReqPerSecOfFloor === null ||
+      r.singleReqPerSecOfFloor >= t.singleOfFloor) && (r.singleOverRedis === null || r.singleOverRedis >= t.singleOfRedis);
+    const unmeasured = [r.singleReqPerSecOfFloor === null ? 'floor' : '', r.singleOverRedis === null ? 'Redis' : '']
+      .filter((name) => name !== '');
+    headlines.push({ scenario: 'produce-single', value: single.msgsPerSec,
+      figure: `${formatInt(single.msgsPerSec)} msg/s, p99 ${fixed(single.latencyMs.p99, 1)} ms`,
+      target: `>= ${t.singleOfFloor}x floor, >= ${t.singleOfRedis}x Redis, p99 <= ${t.singleP99Ms} ms` +
+        (unmeasured.length > 0 ? ` (${unmeasured.join(', ')} not measured)` : ''),
+      floorRatio: r.singleReqPerSecOfFloor, redisRatio: r.singleOverRedis, met });
+  }
+  const batch = report.runs.find((run) => run.name.startsWith('batch produce'));
+  if (batch !== undefined) {
+    headlines.push({ scenario: 'produce-batch', value: batch.msgsPerSec,
+      figure: `${formatInt(batch.msgsPerSec)} msg/s, p99 ${fixed(batch.latencyMs.p99, 1)} ms`,
+      target: `>= ${formatInt(produceTargets.batchMsgsPerSec)} msg/s`, floorRatio: r.batchReqPerSecOfFloor,
+      redisRatio: r.batchOverRedis, met: batch.msgsPerSec >= produceTargets.batchMsgsPerSec });
+  }
+  return headlines;
+}
+
 export function printProduceTable(report: ProduceReport): void {
-  const header = ['scenario', 'conns', 'req/s', 'msgs/s', 'MB/s', 'p50 ms', 'p90 ms', 'p99 ms', 'p99.9 ms', 'max ms',
-    'errors', 'client CPU', 'client µs/req', 'server CPU',
-    'other CPU'];
-  const rows = report.runs.map((run) => [run.name, String(run.connections), formatInt(run.reqPerSec),
+  const header = ['run', 'client', 'conns', 'req/s', 'msgs/s', 'MB/s', 'p50 ms', 'p90 ms', 'p99 ms', 'p99.9 ms', 'max ms',
+    'errors', 'client CPU', 'client µs/req', 'server CPU', 'other CPU'];
+  const rows = report.runs.map((run) => [run.name, run.client, String(run.connections), formatInt(run.reqPerSec),
     formatInt(run.msgsPerSec), fixed(run.payloadMBPerSec, 1), fixed(run.latencyMs.p50, 2), fixed(run.latencyMs.p90, 2),
     fixed(run.latencyMs.p99, 2), fixed(run.latencyMs.p999, 2), fixed(run.latencyMs.max, 2),
-    formatErrors(run.errorCounts), `${fixed(run.clientCpuPercent, 0)}%`, fixed(run.clientCpuUsPerRequest, 1),
+    formatErrors(run.errorCounts), percent(run.clientCpuPercent), fixed(run.clientCpuUsPerRequest, 1),
     serverCpuText(run.serverCpuPercent, run.serverThreads), percent(run.otherCpuPercent)]);
-  const out = renderTable(header, rows, [0, 10]);
+  const out = renderTable(header, rows, [0, 1, 11]);
   const r = report.ratios;
   out.push('');
-  if (r.singleReqPerSecOfFloor !== null) {
-    out.push(`single produce req/s / http floor req/s: ${fixed(r.singleReqPerSecOfFloor, 3)}`);
+  for (const run of report.runs) {
+    const o = run.openLoop;
+    if (o === null) continue;
+    out.push(`${run.name}: open loop at ${formatInt(o.ratePerSec)} req/s: ${formatInt(o.due)} due in the window, ` +
+      `${formatInt(o.sentLate)} sent more than ${o.lateThresholdMs} ms late, ${formatInt(o.notSent)} not sent; send lateness ` +
+      `p99 ${fixed(o.sendLatenessMs.p99, 2)} ms, max ${fixed(o.sendLatenessMs.max, 2)} ms (latencies count from the scheduled time)`);
   }
+  const line = (label: string, value: number | null, digits = 3): void => {
+    if (value !== null) out.push(`${label}: ${fixed(value, digits)}`);
+  };
+  line('single produce req/s / http floor req/s', r.singleReqPerSecOfFloor);
+  line('single produce msgs/s / Redis XADD msgs/s (appendfsync always)', r.singleOverRedis);
+  line('single produce req/s, bench client / wrk (same node)', r.singleOverWrk);
   if (r.batchMsgsPerSec !== null) out.push(`batch produce msgs/s: ${formatInt(r.batchMsgsPerSec)}`);
-  if (r.batchMsgsPerSecOverSingle !== null) {
-    out.push(`batch msgs/s / single msgs/s: ${fixed(r.batchMsgsPerSecOverSingle, 1)}`);
-  }
+  line('batch produce req/s / http floor req/s (same batch bodies)', r.batchReqPerSecOfFloor);
+  line('batch produce msgs/s / Redis XADD pipelined 100 msgs/s', r.batchOverRedis);
+  line('batch msgs/s / single msgs/s', r.batchMsgsPerSecOverSingle, 1);
   if (r.securedOverSecurityOff !== null) {
     out.push(`single produce req/s, security on / security off: ${fixed(r.securedOverSecurityOff, 3)} (the credential cache keeps it >= 0.9?)`);
   }
+  const headlines = produceHeadlines(report);
+  if (headlines.length > 0) out.push('issue 4 targets:');
+  for (const h of headlines) out.push(`  ${h.scenario} ${h.target}: ${h.figure}: ${metText(h.met === true)}`);
+  for (const missing of report.missingPeers) out.push(missing);
+  if (report.redisVersion !== null) out.push(`Redis ${report.redisVersion}: appendonly yes, appendfsync always, started on a free loopback port`);
   out.push(`MB = 10^6 payload bytes; CPU % is of one core (${os.cpus().length} cores here); ` +
-    `latencies from request write to last response byte, completions inside the measured window`);
+    `latencies from request write (open loop: its scheduled time) to last response byte, completions inside the ` +
+    `measured window; redis-benchmark reports p50/p99/max only, wrk p50/p90/p99/max`);
   for (const failure of report.failures) out.push(`FAILED: ${failure}`);
   process.stdout.write(`\n${out.join('\n')}\n`);
 }

@@ -1,12 +1,14 @@
 // Entry of `npm run bench -- <scenario>` (node dist/bench/run.js <scenario> [options]); bench/README.md explains
-// the figures. Scenarios: `produce` (bench/produce.ts: HTTP floor, single and batch produce) and `consume`
-// (bench/consume.ts: single and batch consume+ack, long-poll wake-up latency). Options: bench/options.ts; shared
-// parts: bench/common.ts. Runs on the bench process's main thread with the load generators; servers are child
-// processes (bench/node_process.ts), stopped and their data dirs removed before it exits, also on error and Ctrl-C.
+// the figures. Scenarios: produce-single, produce-batch (bench/produce.ts), consume-single, consume-batch, wake-up
+// (bench/consume.ts), end-to-end, soak (bench/end_to_end.ts), footprint (bench/footprint.ts) and all (bench/all.ts:
+// every one with short durations, then a summary table); `produce` and `consume` are older names for groups of them.
+// Options: bench/options.ts; shared parts: bench/common.ts. Runs on the bench process's main thread with the load
+// generators; servers are child processes, stopped and their data dirs removed before it exits, also on error and
+// Ctrl-C.
+import { runAll } from './all.js';
 import { cleanup, writeJson } from './common.js';
-import { printConsumeTable, runConsume } from './consume.js';
 import { parseOptions, usage, type BenchOptions } from './options.js';
-import { printProduceTable, runProduce } from './produce.js';
+import { runScenario } from './scenario.js';
 
 async function main(): Promise<number> {
   let options: BenchOptions;
@@ -17,16 +19,11 @@ async function main(): Promise<number> {
     process.stderr.write(`${message ? message + '\n' : ''}${usage}\n`);
     return 2;
   }
-  if (options.scenario === 'produce') {
-    const report = await runProduce(options);
-    printProduceTable(report);
-    if (options.json) process.stdout.write(`wrote ${writeJson(report)}\n`);
-    return report.failures.length === 0 ? 0 : 1;
-  }
-  const report = await runConsume(options);
-  printConsumeTable(report);
-  if (options.json) process.stdout.write(`wrote ${writeJson(report)}\n`);
-  return report.failures.length === 0 ? 0 : 1;
+  if (options.scenario === 'all') return runAll(options);
+  const run = await runScenario(options);
+  run.print();
+  if (options.json) process.stdout.write(`wrote ${writeJson(run.report)}\n`);
+  return run.report.failures.length === 0 ? 0 : 1;
 }
 
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {

@@ -1,0 +1,94 @@
+// Scenario all of `npm run bench` (bench/README.md): every scenario one after the other, each with its own node
+// (stopped before the next starts) and short default windows (5 s, 1 s warm-up, a 30 s soak) so the whole run takes
+// about 5-8 minutes; then one summary table: scenario, our figure, issue 4's target, ratio to the hello-world floor
+// and to Redis (with --compare), met or not. --json writes each scenario's file plus all-<time>.json. Options given
+// on the command line apply to every scenario that takes them. Bench process main thread.
+import { cleanup, errorText, fixed, renderTable, writeJson, type Headline } from './common.js';
+import { parseOptions, type BenchOptions } from './options.js';
+import { runScenario } from './scenario.js';
+
+export const allScenarios = ['produce-single', 'produce-batch', 'consume-single', 'consume-batch', 'wake-up', 'end-to-end',
+  'soak', 'footprint'] as const;
+
+/** Whether argv gives option name (as `--name V` or `--name=V`). */
+function given(argv: string[], name: string): boolean {
+  return argv.some((arg) => arg === `--${name}` || arg.startsWith(`--${name}=`));
+}
+
+/** The argv of one scenario inside all: all's defaults for what the user left out, then the user's options. */
+function scenarioArgv(all: BenchOptions, scenario: string): string[] {
+  const argv = [scenario];
+  if (scenario === 'soak') argv.push('--duration', String(all.soakDurationSec));
+  else if (!given(all.argv, 'duration')) argv.push('--duration', String(all.durationSec));
+  if (!given(all.argv, 'warmup')) argv.push('--warmup', String(all.warmupSec));
+  const rest = [...all.argv];
+  if (scenario === 'soak') {
+    // The soak's length comes from --soak-duration; drop a --duration meant for the others.
+    const at = rest.findIndex((arg) => arg === '--duration' || arg.startsWith('--duration='));
+    if (at >= 0) rest.splice(at, rest[at] === '--duration' ? 2 : 1);
+  }
+  return [...argv, ...rest];
+}
+
+export interface AllReport {
+  scenario: 'all';
+  startedAt: string;
+  finishedAt: string;
+  argv: string[];
+  summary: Headline[];
+  /** Per scenario: the JSON file written (with --json), and its failures. */
+  scenarios: Array<{ scenario: string; file: string | null; failures: string[]; seconds: number }>;
+  failures: string[];
+}
+
+export async function runAll(options: BenchOptions): Promise<number> {
+  const startedAt = new Date().toISOString();
+  const summary: Headline[] = [];
+  const scenarios: AllReport['scenarios'] = [];
+  const failures: string[] = [];
+  for (const scenario of allScenarios) {
+    const startMs = Date.now();
+    const argv = scenarioArgv(options, scenario);
+    process.stderr.write(`\n=== all: ${argv.join(' ')}\n`);
+    let file: string | null = null;
+    let own: string[] = [];
+    try {
+      const run = await runScenario(parseOptions(argv));
+      run.print();
+      if (options.json) {
+        file = writeJson(run.report);
+        process.stdout.write(`wrote ${file}\n`);
+      }
+      own = run.report.failures;
+      summary.push(...run.headlines());
+    } catch (error) {
+      own = [errorText(error)];
+      process.stdout.write(`\n${scenario}: FAILED: ${own[0]}\n`);
+    }
+    await cleanup();
+    failures.push(...own.map((failure) => `${scenario}: ${failure.split('\n')[0]}`));
+    scenarios.push({ scenario, file, failures: own, seconds: (Date.now() - startMs) / 1000 });
+  }
+  const report: AllReport = { scenario: 'all', startedAt, finishedAt: new Date().toISOString(), argv: options.argv, summary,
+    scenarios, failures };
+  printSummary(report);
+  if (options.json) process.stdout.write(`wrote ${writeJson(report)}\n`);
+  return failures.length === 0 ? 0 : 1;
+}
+
+function ratio(value: number | null): string {
+  return value === null ? '-' : fixed(value, 2);
+}
+
+export function printSummary(report: AllReport): void {
+  const rows = report.summary.map((h) => [h.scenario, h.figure, h.target, ratio(h.floorRatio), ratio(h.redisRatio),
+    h.met === null ? '-' : h.met ? 'met' : 'NOT met']);
+  const seconds = report.scenarios.reduce((sum, s) => sum + s.seconds, 0);
+  const out = [`summary of npm run bench -- all ${report.argv.join(' ')} (${fixed(seconds / 60, 1)} min)`,
+    ...renderTable(['scenario', 'our figure', 'target', 'floor ratio', 'Redis ratio', 'met'], rows, [0, 1, 2, 5])];
+  out.push('floor ratio: our req/s over the uWS hello-world server fed the same requests; Redis ratio: our msgs/s over ' +
+    'Redis Streams with appendfsync always doing the same work (XADD; pipelined XADD; XREADGROUP + XACK); both ' +
+    'measured in this run (--compare), "-" when not measured');
+  for (const failure of report.failures) out.push(`FAILED: ${failure}`);
+  process.stdout.write(`\n${out.join('\n')}\n`);
+}
