@@ -118,8 +118,10 @@ export class RaftSimulation {
     this.asyncPersist = rng.pick([0, 0.3, 0.8]);
     const electionTicks = rng.pick([6, 10]);
     const heartbeatTicks = rng.pick([1, 2]);
-    const preVote = rng.chance(0.8);
-    const checkQuorum = rng.chance(0.8);
+    // Never both off: without pre-vote and without the leader lease, a removed server that missed its removal
+    // keeps raising terms and can keep the cluster from ever electing a leader (thesis §4.2.3). Both are on by
+    // default in the core.
+    const [preVote, checkQuorum] = rng.pick([[true, true], [true, true], [true, true], [true, false], [false, true]] as const);
     const maxEntriesPerAppend = rng.pick([1, 3, 64]);
     const voters = Array.from({ length: options.nodes }, (_, i) => i + 1);
     const spare = options.nodes + 1;
@@ -465,8 +467,9 @@ export class RaftSimulation {
     let pending: { id: number; index: number; term: number; command: string } | null = null;
     for (let t = 0; t < this.options.livenessTicks; t++) {
       this.stats.livenessTicks = t;
-      const leaders = this.leaders();
-      const leader = leaders.length === 1 ? leaders[0] : undefined;
+      // A removed leader nobody talks to any more may linger in an old term; the newest term's leader counts.
+      const term = (id: number): number => this.shell(id).node().status().term;
+      const leader = this.leaders().sort((a, b) => term(b) - term(a))[0];
       if (leader !== undefined) {
         const status = this.shell(leader).node().status();
         if (pending === null || pending.term < status.term || pending.id !== leader) pending = this.proposeSomewhere();
