@@ -2,6 +2,7 @@
 // next available message(s) through the owning workers, walking the topic's partitions round-robin, and long-polls
 // (front/waiters.ts) when nothing is available; with partition and offset it is a replay (no lease). Ack, extend and
 // nack settle leases on the owning worker, one handle or a batch. Front thread.
+import { localPartitions, noLocalPartition, ownedElsewhere, requireLocalPartition } from '../partition_owners.js';
 import { formatDuration, limits, parseDuration } from '../../config.js';
 import { BrokerError, errors } from '../../errors.js';
 import { messageJson } from '../../protocol/message_json.js';
@@ -48,6 +49,8 @@ export function consumeHandlers(services: FrontServices) {
     if (max !== undefined && offset !== undefined) throw errors.invalid('max', 'not allowed with offset');
     if (offset !== undefined && partition === undefined) throw errors.invalid('offset', 'requires partition');
     if (max !== undefined && ctx.headers.svcClient === null) throw errors.invalid('max', 'needs the X-Svc-Client header');
+    if (partition !== undefined) requireLocalPartition(topic, partition, services.nodeId);
+    else if (localPartitions(topic, services.nodeId).length === 0) throw noLocalPartition(topic);
     if (offset !== undefined) return replay(topic, partition!, offset);
 
     const headers: Record<string, string> = {};
@@ -90,9 +93,11 @@ export function consumeHandlers(services: FrontServices) {
     if (partition !== undefined) {
       order = [partition];
     } else {
-      const start = (startIndex.get(topic.id) ?? 0) % topic.partitions;
+      // Only this node's partitions: the others are served by their owners.
+      const local = localPartitions(topic, services.nodeId);
+      const start = (startIndex.get(topic.id) ?? 0) % local.length;
       startIndex.set(topic.id, start + 1);
-      order = Array.from({ length: topic.partitions }, (_, i) => (start + i) % topic.partitions);
+      order = Array.from({ length: local.length }, (_, i) => local[(start + i) % local.length]!);
     }
     const taken: Taken = { leases: [], json: [] };
     for (const [worker, partitions] of workers.groupByOwner(topic.id, order, (p) => p)) {
@@ -137,6 +142,7 @@ export function consumeHandlers(services: FrontServices) {
       if (lease === null) throw errors.invalid('receipt_handle', 'not a receipt handle from a consume answer');
       const [status] = await settle(topic, mode, [lease]);
       if (status === 204) return emptyAnswer;
+      if (status === 503) throw ownedElsewhere(topic, lease.partition, services.nodeId);
       throw leaseGone();
     }
     const handles = batchHandles(await ctx.body());
@@ -150,15 +156,16 @@ export function consumeHandlers(services: FrontServices) {
     const statuses = await settle(topic, mode, valid.map((v) => v.lease));
     valid.forEach(({ at }, i) => {
       const status = statuses[i]!;
-      results[at] = status === 204 ? { status } : { status, error: leaseGone().message };
+      results[at] = status === 204 ? { status } : { status, error: status === 503 ? ownedElsewhere(topic, valid[i]!.lease.partition, services.nodeId).message : leaseGone().message };
     });
     return jsonReply(200, { results });
   }
 
-  /** One status per lease, in order: the owning worker's answer, or 410 for a partition the topic does not have. */
+  /** One status per lease, in order: the owning worker's answer, 410 for a partition the topic does not have, or 503
+   *  for a partition another node owns (its leases live there). */
   async function settle(topic: TopicRecord, mode: SettleMode, leases: LeaseRef[]): Promise<number[]> {
-    const statuses: number[] = leases.map(() => 410);
-    const known = [...leases.keys()].filter((i) => leases[i]!.partition < topic.partitions);
+    const statuses: number[] = leases.map((lease) => (lease.partition < topic.partitions && topic.owners[lease.partition] !== services.nodeId ? 503 : 410));
+    const known = [...leases.keys()].filter((i) => leases[i]!.partition < topic.partitions && topic.owners[leases[i]!.partition] === services.nodeId);
     const byWorker = workers.groupByOwner(topic.id, known, (i) => leases[i]!.partition);
     await Promise.all([...byWorker].map(async ([worker, indexes]) => {
       const reply = await workers.request(worker, { kind: 'settle', topicId: topic.id, mode, items: indexes.map((i) => leases[i]!) });

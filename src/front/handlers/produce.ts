@@ -4,6 +4,7 @@
 import { limits } from '../../config.js';
 import { errors, BrokerError } from '../../errors.js';
 import { encodeIngressEntry, type IngressRecord } from '../../protocol/ingress_frame.js';
+import { localPartitions, noLocalPartition, requireLocalPartition } from '../partition_owners.js';
 import { parseBatchBody, partitionForKey, partitionUnassigned, type BatchParse } from '../../protocol/batch_produce_body.js';
 import { classifyPayload, decodeBase64 } from '../../protocol/payload.js';
 import type { TopicRecord } from '../../raft/metadata/state.js';
@@ -30,10 +31,13 @@ export function produceHandlers(services: FrontServices) {
     }
   });
 
+  /** Round-robin over the partitions this node owns (all of them on a one-node cluster). */
   function nextPartition(topic: TopicRecord): number {
-    const next = (roundRobin.get(topic.id) ?? 0) % topic.partitions;
+    const local = localPartitions(topic, services.nodeId);
+    if (local.length === 0) throw noLocalPartition(topic);
+    const next = (roundRobin.get(topic.id) ?? 0) % local.length;
     roundRobin.set(topic.id, next + 1);
-    return next;
+    return local[next]!;
   }
 
   function takeProduceSlot(ctx: RequestContext, weight: number): void {
@@ -83,6 +87,7 @@ export function produceHandlers(services: FrontServices) {
     }
     if (payload.byteLength === 0) throw errors.invalid('body', 'empty: a message needs a payload');
     const partition = pin ?? (key !== null ? partitionForKey(key, topic.partitions) : nextPartition(topic));
+    requireLocalPartition(topic, partition, services.nodeId);
     await store(topic, [{ partition, key, payload, payloadKind: classifyPayload(payload) }]);
     return accepted;
   }
@@ -110,6 +115,7 @@ export function produceHandlers(services: FrontServices) {
     takeProduceSlot(ctx, records.length);
     for (const record of records) {
       if (record.partition === partitionUnassigned) record.partition = nextPartition(current);
+      else requireLocalPartition(current, record.partition, services.nodeId);
     }
     await store(current, records);
     return jsonReply(202, { accepted: records.length });

@@ -1,0 +1,31 @@
+// Which partitions of a topic this node owns (the leader placed owners in the metadata). Until the data plane
+// forwards to other owners (a later issue), a request that must touch a partition owned elsewhere answers 503,
+// and the node's own choices (round-robin produce, consume without partition) stay on its own partitions.
+// Front thread; cached per topic record and partition count, since owners change only with the count.
+import { BrokerError } from '../errors.js';
+import type { TopicRecord } from '../raft/metadata/state.js';
+
+const localCache = new WeakMap<TopicRecord, { partitions: number; local: number[] }>();
+
+export function localPartitions(topic: TopicRecord, nodeId: number): number[] {
+  const cached = localCache.get(topic);
+  if (cached !== undefined && cached.partitions === topic.partitions) return cached.local;
+  const local: number[] = [];
+  for (let p = 0; p < topic.partitions; p++) if (topic.owners[p] === nodeId) local.push(p);
+  localCache.set(topic, { partitions: topic.partitions, local });
+  return local;
+}
+
+export function ownedElsewhere(topic: TopicRecord, partition: number, nodeId: number): BrokerError {
+  return new BrokerError(503, `partition ${partition} of topic ${topic.name} is owned by node ${topic.owners[partition]}; send the request to that node (forwarding between nodes is not in this release)`, { 'Retry-After': '1' });
+}
+
+/** Throws the 503 unless this node owns the partition. */
+export function requireLocalPartition(topic: TopicRecord, partition: number, nodeId: number): void {
+  if (topic.owners[partition] !== nodeId) throw ownedElsewhere(topic, partition, nodeId);
+}
+
+/** The 503 for a topic none of whose partitions live here. */
+export function noLocalPartition(topic: TopicRecord): BrokerError {
+  return new BrokerError(503, `no partition of topic ${topic.name} is owned by this node; send the request to an owner (forwarding between nodes is not in this release)`, { 'Retry-After': '1' });
+}
