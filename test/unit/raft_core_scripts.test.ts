@@ -14,6 +14,7 @@
 //   tick <id> <n> | tick-election <id> | tick-heartbeat <id>   (node i's election timeout is always 10 + i - 1
 //       ticks with election=10, so tick-election <id> makes exactly that node time out)
 //   process-ready <id>... | deliver-msgs <id>... [drop=(<from ids>)]   (messages from drop ids are discarded)
+//   duplicate-msgs <id>...   (every queued message to these nodes is queued a second time)
 //   stabilize [<id>...]   (process readies and deliver until quiet; only these nodes when ids are given)
 //   partition (<ids>) (<ids>)... | heal | crash <id> | restart <id>
 //   raft-state | status <id> | raft-log <id> | applied <id>
@@ -189,6 +190,13 @@ class Runner {
       case 'deliver-msgs': {
         const drop = kv.has('drop') ? ids(kv.get('drop') ?? '') : [];
         for (const id of positional.map(Number)) out.push(...this.deliver(id, drop));
+        return out;
+      }
+      case 'duplicate-msgs': {
+        const c = this.c();
+        const copies = c.queue.filter((m) => positional.map(Number).includes(m.to));
+        c.queue.push(...copies);
+        out.push(`${copies.length} duplicated`);
         return out;
       }
       case 'stabilize':
