@@ -26,6 +26,9 @@ import { TransportError, type PeerTransport } from './transport/peer_transport.j
 
 /** How long a write waits to be applied (or forwarded and applied) before it is answered 503. */
 const proposalTimeoutMs = 5_000;
+/** A follower waits for the leader's answer a little longer than the leader waits for its commit, so a leader that
+ *  could not commit says so instead of the follower guessing "unreachable". */
+const forwardTimeoutMs = proposalTimeoutMs + 2_000;
 /** Spec §7/§8: "leader unreachable" and "committed but unconfirmed" both carry Retry-After: 2. */
 const leaderUnreachableRetryAfterSeconds = 2;
 const livenessBroadcastMs = 1_000;
@@ -196,7 +199,7 @@ export class MetadataShell {
     // A rejection here is an assertion failure: rethrown unhandled, it ends the thread (fail-stop).
     void this.pump().finally(() => {
       this.pumping = false;
-      if (this.shutdownRequested) void this.close();
+      if (this.shutdownRequested && !this.transferring()) void this.close();
     });
   }
 
@@ -303,7 +306,7 @@ export class MetadataShell {
     }
     if (status.leader === 0 || this.transport === null) return fail(503, 'no leader to write metadata', 1);
     const leader = status.leader;
-    this.transport.request(leader, { kind: 'propose', command } satisfies PeerRequest, proposalTimeoutMs).then(
+    this.transport.request(leader, { kind: 'propose', command } satisfies PeerRequest, forwardTimeoutMs).then(
       (raw) => {
         const reply = raw as ProposeReply;
         if (!reply.ok) return fail(reply.status, reply.error, reply.retryAfterSeconds);
@@ -361,7 +364,7 @@ export class MetadataShell {
     if (status.role === 'leader') return new Promise((resolve) => this.proposeLocally(command, resolve));
     if (status.leader === 0 || this.transport === null) return Promise.resolve({ ok: false, status: 503, error: 'no leader' });
     return this.transport
-      .request(status.leader, { kind: 'propose', command } satisfies PeerRequest, proposalTimeoutMs)
+      .request(status.leader, { kind: 'propose', command } satisfies PeerRequest, forwardTimeoutMs)
       .then((raw) => raw as ProposeReply, (err: unknown) => ({ ok: false as const, status: 503, error: String(err) }));
   }
 
@@ -412,7 +415,7 @@ export class MetadataShell {
     const status = this.core.status();
     if (status.role !== 'leader') {
       if (status.leader === 0 || this.transport === null) return { ok: false, error: 'no leader' };
-      return (await this.transport.request(status.leader, request, proposalTimeoutMs)) as JoinReply;
+      return (await this.transport.request(status.leader, request, forwardTimeoutMs)) as JoinReply;
     }
     const address = parseAddress(request.internalAddress);
     if (!Number.isSafeInteger(request.id) || request.id < 1 || address === null) return { ok: false, error: 'join request: bad id or internal address' };
@@ -564,7 +567,40 @@ export class MetadataShell {
 
   private onShutdown(): void {
     this.shutdownRequested = true;
+    // A leader that stops hands its leadership to the most caught-up voter first, so the others need not wait an
+    // election timeout (thesis §3.10); bounded by one election timeout, then it stops anyway.
+    const status = this.core.status();
+    const successor = status.role === 'leader' ? this.transferTarget() : null;
+    if (successor !== null && this.core.transferLeadership(successor)) {
+      this.deps.log('info', { to: successor }, 'metadata: handing leadership over before stopping');
+      this.kick();
+      const deadline = Date.now() + this.config.tickMs * this.config.electionTicks;
+      const poll = setInterval(() => {
+        if (this.core.status().role === 'leader' && Date.now() < deadline) return;
+        clearInterval(poll);
+        if (!this.pumping) void this.close();
+      }, this.config.tickMs);
+      return;
+    }
     if (!this.pumping) void this.close();
+  }
+
+  private transferring(): boolean {
+    return this.core.status().transferee !== undefined && this.core.status().role === 'leader';
+  }
+
+  private transferTarget(): number | null {
+    const status = this.core.status();
+    let best: number | null = null;
+    let bestMatch = -1;
+    for (const voter of status.confState.voters) {
+      const match = status.progress?.[voter]?.match ?? -1;
+      if (voter !== this.config.nodeId && match > bestMatch && this.liveness.alive(voter, true, Date.now())) {
+        best = voter;
+        bestMatch = match;
+      }
+    }
+    return best;
   }
 
   private async close(): Promise<void> {
