@@ -1,9 +1,10 @@
 // Goal: one connection per peer pair and recovery from losses: when both ends dial at once the tie-break keeps
 // one connection that serves both ways (and the other one is never used); a peer that closes and restarts on
-// the same port is redialled with backoff and messages flow again; a new instance of a peer replaces a stale
-// connection while a late dial of the same instance is refused; removePeer closes and forgets. Method:
-// transports on 127.0.0.1 port 0 (raw handshaking sockets for the stale case), connection counts read from
-// their 'connection open'/'lost' log lines; every wait is bounded.
+// the same port is redialled with backoff (jitter from the injected random) and messages flow again; setPeer
+// moves a peer to a new address, and an address answering with another id is refused; a new instance of a peer
+// replaces a stale connection while a late dial of the same instance is refused; removePeer closes and forgets.
+// Method: transports on 127.0.0.1 port 0 (raw handshaking sockets for the stale case), connection counts read
+// from their 'connection open'/'lost' log lines; every wait is bounded.
 import t from 'tap';
 import { PeerTransport } from '../../src/raft/shell/transport/peer_transport.js';
 import { freshInstance } from '../../src/raft/shell/transport/handshake.js';
@@ -38,7 +39,13 @@ t.test('simultaneous dials end with one connection, dialled by the lower id, usa
 });
 
 t.test('a peer that closes and restarts on the same port is reconnected', async (t) => {
-  const a = await startNode(t, 1);
+  let jitterDraws = 0;
+  const a = await startNode(t, 1, {
+    random: () => {
+      jitterDraws += 1;
+      return 0.5;
+    },
+  });
   const b = await startNode(t, 2);
   a.transport.setPeer(2, b.address);
   a.transport.send(2, 'before');
@@ -64,6 +71,22 @@ t.test('a peer that closes and restarts on the same port is reconnected', async 
   await waitFor(() => received.length === 50, 'messages after the restart');
   t.same(received, [...Array(50).keys()]);
   t.ok(a.log.find((l) => l.msg === 'node-to-node dial failed'), 'failed dials logged');
+  t.ok(jitterDraws > 0, 'backoff jitter comes from the injected random');
+});
+
+t.test('setPeer with a new address redials there; an address answering with another id is refused', async (t) => {
+  const a = await startNode(t, 1);
+  const b = await startNode(t, 2);
+  const c = await startNode(t, 3);
+  // c's address given for node 2: the dialer refuses the connection once c proves it is node 3.
+  a.transport.setPeer(2, c.address);
+  a.transport.send(2, 'for b');
+  await waitFor(() => a.log.lines.some((l) => String(l.obj['reason']).includes('another node id')), 'refusal');
+  t.same(c.received, [], 'c got nothing meant for b');
+  a.transport.setPeer(2, b.address);
+  await waitFor(() => b.received.length === 1, 'delivered at the new address');
+  t.same(b.received, [[1, 'for b']]);
+  t.same(a.transport.connectedPeers(), [2]);
 });
 
 t.test('a new instance of a peer replaces a stale connection; a late dial of the same instance is refused', async (t) => {
