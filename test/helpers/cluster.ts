@@ -6,7 +6,7 @@ import { writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { Client, pollUntil } from './http.js';
+import { Client, pollUntil, type HttpResponse } from './http.js';
 import { adminPassword, basicAuth, makeDataDir, removeDataDir, startNode, type StartedNode, type Teardown } from './node.js';
 
 /** A free loopback TCP port (closed again before it is returned; the test binds it right after). */
@@ -35,6 +35,7 @@ export class TestCluster {
   readonly nodes = new Map<number, StartedNode>();
   readonly specs = new Map<number, ClusterNodeSpec>();
   readonly auth = basicAuth('admin', adminPassword);
+  private readonly pastOutput = new Map<number, string>();
 
   private constructor(
     private readonly secretFile: string,
@@ -43,7 +44,7 @@ export class TestCluster {
   ) {}
 
   /** Makes dirs, ports and the secret for `count` founding nodes and registers cleanup with t; starts nothing. */
-  static async create(t: Teardown, count: number, extraArgs: string[] = []): Promise<TestCluster> {
+  static async create(t: Teardown & { passing?(): boolean }, count: number, extraArgs: string[] = []): Promise<TestCluster> {
     const secretDir = await makeDataDir();
     const secretFile = join(secretDir, 'cluster-secret');
     await writeFile(secretFile, randomBytes(48).toString('base64'), { mode: 0o600 });
@@ -52,7 +53,11 @@ export class TestCluster {
     const cluster = new TestCluster(secretFile, specs.map((s) => `${s.id}=127.0.0.1:${s.internalPort}`).join(','), extraArgs);
     for (const spec of specs) cluster.specs.set(spec.id, spec);
     t.teardown(async () => {
-      await Promise.all([...cluster.nodes.values()].map((node) => node.kill()));
+      await Promise.all([...cluster.specs.keys()].filter((id) => cluster.nodes.has(id)).map((id) => cluster.kill(id)));
+      // A failed test shows the tail of every node's log, which is where the reason usually is.
+      if (t.passing !== undefined && !t.passing()) {
+        for (const id of cluster.specs.keys()) process.stderr.write(`--- node ${id} log tail ---\n${cluster.output(id).split('\n').slice(-40).join('\n')}\n`);
+      }
       for (const spec of cluster.specs.values()) await removeDataDir(spec.dataDir);
       await removeDataDir(secretDir);
     });
@@ -88,9 +93,104 @@ export class TestCluster {
     return node;
   }
 
+  /** SIGKILL node id and wait for its exit. */
   async kill(id: number): Promise<void> {
-    await this.nodes.get(id)?.kill();
+    const node = this.nodes.get(id);
+    await node?.kill();
+    this.forget(id, node);
+  }
+
+  /** SIGTERM and wait for the exit (graceful stop). */
+  async stop(id: number): Promise<void> {
+    const node = this.nodes.get(id);
+    await node?.stop();
+    this.forget(id, node);
+  }
+
+  private forget(id: number, node: StartedNode | undefined): void {
+    if (node === undefined) return;
+    this.pastOutput.set(id, (this.pastOutput.get(id) ?? '') + node.output());
     this.nodes.delete(id);
+  }
+
+  /** Ids of the running nodes, ascending. */
+  running(): number[] {
+    return [...this.nodes.keys()].sort((a, b) => a - b);
+  }
+
+  /** Everything node `id` logged so far, over all its processes (killed ones included). */
+  output(id: number): string {
+    return (this.pastOutput.get(id) ?? '') + (this.nodes.get(id)?.output() ?? '');
+  }
+
+  /** GET /readyz on node id: its status (0 when it does not answer) and its body. */
+  async readyz(id: number): Promise<{ status: number; body: Record<string, unknown> | undefined; res: HttpResponse | undefined }> {
+    const node = this.nodes.get(id);
+    if (node === undefined) throw new Error(`node ${id} is not running`);
+    const res = await new Client(node.url, null).get('/readyz', { timeoutMs: 3_000 }).catch(() => undefined);
+    let body: Record<string, unknown> | undefined;
+    try {
+      body = res === undefined ? undefined : (res.json() as Record<string, unknown>);
+    } catch {
+      body = undefined;
+    }
+    return { status: res?.status ?? 0, body, res };
+  }
+
+  /** Polls node id's /readyz until it answers `status`; the last answer (with elapsed ms), or undefined on timeout. */
+  async readyzBecomes(id: number, status: number, timeoutMs: number): Promise<{ body: Record<string, unknown> | undefined; res: HttpResponse; elapsedMs: number } | undefined> {
+    const startedMs = Date.now();
+    return pollUntil(async () => {
+      const answer = await this.readyz(id);
+      return answer.status === status && answer.res !== undefined ? { body: answer.body, res: answer.res, elapsedMs: Date.now() - startedMs } : undefined;
+    }, timeoutMs, 100);
+  }
+
+  /** Polls until GET path answers 200 on every running node (or on `ids`); true when it did within timeoutMs. */
+  async visibleOnAll(path: string, timeoutMs = 10_000, ids: number[] = this.running()): Promise<boolean> {
+    const seen = await pollUntil(async () => {
+      const statuses = await Promise.all(ids.map((id) => this.client(id).get(path).then((r) => r.status, () => 0)));
+      return statuses.every((status) => status === 200) ? true : undefined;
+    }, timeoutMs, 100);
+    return seen === true;
+  }
+
+  /** Polls until GET path answers `status` on every running node (or on `ids`). */
+  async statusOnAll(path: string, status: number, timeoutMs = 10_000, ids: number[] = this.running()): Promise<boolean> {
+    const seen = await pollUntil(async () => {
+      const statuses = await Promise.all(ids.map((id) => this.client(id).get(path).then((r) => r.status, () => 0)));
+      return statuses.every((s) => s === status) ? true : undefined;
+    }, timeoutMs, 100);
+    return seen === true;
+  }
+
+  /** The member record of `memberId` as node `id` answers it (undefined when not listed or no answer). */
+  async member(id: number, memberId: number): Promise<Record<string, unknown> | undefined> {
+    return (await this.members(id))?.find((m) => m.id === String(memberId));
+  }
+
+  /** The leader node `id` reports in its members list (undefined when none). */
+  async leaderSeenBy(id: number): Promise<number | undefined> {
+    const leader = (await this.members(id))?.find((m) => m.raft_leader === true)?.id;
+    return leader === undefined ? undefined : Number(leader);
+  }
+
+  /** A running node other than `leader` (the lowest id). */
+  follower(leader: number): number {
+    const id = this.running().find((candidate) => candidate !== leader);
+    if (id === undefined) throw new Error('no running follower');
+    return id;
+  }
+
+  /** Retries POST path on node id until it answers 201 (503 answers are retried, anything else ends the wait). */
+  async postUntilCreated(id: number, path: string, body: unknown, timeoutMs: number): Promise<HttpResponse | undefined> {
+    let last: HttpResponse | undefined;
+    const created = await pollUntil(async () => {
+      last = await this.client(id).post(path, body, { timeoutMs: 8_000 }).catch(() => undefined);
+      if (last === undefined || last.status === 503) return undefined;
+      return last;
+    }, timeoutMs, 50);
+    return created ?? last;
   }
 
   client(id: number): Client {
@@ -124,4 +224,11 @@ export class TestCluster {
     }, timeoutMs, 100);
     return ready === true;
   }
+}
+
+/** Polls a yes/no probe every intervalMs until it says yes (true) or timeoutMs passes (false). A probe that throws
+ *  counts as no. */
+export async function eventually(probe: () => Promise<boolean>, timeoutMs: number, intervalMs = 100): Promise<boolean> {
+  const yes = await pollUntil(async () => ((await probe().catch(() => false)) ? true : undefined), timeoutMs, intervalMs);
+  return yes === true;
 }
