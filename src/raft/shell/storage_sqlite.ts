@@ -70,6 +70,7 @@ export class SqliteRaftStorage {
   private lastIndex = 0;
   private lastTerm = 0;
   private snapshotIndex = 0;
+  private snapshotTerm = 0;
   private closed = false;
 
   private constructor(
@@ -107,6 +108,7 @@ export class SqliteRaftStorage {
       const snapshot = await all<{ idx: number; term: number }>(db, 'SELECT idx, term FROM snapshot WHERE id = 1');
       const last = await all<{ idx: number; term: number }>(db, 'SELECT idx, term FROM entries ORDER BY idx DESC LIMIT 1');
       storage.snapshotIndex = snapshot[0]?.idx ?? 0;
+      storage.snapshotTerm = snapshot[0]?.term ?? 0;
       storage.lastIndex = last[0]?.idx ?? storage.snapshotIndex;
       storage.lastTerm = last[0]?.term ?? snapshot[0]?.term ?? 0;
       return storage;
@@ -156,9 +158,11 @@ export class SqliteRaftStorage {
     if (first !== undefined) {
       const floor = snapshot?.index ?? this.snapshotIndex;
       checkWrite(first.index > floor && first.index <= lastIndex + 1, `entry ${first.index} would leave a gap after ${lastIndex} or reach into the snapshot at ${floor}`);
-      // The replaced tail's terms no longer bind; the term before first is checked by the core, not known here.
+      // Appending continues the last term; a replaced tail's terms no longer bind, and the term of the entry before
+      // it is the core's to check (not held here).
+      if (first.index - 1 === floor) lastTerm = snapshot?.term ?? (floor === 0 ? 0 : this.snapshotTerm);
+      else if (first.index <= lastIndex) lastTerm = 0;
       lastIndex = first.index - 1;
-      lastTerm = first.index - 1 === floor ? (snapshot?.term ?? 0) : 0;
     }
     const encoded: [number, number, Buffer][] = [];
     for (const entry of entries) {
@@ -178,7 +182,10 @@ export class SqliteRaftStorage {
       for (const row of encoded) await runStatement(this.insertEntry, row);
       if (hardState !== undefined) await run(this.db, upsertHardStateSql, [hardState.term, hardState.vote, hardState.commit]);
     });
-    if (snapshot !== undefined) this.snapshotIndex = snapshot.index;
+    if (snapshot !== undefined) {
+      this.snapshotIndex = snapshot.index;
+      this.snapshotTerm = snapshot.term;
+    }
     if (encoded.length > 0 || snapshot !== undefined) {
       this.lastIndex = Math.max(lastIndex, snapshot?.index ?? 0);
       this.lastTerm = lastTerm;
@@ -194,6 +201,7 @@ export class SqliteRaftStorage {
       await run(this.db, 'DELETE FROM entries WHERE idx <= ?', [snapshot.index]);
     });
     this.snapshotIndex = snapshot.index;
+    this.snapshotTerm = snapshot.term;
   }
 
   async close(): Promise<void> {
