@@ -182,11 +182,14 @@ export class TestCluster {
     return id;
   }
 
-  /** Retries POST path on node id until it answers 201 (503 answers are retried, anything else ends the wait). */
-  async postUntilCreated(id: number, path: string, body: unknown, timeoutMs: number): Promise<HttpResponse | undefined> {
+  /** Retries POST path on node id until it answers 201: a 503 or no answer is retried every 50 ms, anything else
+   *  ends the wait. The body is made per attempt: give each attempt a fresh name, since a 503 "committed but
+   *  unconfirmed" may have created the resource and the same name would then answer 409. */
+  async postUntilCreated(id: number, path: string, body: (attempt: number) => unknown, timeoutMs: number): Promise<HttpResponse | undefined> {
     let last: HttpResponse | undefined;
+    let attempt = 0;
     const created = await pollUntil(async () => {
-      last = await this.client(id).post(path, body, { timeoutMs: 8_000 }).catch(() => undefined);
+      last = await this.client(id).post(path, body(attempt++), { timeoutMs: 8_000 }).catch(() => undefined);
       if (last === undefined || last.status === 503) return undefined;
       return last;
     }, timeoutMs, 50);
