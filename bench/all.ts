@@ -1,6 +1,6 @@
 // Scenario all of `npm run bench` (bench/README.md): every scenario one after the other, each with its own node
-// (stopped before the next starts) and short default windows (5 s, 1 s warm-up, a 30 s soak) so the whole run takes
-// about 5-8 minutes; then one summary table: scenario, our figure, issue 4's target, ratio to the hello-world floor
+// (stopped before the next starts), 10 s windows after a 1 s warm-up and a 60 s soak, so the whole run takes about
+// 5-8 minutes; then one summary table: scenario, our figure, issue 4's target, ratio to the hello-world floor
 // and to Redis (with --compare), met or not. --json writes each scenario's file plus all-<time>.json. Options given
 // on the command line apply to every scenario that takes them. Bench process main thread.
 import { cleanup, errorText, fixed, renderTable, writeJson, type Headline } from './common.js';

@@ -88,7 +88,7 @@ common:
   --url U                 broker to target (default: start one: node dist/src/main.js on a free loopback port)
   --user X --password P   Basic credentials for --url (default user admin)
   --partitions N          partitions of the created topics (default 6)
-  --duration D            measured time per run: 10, 10s or 10m (default 10 s; soak 10m; all 5 s)
+  --duration D            measured time per run: 10, 10s or 10m (default 10 s; soak 10m)
   --warmup S              seconds before each measured window (default 2; all 1)
   --message-bytes B       payload bytes per message, a JSON object, >= 8 (>= 48 for consume, end-to-end, soak) (default 100)
   --compare               also measure the baselines in the same run: the uWS hello-world floor, and Redis with
@@ -126,9 +126,9 @@ end-to-end, soak:
 footprint:
   --topics N              topics to create, 3 partitions each (default 1000)
   --polls N               idle long polls to hold, one raw keep-alive socket each (default 10000)
-  --duration D            how long to hold the polls, sampling RSS (default 10 s; all 5 s)
+  --duration D            how long to hold the polls, sampling RSS (default 10 s)
 all:
-  --soak-duration D       the soak's length inside all (default 30s)`;
+  --soak-duration D       the soak's length inside all (default 60s)`;
 
 export class UsageError extends Error {}
 
@@ -171,7 +171,7 @@ export function parseOptions(argv: string[]): BenchOptions {
   if (values.phases !== undefined && scenario !== 'consume') throw new UsageError('--phases applies to the consume alias only');
   const url = values.url?.replace(/\/+$/, '') ?? null;
   if (url !== null) checkLoopbackUrl(url);
-  const durationDefault = scenario === 'soak' ? 600 : scenario === 'all' ? 5 : 10;
+  const durationDefault = scenario === 'soak' ? 600 : 10;
   return {
     scenario,
     argv: argv.filter((arg) => arg !== name),
@@ -205,7 +205,7 @@ export function parseOptions(argv: string[]): BenchOptions {
     consumers: intOption('consumers', values.consumers, 16, 1, 1000),
     peakSec: numberOption('peak', values.peak, 3, 0.5, 600),
     intervalSec: numberOption('interval', values.interval, 10, 0.5, 3600),
-    soakDurationSec: durationOption('soak-duration', values['soak-duration'], 30, 1, 24 * 3600),
+    soakDurationSec: durationOption('soak-duration', values['soak-duration'], 60, 1, 24 * 3600),
     topics: intOption('topics', values.topics, 1000, 1, 100_000),
     polls: intOption('polls', values.polls, 10_000, 1, 18_000),
     redisConsumers: intOption('redis-consumers', values['redis-consumers'], 4, 1, 256),
