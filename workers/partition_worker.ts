@@ -7,14 +7,13 @@ import assert from 'node:assert/strict';
 import { readdir, rmdir } from 'node:fs/promises';
 import { parentPort, workerData, type MessagePort } from 'node:worker_threads';
 import { decodeIngressEntry, type IngressEntry } from '../src/protocol/ingress_frame.js';
-import { messageJson } from '../src/protocol/message_json.js';
+import { messageJsonPrefix, messageJsonText } from '../src/protocol/message_json.js';
 import { workerForPartition } from '../src/protocol/ownership.js';
-import { formatReceiptHandle } from '../src/protocol/receipt_handle.js';
+import { forEachJoinedHandle, formatReceiptHandle, handleSeparator } from '../src/protocol/receipt_handle.js';
 import {
   assertNever,
   type FromMetadata,
   type FromWorker,
-  type LeaseRef,
   type PartitionStatsView,
   type PartitionWorkerData,
   type SettleMode,
@@ -384,19 +383,24 @@ class PartitionWorker {
     const topicName = this.topicsById.get(msg.topicId)?.name ?? '';
     Promise.all(taken.map((t) => t.path.readMany(t.leases.map((l) => l.offset)))).then(
       (perPartition) => {
-        const leases: LeaseRef[] = [];
-        const messagesJson: string[] = [];
+        // Two strings, built by concatenation: a port copies a string once, an array item by item.
+        let messagesJson = '';
+        let handles = '';
+        let count = 0;
         perPartition.forEach((records, i) => {
           const { partition, leases: partitionLeases } = taken[i]!;
+          const prefix = messageJsonPrefix(topicName, partition);
           records.forEach((record, k) => {
             // Retention deleted it between the lease and the read: the lease is gone with it.
             if (typeof record === 'string') return;
-            const { nonce } = partitionLeases[k]!;
-            leases.push({ partition, offset: record.offset, nonce });
-            messagesJson.push(messageJson(topicName, partition, record, formatReceiptHandle(partition, record.offset, nonce)));
+            const handle = formatReceiptHandle(partition, record.offset, partitionLeases[k]!.nonce);
+            const separator = count === 0 ? '' : handleSeparator;
+            messagesJson += separator + messageJsonText(prefix, record, handle);
+            handles += separator + handle;
+            count += 1;
           });
         });
-        this.post({ kind: 'taken', reqId: msg.reqId, leases, messagesJson });
+        this.post({ kind: 'taken', reqId: msg.reqId, count, messagesJson, handles });
       },
       (err: unknown) => {
         process.stderr.write(`partition worker ${this.data.workerIndex}: read for consume of ${msg.topicId} failed: ${errorText(err)}\n`);
@@ -408,8 +412,10 @@ class PartitionWorker {
 
   private onSettle(msg: SettleRequest): void {
     if (this.logsClosed) return this.postShuttingDown(msg.reqId);
-    const statuses = msg.items.map((item) => this.settleOne(msg.topicId, item.partition, item.offset, item.nonce, msg.mode));
-    this.post({ kind: 'settledResult', reqId: msg.reqId, statuses });
+    const statuses: number[] = [];
+    forEachJoinedHandle(msg.handles, (partition, offset, nonce) => statuses.push(this.settleOne(msg.topicId, partition, offset, nonce, msg.mode)));
+    const answer = Uint16Array.from(statuses);
+    this.post({ kind: 'settledResult', reqId: msg.reqId, statuses: answer }, [answer.buffer]);
   }
 
   private onLags(reqId: number): void {
@@ -423,7 +429,7 @@ class PartitionWorker {
 
   private onRelease(msg: ReleaseRequest): void {
     if (this.logsClosed) return;
-    for (const item of msg.items) this.settleOne(msg.topicId, item.partition, item.offset, item.nonce, 'nack');
+    forEachJoinedHandle(msg.handles, (partition, offset, nonce) => this.settleOne(msg.topicId, partition, offset, nonce, 'nack'));
   }
 
   /** A lease of a partition this worker holds no log for, or of a topic it does not know, is gone: 410. */

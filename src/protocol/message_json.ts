@@ -8,7 +8,18 @@ import type { StoredRecordView } from './thread_messages.js';
 
 /** Spec §2 Message, built as text so a JSON payload goes out byte for byte as it was stored. */
 export function messageJson(topic: string, partition: number, record: StoredRecordView, receiptHandle?: string): string {
-  let json = `{"topic":${JSON.stringify(topic)},"partition":${partition},"offset":${record.offset}`;
+  return messageJsonText(messageJsonPrefix(topic, partition), record, receiptHandle);
+}
+
+/** The text every Message of one partition starts with: built once per partition of a batch consume. */
+export function messageJsonPrefix(topic: string, partition: number): string {
+  return `{"topic":${JSON.stringify(topic)},"partition":${partition}`;
+}
+
+/** A Message after its prefix (messageJsonPrefix). A receipt handle holds only digits, ':' and hex
+ *  (receipt_handle.ts), so it needs no escaping. */
+export function messageJsonText(prefix: string, record: StoredRecordView, receiptHandle?: string): string {
+  let json = `${prefix},"offset":${record.offset}`;
   if (record.key !== null) {
     json += isUtf8(record.key)
       ? `,"key":${JSON.stringify(utf8Text(record.key))}`
@@ -26,7 +37,7 @@ export function messageJson(topic: string, partition: number, record: StoredReco
       break;
   }
   json += `,"timestamp":${record.timestampSec}`;
-  if (receiptHandle !== undefined) json += `,"receipt_handle":${JSON.stringify(receiptHandle)}`;
+  if (receiptHandle !== undefined) json += `,"receipt_handle":"${receiptHandle}"`;
   return json + '}';
 }
 

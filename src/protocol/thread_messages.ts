@@ -112,10 +112,13 @@ export type ToWorker =
    *  this worker). Answered by 'taken' (maybe empty). A lost answer leaves leases that simply expire. */
   | { kind: 'take'; reqId: number; topicId: string; partitions: number[]; max: number }
   /** Front -> worker: ack, extend or nack leases of one topic; answered by 'settledResult' with one status per
-   *  item, in order (204, or 410 when the lease is gone). */
-  | { kind: 'settle'; reqId: number; topicId: string; mode: SettleMode; items: LeaseRef[] }
-  /** Front -> worker: the client that asked for these leases went away: end them now (as a nack). No answer. */
-  | { kind: 'release'; topicId: string; items: LeaseRef[] }
+   *  handle, in order (204, or 410 when the lease is gone). handles: receipt handles the front checked
+   *  (parseReceiptHandle), joined by ',' (receipt_handle.ts): one string crosses a port in one copy, where 100
+   *  lease objects cost ~40x more to clone. */
+  | { kind: 'settle'; reqId: number; topicId: string; mode: SettleMode; handles: string }
+  /** Front -> worker: the client that asked for these leases went away: end them now (as a nack). No answer.
+   *  handles: as for 'settle'. */
+  | { kind: 'release'; topicId: string; handles: string }
   /** Front -> worker: consumer lag of every partition this worker has a read path for (metrics scrape).
    *  Answered by 'lagsResult'. */
   | { kind: 'lags'; reqId: number }
@@ -139,10 +142,12 @@ export type FromWorker =
   | { kind: 'durable'; seqUpTo: number }
   | { kind: 'readResult'; reqId: number; status: 'ok' | 'past_end' | 'aged_out'; record?: StoredRecordView }
   | { kind: 'statsResult'; reqId: number; stats: PartitionStatsView[] }
-  /** leases[i] is what messagesJson[i] (a whole spec §2 Message with its receipt_handle) was leased under; the
-   *  worker builds the JSON so the front only joins strings, and a string crosses a port in one copy. */
-  | { kind: 'taken'; reqId: number; leases: LeaseRef[]; messagesJson: string[] }
-  | { kind: 'settledResult'; reqId: number; statuses: number[] }
+  /** count leases taken; messagesJson: their spec §2 Messages (each with its receipt_handle) joined by ',', built
+   *  by the worker so the front only wraps them; handles: the same leases' receipt handles joined by ',' (for a
+   *  release when the client went away). Strings, because one string crosses a port in one copy. */
+  | { kind: 'taken'; reqId: number; count: number; messagesJson: string; handles: string }
+  /** statuses[i] answers the i-th handle of the 'settle'; its buffer is transferred. */
+  | { kind: 'settledResult'; reqId: number; statuses: Uint16Array }
   /** lag = high watermark - frontier (spec §4 metrics svc_consumer_lag_messages). */
   | { kind: 'lagsResult'; reqId: number; lags: { topicId: string; partition: number; lag: number }[] }
   /** Worker -> front, unasked: messages of these topics became deliverable (commit, lease expiry, nack, freed cap);

@@ -25,6 +25,15 @@ export interface ZeroFillOptions {
   chunkBytes: number;
 }
 
+/** One buffer of zeros per chunk size for every fill of the thread (thousands of partitions may each have one). */
+const zerosByChunkBytes = new Map<number, Uint8Array>();
+
+function zerosOf(bytes: number): Uint8Array {
+  let zeros = zerosByChunkBytes.get(bytes);
+  if (zeros === undefined) zerosByChunkBytes.set(bytes, (zeros = new Uint8Array(bytes)));
+  return zeros;
+}
+
 export class ZeroFill {
   /** End of the data reserved and the zeros written so far: data may be written below it without growing the file. */
   private preparedBytes: number;
@@ -33,12 +42,10 @@ export class ZeroFill {
   private fill: Promise<void> | null = null;
   private handle: FileHandle | null = null;
   private stopped = false;
-  private readonly zeros: Uint8Array;
 
   constructor(private readonly options: ZeroFillOptions) {
     this.preparedBytes = options.fileBytes;
     this.syncedBytes = options.fileBytes;
-    this.zeros = new Uint8Array(options.chunkBytes);
   }
 
   /** The file's size once the fills in flight are done: data end plus the zero tail. */
@@ -83,7 +90,8 @@ export class ZeroFill {
 
   private async fillRun(from: number, bytes: number): Promise<void> {
     this.handle ??= await open(this.options.path, 'r+');
-    await writeAll(this.handle, bytes === this.zeros.byteLength ? this.zeros : this.zeros.subarray(0, bytes), from);
+    // Shared by concurrent fills: only ever read, never written.
+    await writeAll(this.handle, zerosOf(this.options.chunkBytes).subarray(0, bytes), from);
     await this.handle.datasync();
   }
 }

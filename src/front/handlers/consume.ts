@@ -6,14 +6,14 @@ import { localPartitions, noLocalPartition, ownedElsewhere, requireLocalPartitio
 import { formatDuration, limits, parseDuration } from '../../config.js';
 import { BrokerError, errors } from '../../errors.js';
 import { messageJson } from '../../protocol/message_json.js';
-import { parseReceiptHandle } from '../../protocol/receipt_handle.js';
+import { forEachJoinedHandle, handleSeparator, parseReceiptHandle } from '../../protocol/receipt_handle.js';
 import type { LeaseRef, SettleMode } from '../../protocol/thread_messages.js';
 import type { TopicRecord } from '../../raft/metadata/state.js';
 import { workerFailure } from '../dispatch.js';
 import { parseJsonObject } from '../json_body.js';
 import { requireTopic } from '../access.js';
 import { InFlightPerIdentity } from '../in_flight.js';
-import { jsonReply, jsonType, type Reply } from '../respond.js';
+import { jsonType, type Reply } from '../respond.js';
 import type { RequestContext } from '../request_context.js';
 import type { FrontServices } from '../services.js';
 import { TopicWaiters } from '../waiters.js';
@@ -73,8 +73,8 @@ export function consumeHandlers(services: FrontServices) {
         release(topic, messages);
         return emptyAnswer;
       }
-      if (messages.leases.length > 0) {
-        const body = max !== undefined ? `{"messages":[${messages.json.join(',')}]}` : messages.json[0]!;
+      if (messages.count > 0) {
+        const body = max !== undefined ? `{"messages":[${messages.json}]}` : messages.json;
         return { status: 200, contentType: jsonType, headers, body };
       }
       const leftMs = deadlineMs - Date.now();
@@ -99,26 +99,31 @@ export function consumeHandlers(services: FrontServices) {
       startIndex.set(topic.id, start + 1);
       order = Array.from({ length: local.length }, (_, i) => local[(start + i) % local.length]!);
     }
-    const taken: Taken = { leases: [], json: [] };
+    const taken: Taken = { count: 0, json: '', handles: '' };
     for (const [worker, partitions] of workers.groupByOwner(topic.id, order, (p) => p)) {
-      const reply = await workers.request(worker, { kind: 'take', topicId: topic.id, partitions, max: max - taken.leases.length });
+      const reply = await workers.request(worker, { kind: 'take', topicId: topic.id, partitions, max: max - taken.count });
       const failure = workerFailure(reply);
       if (failure !== null) {
         release(topic, taken);
         throw failure;
       }
-      if (reply.kind === 'taken') {
-        taken.leases.push(...reply.leases);
-        taken.json.push(...reply.messagesJson);
+      if (reply.kind === 'taken' && reply.count > 0) {
+        const separator = taken.count === 0 ? '' : handleSeparator;
+        taken.json += separator + reply.messagesJson;
+        taken.handles += separator + reply.handles;
+        taken.count += reply.count;
       }
-      if (taken.leases.length >= max) break;
+      if (taken.count >= max) break;
     }
     return taken;
   }
 
+  /** Ends the leases of a consume whose client went away (rare: the handles are parsed only here). */
   function release(topic: TopicRecord, taken: Taken): void {
-    for (const [worker, items] of workers.groupByOwner(topic.id, taken.leases, (lease) => lease.partition)) {
-      workers.send(worker, { kind: 'release', topicId: topic.id, items });
+    const leases: { partition: number; handle: string }[] = [];
+    forEachJoinedHandle(taken.handles, (partition, offset, nonce) => leases.push({ partition, handle: `${partition}:${offset}:${nonce}` }));
+    for (const [worker, items] of workers.groupByOwner(topic.id, leases, (lease) => lease.partition)) {
+      workers.send(worker, { kind: 'release', topicId: topic.id, handles: items.map((item) => item.handle).join(handleSeparator) });
     }
   }
 
@@ -140,35 +145,40 @@ export function consumeHandlers(services: FrontServices) {
     if (handleText !== undefined) {
       const lease = parseReceiptHandle(handleText);
       if (lease === null) throw errors.invalid('receipt_handle', 'not a receipt handle from a consume answer');
-      const [status] = await settle(topic, mode, [lease]);
+      const [status] = await settle(topic, mode, [{ lease, text: handleText }]);
       if (status === 204) return emptyAnswer;
       if (status === 503) throw ownedElsewhere(topic, lease.partition, services.nodeId);
       throw leaseGone();
     }
     const handles = batchHandles(await ctx.body());
-    const results: { status: number; error?: string }[] = new Array(handles.length);
-    const valid: { at: number; lease: LeaseRef }[] = [];
+    // The results array as text, exactly what JSON.stringify of {results} gives: nearly every item is {"status":204}.
+    const results: string[] = new Array(handles.length);
+    const valid: { at: number; lease: LeaseRef; text: string }[] = [];
     handles.forEach((text, at) => {
       const lease = parseReceiptHandle(text);
-      if (lease === null) results[at] = { status: 400, error: 'receipt_handle: not a receipt handle from a consume answer' };
-      else valid.push({ at, lease });
+      if (lease === null) results[at] = notAHandleResultJson;
+      else valid.push({ at, lease, text });
     });
-    const statuses = await settle(topic, mode, valid.map((v) => v.lease));
+    const statuses = await settle(topic, mode, valid);
     valid.forEach(({ at }, i) => {
       const status = statuses[i]!;
-      results[at] = status === 204 ? { status } : { status, error: status === 503 ? ownedElsewhere(topic, valid[i]!.lease.partition, services.nodeId).message : leaseGone().message };
+      results[at] = status === 204 ? settledResultJson : status === 410 ? leaseGoneResultJson
+        : JSON.stringify({ status, error: status === 503 ? ownedElsewhere(topic, valid[i]!.lease.partition, services.nodeId).message : leaseGone().message });
     });
-    return jsonReply(200, { results });
+    return { status: 200, contentType: jsonType, body: `{"results":[${results.join(',')}]}` };
   }
 
   /** One status per lease, in order: the owning worker's answer, 410 for a partition the topic does not have, or 503
    *  for a partition another node owns (its leases live there). */
-  async function settle(topic: TopicRecord, mode: SettleMode, leases: LeaseRef[]): Promise<number[]> {
+  async function settle(topic: TopicRecord, mode: SettleMode, items: { lease: LeaseRef; text: string }[]): Promise<number[]> {
+    const leases = items.map((item) => item.lease);
     const statuses: number[] = leases.map((lease) => (lease.partition < topic.partitions && topic.owners[lease.partition] !== services.nodeId ? 503 : 410));
     const known = [...leases.keys()].filter((i) => leases[i]!.partition < topic.partitions && topic.owners[leases[i]!.partition] === services.nodeId);
     const byWorker = workers.groupByOwner(topic.id, known, (i) => leases[i]!.partition);
     await Promise.all([...byWorker].map(async ([worker, indexes]) => {
-      const reply = await workers.request(worker, { kind: 'settle', topicId: topic.id, mode, items: indexes.map((i) => leases[i]!) });
+      // The handles as the client sent them (each checked by parseReceiptHandle), joined: one string to copy.
+      const handles = indexes.map((i) => items[i]!.text).join(handleSeparator);
+      const reply = await workers.request(worker, { kind: 'settle', topicId: topic.id, mode, handles });
       const failure = workerFailure(reply);
       if (failure !== null) throw failure;
       if (reply.kind !== 'settledResult') throw errors.internal('unexpected worker answer');
@@ -206,8 +216,15 @@ function leaseGone(): BrokerError {
   return new BrokerError(410, 'lease gone: it ran out, was settled, or the message was delivered again under a new handle');
 }
 
-/** Leases taken for one consume and their Message objects as JSON text, in the same order. */
+/** Items of a batch ack's results array (NOTES 10), as JSON.stringify writes them. */
+const settledResultJson = JSON.stringify({ status: 204 });
+const leaseGoneResultJson = JSON.stringify({ status: 410, error: leaseGone().message });
+const notAHandleResultJson = JSON.stringify({ status: 400, error: 'receipt_handle: not a receipt handle from a consume answer' });
+
+/** Leases taken for one consume: how many, their Message objects as JSON text joined by ',', and their receipt
+ *  handles joined by ',' (thread_messages.ts 'taken'). */
 interface Taken {
-  leases: LeaseRef[];
-  json: string[];
+  count: number;
+  json: string;
+  handles: string;
 }
