@@ -100,11 +100,12 @@ export class TestCluster {
     this.forget(id, node);
   }
 
-  /** SIGTERM and wait for the exit (graceful stop). */
-  async stop(id: number): Promise<void> {
+  /** SIGTERM and wait for the exit (graceful stop); resolves to the exit code. */
+  async stop(id: number): Promise<number | null | undefined> {
     const node = this.nodes.get(id);
-    await node?.stop();
+    const code = await node?.stop();
     this.forget(id, node);
+    return code;
   }
 
   private forget(id: number, node: StartedNode | undefined): void {
