@@ -10,7 +10,8 @@ import { join } from 'node:path';
 import { Packr } from 'msgpackr';
 import type { PayloadKind } from '../src/protocol/ingress_frame.js';
 import type { PartitionStatsView, StoredRecordView } from '../src/protocol/thread_messages.js';
-import { encodeFrame, frameBodyBytesMax, frameHeaderBytes, scanFrames, sealFrame } from '../src/util/frame.js';
+import { encodeFrame, frameBodyBytesMax, frameHeaderBytes, frameWhole, scanFrames, sealFrame } from '../src/util/frame.js';
+import { MsgpackReader, MsgpackShapeError } from '../src/protocol/msgpack_reader.js';
 import { arrayHeaderBytes, binBytes, MsgpackWriter, uintBytes } from '../src/protocol/msgpack_writer.js';
 import { parseSegmentFileName, segmentPath } from './partition_dirs.js';
 import { indexEntryBytes, indexEntryRead, segmentPositionLimit, SegmentPositions } from './segment_index.js';
@@ -304,10 +305,12 @@ export class PartitionLog {
       if ((err as NodeJS.ErrnoException).code === 'ENOENT' && first < this.oldestOffset) return new Array(count).fill('aged_out');
       throw err;
     }
-    const path = segmentPath(this.dir, segment.baseOffset, 'log');
     const base = frameStarts[0]!;
-    return Array.from({ length: count }, (_, i) =>
-      recordFromFrame(bytes.subarray(frameStarts[i]! - base, frameStarts[i + 1]! - base), first + i, path));
+    const records: StoredRecord[] = new Array(count);
+    for (let i = 0; i < count; i++) {
+      records[i] = recordFromFrameAt(bytes, frameStarts[i]! - base, frameStarts[i + 1]! - base, first + i, this.dir, segment.baseOffset);
+    }
+    return records;
   }
 
   /** Spec §1.12: deletes, oldest first, every segment whose last (newest) record is older than cutoffSec,
@@ -756,16 +759,38 @@ async function logScanLargeFrame(log: FileHandle, at: number, fileBytes: number,
   return scan.validBytes === bytes ? scan.bodies[0]! : null;
 }
 
-/** Checks a frame read for offset (length, crc, then the offset inside): the read half of the paired check. */
-function recordFromFrame(frame: Uint8Array, offset: number, path: string): StoredRecord {
-  const scan = scanFrames(frame, frameBodyBytesMax);
-  const body = scan.bodies[0];
-  if (body === undefined || scan.validBytes !== frame.byteLength) {
-    throw new Error(`${path}: frame of offset ${offset} fails its length or crc check`);
+/** Checks the frame at bytes[start..end) of a run read for offset (length, crc, then the offset inside): the read
+ *  half of the paired check, with no view or scan per record on the consume path. */
+function recordFromFrameAt(bytes: Uint8Array, start: number, end: number, offset: number, dir: string, baseOffset: number): StoredRecord {
+  if (!frameWhole(bytes, start, end)) {
+    throw new Error(`${segmentPath(dir, baseOffset, 'log')}: frame of offset ${offset} fails its length or crc check`);
   }
-  const record = recordDecode(body);
-  if (record.offset !== offset) throw new Error(`${path}: frame read for offset ${offset} holds offset ${record.offset}`);
+  const record = recordDecodeAt(bytes, start + frameHeaderBytes, end);
+  if (record.offset !== offset) throw new Error(`${segmentPath(dir, baseOffset, 'log')}: frame read for offset ${offset} holds offset ${record.offset}`);
   return record;
+}
+
+/** The record body at bytes[start..end), read in place (key and payload are views); msgpackr decodes any shape
+ *  the hand reader does not take. */
+function recordDecodeAt(bytes: Uint8Array, start: number, end: number): StoredRecord {
+  try {
+    const reader = new MsgpackReader(bytes, start, end);
+    if (reader.arrayHeader() !== 7) throw new MsgpackShapeError('segment record: not 7 fields');
+    const offset = reader.uint();
+    const timestampSec = reader.uint();
+    const key = reader.binOrNil();
+    const payload = reader.binOrNil();
+    const payloadKind = reader.uint();
+    const ingressSeq = reader.uint();
+    const ingressIndex = reader.uint();
+    if (payload === null || !reader.done || !(payloadKind === 0 || payloadKind === 1 || payloadKind === 2)) {
+      throw new Error('segment record: malformed fields');
+    }
+    return { offset, timestampSec, key, payload, payloadKind, ingressSeq, ingressIndex };
+  } catch (err) {
+    if (!(err instanceof MsgpackShapeError)) throw err;
+    return recordDecode(bytes.subarray(start, end));
+  }
 }
 
 function recordDecode(body: Uint8Array): StoredRecord {

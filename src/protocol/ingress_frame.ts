@@ -3,6 +3,7 @@
 // when the synced group is dispatched to them, and again when the ingress log is replayed after a
 // crash. Shared by the front thread and the partition workers.
 import { Packr } from 'msgpackr';
+import { MsgpackReader, MsgpackShapeError } from './msgpack_reader.js';
 import { arrayHeaderBytes, binBytes, MsgpackWriter, strBytesMax, uintBytes } from './msgpack_writer.js';
 
 /** How a stored payload is answered (NOTES 3): JSON value, UTF-8 string, or base64 with a flag. */
@@ -36,7 +37,7 @@ type WireEntry = [number, string, number, WireRecord[]];
 const packr = new Packr({ useRecords: false, moreTypes: false });
 
 /** Written by hand (msgpack_writer.ts) rather than packr.pack: no intermediate arrays per record on the
- *  produce hot path. decodeIngressEntry reads it back with msgpackr. */
+ *  produce hot path. decodeIngressEntry reads it back with msgpack_reader.ts. */
 export function encodeIngressEntry(entry: IngressEntry): Uint8Array {
   let bytes = arrayHeaderBytes(4) + uintBytes(entry.seq) + strBytesMax(entry.topicId) + uintBytes(entry.timestampSec) +
     arrayHeaderBytes(entry.records.length);
@@ -57,7 +58,35 @@ export function encodeIngressEntry(entry: IngressEntry): Uint8Array {
   return writer.target.subarray(0, writer.at);
 }
 
+/** Decodes in place (keys and payloads are views into body) with the hand reader; msgpackr takes any shape the
+ *  reader does not (msgpack_reader.ts). */
 export function decodeIngressEntry(body: Uint8Array): IngressEntry {
+  try {
+    const reader = new MsgpackReader(body, 0, body.byteLength);
+    if (reader.arrayHeader() !== 4) throw new MsgpackShapeError('ingress entry: not 4 fields');
+    const seq = reader.uint();
+    const topicId = reader.str();
+    const timestampSec = reader.uint();
+    const count = reader.arrayHeader();
+    const records: IngressRecord[] = new Array(count);
+    for (let i = 0; i < count; i++) {
+      if (reader.arrayHeader() !== 4) throw new MsgpackShapeError('ingress record: not 4 fields');
+      const partition = reader.uint();
+      const key = reader.binOrNil();
+      const payload = reader.binOrNil();
+      const payloadKind = reader.uint();
+      if (payload === null) throw new MsgpackShapeError('ingress record: nil payload');
+      records[i] = { partition, key, payload, payloadKind };
+    }
+    if (!reader.done) throw new MsgpackShapeError('ingress entry: bytes after the records');
+    return { seq, topicId, timestampSec, records };
+  } catch (err) {
+    if (!(err instanceof MsgpackShapeError)) throw err;
+    return decodeIngressEntryMsgpackr(body);
+  }
+}
+
+function decodeIngressEntryMsgpackr(body: Uint8Array): IngressEntry {
   const wire = packr.unpack(body) as WireEntry;
   if (!Array.isArray(wire) || wire.length !== 4 || !Array.isArray(wire[3])) {
     throw new Error('ingress entry: malformed body');

