@@ -3,9 +3,12 @@
 // 5-8 minutes; then one summary table: scenario, our figure, issue 4's target, ratio to the hello-world floor
 // and to Redis (with --compare), met or not. --json writes each scenario's file plus all-<time>.json. Options given
 // on the command line apply to every scenario that takes them. Bench process main thread.
-import { cleanup, errorText, fixed, renderTable, writeJson, type Headline } from './common.js';
+import { cleanup, errorText, fixed, percent, renderTable, writeJson, type Headline } from './common.js';
 import { parseOptions, type BenchOptions } from './options.js';
 import { runScenario } from './scenario.js';
+
+/** Other processes' CPU (% of one core) above which a row is flagged as noise. */
+const noisyOtherCpuPercent = 50;
 
 export const allScenarios = ['produce-single', 'produce-batch', 'consume-single', 'consume-batch', 'wake-up', 'end-to-end',
   'soak', 'footprint'] as const;
@@ -82,13 +85,16 @@ function ratio(value: number | null): string {
 
 export function printSummary(report: AllReport): void {
   const rows = report.summary.map((h) => [h.scenario, h.figure, h.target, ratio(h.floorRatio), ratio(h.redisRatio),
-    h.met === null ? '-' : h.met ? 'met' : 'NOT met']);
+    h.met === null ? '-' : h.met ? 'met' : 'NOT met', h.otherCpuPercentMax === null ? '-' : percent(h.otherCpuPercentMax)]);
   const seconds = report.scenarios.reduce((sum, s) => sum + s.seconds, 0);
   const out = [`summary of npm run bench -- all ${report.argv.join(' ')} (${fixed(seconds / 60, 1)} min)`,
-    ...renderTable(['scenario', 'our figure', 'target', 'floor ratio', 'Redis ratio', 'met'], rows, [0, 1, 2, 5])];
+    ...renderTable(['scenario', 'our figure', 'target', 'floor ratio', 'Redis ratio', 'met', 'other CPU'], rows, [0, 1, 2, 5])];
   out.push('floor ratio: our req/s over the uWS hello-world server fed the same requests; Redis ratio: our msgs/s over ' +
     'Redis Streams with appendfsync always doing the same work (XADD; pipelined XADD; XREADGROUP + XACK); both ' +
-    'measured in this run (--compare), "-" when not measured');
+    'measured in this run (--compare), "-" when not measured; other CPU: the most CPU other processes took during any ' +
+    'run behind the row (% of one core): above about 50% the figure and its ratios are mostly noise');
+  const noisy = report.summary.filter((h) => (h.otherCpuPercentMax ?? 0) > noisyOtherCpuPercent).map((h) => h.scenario);
+  if (noisy.length > 0) out.push(`NOISY: other processes took more than ${noisyOtherCpuPercent}% of a core during ${noisy.join(', ')}`);
   for (const failure of report.failures) out.push(`FAILED: ${failure}`);
   process.stdout.write(`\n${out.join('\n')}\n`);
 }

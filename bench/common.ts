@@ -276,6 +276,15 @@ export interface Headline {
   redisRatio: number | null;
   /** null: the scenario has no target. */
   met: boolean | null;
+  /** The most CPU other processes took during any run behind this row (ours or a baseline's), % of one core: above
+   *  about 50% on 2 cores the figure and its ratios are noise. */
+  otherCpuPercentMax: number | null;
+}
+
+/** The largest of the known values, or null. */
+export function maxKnown(values: Array<number | null | undefined>): number | null {
+  const known = values.filter((value): value is number => typeof value === 'number' && Number.isFinite(value));
+  return known.length === 0 ? null : Math.max(...known);
 }
 
 // ---------------------------------------------------------------------------------------------------------------

@@ -13,7 +13,7 @@ import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import type { Histogram } from 'hdr-histogram-js';
 import {
   cleanups, CpuWindow, createTopic, deleteTopic, errorText, fixed, formatErrors, formatInt, latencySummaryMs,
-  makeBatchBody, makePayload, newHistogram, percent, recordUs, renderTable, reportedOptions, serverCpuText, sleep,
+  makeBatchBody, makePayload, maxKnown, newHistogram, percent, recordUs, renderTable, reportedOptions, serverCpuText, sleep,
   startBroker, type BrokerTarget, type Headline, type LatencySummaryMs, type ServerThreadCpu,
 } from './common.js';
 import { installHint, onPath, runRedisConsume, startRedis, type RedisConsumeFigures } from './peers.js';
@@ -870,13 +870,14 @@ export function consumeHeadlines(report: ConsumeReport): Headline[] {
     headlines.push({ scenario: run.name, value: run.msgsPerSec,
       figure: `${formatInt(run.msgsPerSec)} msg/s${run.drainedIn === null ? '' : ` (${fixed(run.windowSec, 1)} s, drained)`}`,
       target: batch ? `>= ${formatInt(targetBatchMsgsPerSec)} msg/s` : 'none', floorRatio: null,
-      redisRatio: batch ? report.batchOverRedis : null, met: batch ? run.msgsPerSec >= targetBatchMsgsPerSec : null });
+      redisRatio: batch ? report.batchOverRedis : null, met: batch ? run.msgsPerSec >= targetBatchMsgsPerSec : null,
+      otherCpuPercentMax: maxKnown([run.otherCpuPercent, batch ? report.redis?.otherCpuPercent : null]) });
   }
   if (report.wake !== null) {
     const p99 = report.wake.wakeLatencyMs.p99;
     headlines.push({ scenario: 'wake-up', value: p99, figure: `p99 ${fixed(p99, 2)} ms`,
       target: `p99 <= ${targetWakeP99Ms} ms`, floorRatio: null, redisRatio: null,
-      met: report.wake.wakeLatencyMs.count > 0 && p99 <= targetWakeP99Ms });
+      met: report.wake.wakeLatencyMs.count > 0 && p99 <= targetWakeP99Ms, otherCpuPercentMax: report.wake.otherCpuPercent });
   }
   return headlines;
 }

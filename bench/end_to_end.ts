@@ -12,7 +12,7 @@ import { performance } from 'node:perf_hooks';
 import type { Histogram } from 'hdr-histogram-js';
 import {
   cleanups, CpuWindow, createTopic, deleteTopic, errorText, fixed, formatErrors, formatInt, latencySummaryMs,
-  makePayload, newHistogram, percent, recordUs, renderTable, reportedOptions, serverCpuText, sleep, startBroker,
+  makePayload, maxKnown, newHistogram, percent, recordUs, renderTable, reportedOptions, serverCpuText, sleep, startBroker,
   type BrokerTarget, type Headline, type LatencySummaryMs, type ServerThreadCpu, type ThroughputFigures,
 } from './common.js';
 import { AckRequests, scanHandles, scanStatuses, topicPath } from './consume.js';
@@ -556,14 +556,16 @@ export function flowHeadlines(report: FlowReport): Headline[] {
   if (report.scenario === 'end-to-end') {
     return [{ scenario: 'end-to-end', value: p99, figure: `p99 ${fixed(p99, 2)} ms at ${formatInt(report.ratePerSec)} msg/s`,
       target: `p99 <= ${endToEndTargetP99Ms} ms at 50% of peak`, floorRatio: null, redisRatio: null,
-      met: report.latencyMs.count > 0 && p99 <= endToEndTargetP99Ms }];
+      met: report.latencyMs.count > 0 && p99 <= endToEndTargetP99Ms,
+      otherCpuPercentMax: maxKnown([report.otherCpuPercent, report.peak?.otherCpuPercent]) }];
   }
   const rss = report.intervals.map((row) => row.serverRssBytes ?? 0);
   const growth = rss.length >= 2 ? (rss[rss.length - 1]! - rss[0]!) / 2 ** 20 : null;
   return [{ scenario: 'soak', value: report.msgsPerSec,
     figure: `${formatInt(report.msgsPerSec)} msg/s for ${fixed(report.windowSec, 0)} s, p99 ${fixed(p99, 2)} ms` +
       (growth === null ? '' : `, RSS ${growth >= 0 ? '+' : ''}${fixed(growth, 0)} MiB`),
-    target: 'none (steady RSS and p99)', floorRatio: null, redisRatio: null, met: null }];
+    target: 'none (steady RSS and p99)', floorRatio: null, redisRatio: null, met: null,
+    otherCpuPercentMax: report.otherCpuPercent }];
 }
 
 function latencyRow(label: string, l: LatencySummaryMs & { count?: number }): string[] {

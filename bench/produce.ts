@@ -7,7 +7,7 @@ import os from 'node:os';
 import { fileURLToPath } from 'node:url';
 import {
   basicAuth, cleanups, createTopic, CpuWindow, errorText, fixed, formatErrors, formatInt, makeBatchBody, makePayload,
-  percent, renderTable, reportedOptions, serverCpuText, sleep, startBroker, type BrokerTarget, type Headline, type ThroughputFigures,
+  maxKnown, percent, renderTable, reportedOptions, serverCpuText, sleep, startBroker, type BrokerTarget, type Headline, type ThroughputFigures,
 } from './common.js';
 import { runLoad, type LoadRequest, type LoadResult } from './load.js';
 import { startChildServer, type ChildServer } from './node_process.js';
@@ -313,14 +313,17 @@ export function produceHeadlines(report: ProduceReport): Headline[] {
       figure: `${formatInt(single.msgsPerSec)} msg/s, p99 ${fixed(single.latencyMs.p99, 1)} ms`,
       target: `>= ${t.singleOfFloor}x floor, >= ${t.singleOfRedis}x Redis, p99 <= ${t.singleP99Ms} ms` +
         (unmeasured.length > 0 ? ` (${unmeasured.join(', ')} not measured)` : ''),
-      floorRatio: r.singleReqPerSecOfFloor, redisRatio: r.singleOverRedis, met });
+      floorRatio: r.singleReqPerSecOfFloor, redisRatio: r.singleOverRedis, met,
+      otherCpuPercentMax: maxKnown(report.runs.filter((run) => !run.name.includes('batch') && !run.name.includes('pipeline')).map((run) => run.otherCpuPercent)) });
   }
   const batch = report.runs.find((run) => run.name.startsWith('batch produce'));
   if (batch !== undefined) {
     headlines.push({ scenario: 'produce-batch', value: batch.msgsPerSec,
       figure: `${formatInt(batch.msgsPerSec)} msg/s, p99 ${fixed(batch.latencyMs.p99, 1)} ms`,
       target: `>= ${formatInt(produceTargets.batchMsgsPerSec)} msg/s`, floorRatio: r.batchReqPerSecOfFloor,
-      redisRatio: r.batchOverRedis, met: batch.msgsPerSec >= produceTargets.batchMsgsPerSec });
+      redisRatio: r.batchOverRedis, met: batch.msgsPerSec >= produceTargets.batchMsgsPerSec,
+      otherCpuPercentMax: maxKnown(report.runs.filter((run) => run.name.includes('batch') || run.name.includes('pipeline'))
+        .map((run) => run.otherCpuPercent)) });
   }
   return headlines;
 }
