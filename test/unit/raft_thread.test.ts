@@ -307,7 +307,9 @@ t.test('a failed persist answers 503 and refuses later proposals; nothing is com
   // The log cannot encode a BigInt beyond 64 bits, so this append fails inside storage.
   const unstorable = { ...topic('huge', '00000000000000ff'), retentionMs: 2n ** 70n } as unknown as TopicRecord;
   propose(node, 1, { type: 'topic.create', topic: unstorable });
-  t.same(await node.front.next(), { kind: 'proposeFailed', reqId: 1, status: 503, error: 'metadata log unavailable', retryAfterSeconds: 1 });
+  t.same(await node.front.next(), { kind: 'proposeFailed', reqId: 1, status: 503, error: 'this node stopped before it could confirm the change: it may be committed; read back, do not resend', retryAfterSeconds: 2 });
+  // Several ticks pass: the latched node stays up (its core is no longer driven) and keeps refusing.
+  await new Promise((resolve) => setTimeout(resolve, 200));
   propose(node, 2, { type: 'topic.create', topic: topic('fine', '00000000000000f1') });
   t.same(await node.front.next(), { kind: 'proposeFailed', reqId: 2, status: 503, error: 'metadata log unavailable', retryAfterSeconds: 1 }, 'latched until restart');
   await stop(t, node);

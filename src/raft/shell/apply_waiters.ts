@@ -20,7 +20,9 @@ export class ApplyWaiters {
   /** Waits for the entry at index; settles at once when it was applied recently (or is too old to tell). */
   wait(index: number, term: number, appliedIndex: number, deadlineMs: number, settle: (outcome: ApplyOutcome) => void): void {
     if (index <= appliedIndex) {
-      settle(this.recentTerms.get(index) === term ? 'applied' : 'superseded');
+      const appliedTerm = this.recentTerms.get(index);
+      // Too old to remember, or applied inside a snapshot: this node cannot tell.
+      settle(appliedTerm === undefined ? 'timeout' : appliedTerm === term ? 'applied' : 'superseded');
       return;
     }
     const waiters = this.byIndex.get(index) ?? [];

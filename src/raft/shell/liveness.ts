@@ -47,9 +47,4 @@ export class Liveness {
     const ago = this.heardAgoMs(id, isLeader, nowMs);
     return ago !== null && ago < this.deadAfterMs;
   }
-
-  /** A new term: the previous leader's stamps say nothing about who the new one hears. */
-  leaderChanged(): void {
-    this.heardAtMs.clear();
-  }
 }

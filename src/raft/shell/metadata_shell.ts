@@ -70,8 +70,6 @@ export class MetadataShell {
   private shutdownRequested = false;
   private closing = false;
   private tickTimer: NodeJS.Timeout | null = null;
-  private lastLeader = 0;
-  private lastTerm = 0;
   private leaderHeardAtMs = 0;
   private caughtUp = false;
   /** The leader's commit index when this follower asked after starting; caught up once applied reaches it. */
@@ -101,6 +99,9 @@ export class MetadataShell {
     // The front and the workers get their first snapshot only once the stored committed entries are applied here:
     // a worker deletes the files of every topic its first snapshot lacks.
     if (this.appliedIndex >= this.deps.startCommit) this.broadcastSnapshot();
+    // Members that joined after founding are known only from the metadata: their addresses must reach the transport
+    // before anything is sent to them.
+    this.refreshPeers();
     this.deps.front.on('message', this.onFrontMessageBound);
     // A lone voter need not wait an election timeout to lead: nobody else could win or object.
     const conf = this.core.status().confState;
@@ -169,16 +170,12 @@ export class MetadataShell {
   }
 
   private onTick(): void {
-    if (this.closing) return;
+    // After a failed persist the core holds a ready that can never be advanced: it is not driven again.
+    if (this.closing || this.storageFailed) return;
     this.core.tick();
     const nowMs = Date.now();
     this.waiters.expire(nowMs);
     const status = this.core.status();
-    if (status.leader !== this.lastLeader || status.term !== this.lastTerm) {
-      if (status.leader !== this.lastLeader) this.liveness.leaderChanged();
-      this.lastLeader = status.leader;
-      this.lastTerm = status.term;
-    }
     if (status.role === 'leader') {
       this.leaderDuties(nowMs);
     } else if (this.joining) {
@@ -194,7 +191,7 @@ export class MetadataShell {
   // The Ready loop (etcd): persist, install a received snapshot, apply, send, advance
 
   private kick(): void {
-    if (this.pumping || this.closing) return;
+    if (this.pumping || this.closing || this.storageFailed) return;
     this.pumping = true;
     // A rejection here is an assertion failure: rethrown unhandled, it ends the thread (fail-stop).
     void this.pump().finally(() => {
@@ -282,6 +279,10 @@ export class MetadataShell {
 
   private async maybeCompact(): Promise<void> {
     if (this.storageFailed || this.appliedIndex - this.snapshotIndex < this.config.snapshotEntries) return;
+    // A snapshot from the leader stepped in during the last persist is already at or past what is applied here: the
+    // next ready installs it, and compacting below it is refused by the core.
+    const core = this.core.status();
+    if (core.snapshotIndex >= this.appliedIndex || core.applied < this.appliedIndex) return;
     const snapshot = this.core.compact(this.appliedIndex, encodeMetadataSnapshot(this.state));
     try {
       await this.storage.compact(snapshot);
@@ -313,14 +314,16 @@ export class MetadataShell {
         // Committed on the leader: answered once this replica applied it too.
         this.waiters.wait(reply.index, reply.term, this.appliedIndex, Date.now() + proposalTimeoutMs, (outcome) => {
           if (outcome === 'applied') return this.proposalApplied(reqId, reply.index);
-          if (outcome === 'superseded') return fail(503, 'the change was replaced by a newer leader before it was applied; nothing changed');
+          // The leader applied (index, term), so it is committed whatever this node could tell.
           fail(503, 'the change is committed but this node could not confirm it applied it: read back, do not resend', leaderUnreachableRetryAfterSeconds);
         });
       },
       (err: unknown) => {
         const code = err instanceof TransportError ? err.code : 'remote_error';
         this.deps.log('warn', { leader, code, err: String(err) }, 'metadata: forwarding a write to the leader failed');
-        fail(503, 'leader unreachable', leaderUnreachableRetryAfterSeconds);
+        // A request that was written may have been acted on: only a refused connection says nothing happened.
+        if (code === 'unreachable') fail(503, 'leader unreachable', leaderUnreachableRetryAfterSeconds);
+        else fail(503, 'leader unreachable: the change may have been committed; read back, do not resend', leaderUnreachableRetryAfterSeconds);
       },
     );
   }
@@ -424,6 +427,11 @@ export class MetadataShell {
     if (conf.voters.includes(request.id) || conf.learners.includes(request.id)) return { ok: true };
     const change = this.core.proposeConfChange({ type: 'addLearner', node: request.id });
     if ('refused' in change) return { ok: false, error: `membership change refused: ${change.refused}` };
+    // Its address goes into the metadata at once, so a later leader can reach the learner too.
+    const member = { id: request.id, apiAddress: request.apiAddress, internalAddress: request.internalAddress, addedAtMs: Date.now() };
+    this.proposeLocally({ type: 'member.add', member }, (reply) => {
+      if (!reply.ok) this.deps.log('warn', { node: request.id, error: reply.error }, 'metadata: recording a joining node failed; it records itself once caught up');
+    });
     this.deps.log('info', { node: request.id, index: change.index }, 'metadata: adding a joining node as a learner');
     this.kick();
     return { ok: true };
@@ -636,7 +644,8 @@ function applyFailure(outcome: Exclude<ApplyOutcome, 'applied'>): Extract<Propos
     case 'timeout':
       return { ok: false, status: 503, error: 'the change was not confirmed within 5 s (no quorum?); read back before resending', retryAfterSeconds: leaderUnreachableRetryAfterSeconds };
     case 'closed':
-      return { ok: false, status: 503, error: 'metadata log unavailable', retryAfterSeconds: 1 };
+      // The entry is in the log and may still commit elsewhere: the client must not resend blindly.
+      return { ok: false, status: 503, error: 'this node stopped before it could confirm the change: it may be committed; read back, do not resend', retryAfterSeconds: leaderUnreachableRetryAfterSeconds };
     default:
       return assertNever(outcome);
   }
