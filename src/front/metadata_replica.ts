@@ -91,12 +91,22 @@ export class MetadataReplica {
 
   private onMessage(message: FromMetadata): void {
     switch (message.kind) {
-      case 'snapshot':
+      case 'snapshot': {
+        const previous = this.snapshotReceived ? this.state : null;
         this.state = message.state;
         this.appliedIndex = message.index;
         this.snapshotReceived = true;
+        // A later snapshot (installed from the Raft leader) may drop topics: listeners hear of them as deletes,
+        // so long polls, metrics and round-robin state on them end as if the delete entries had been applied here.
+        for (const topic of previous?.topics.values() ?? []) {
+          if (this.state.topics.get(topic.name)?.id === topic.id) continue;
+          const command: MetadataCommand = { type: 'topic.delete', name: topic.name, id: topic.id };
+          for (const listener of this.listeners) listener(command, { ok: true, deletedTopicId: topic.id });
+        }
+        for (const index of [...this.proposalByIndex.keys()]) if (index <= message.index) this.proposalByIndex.delete(index);
         for (const wake of this.readyWaiters.splice(0)) wake();
         return;
+      }
       case 'committed':
         for (const { reqId, index } of message.proposals ?? []) this.proposalByIndex.set(index, reqId);
         for (const entry of message.entries) {
