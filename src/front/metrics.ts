@@ -100,10 +100,14 @@ export class Metrics {
     byStatus.set(status, (byStatus.get(status) ?? 0) + 1);
   }
 
-  countProduced(topic: string, partitions: readonly number[]): void {
+  /** Counts accepted records by partition; takes the records themselves, so a produce builds no array for it. */
+  countProduced(topic: string, records: readonly { partition: number }[]): void {
     let counts = this.produced.get(topic);
     if (counts === undefined) this.produced.set(topic, (counts = []));
-    for (const partition of partitions) counts[partition] = (counts[partition] ?? 0) + 1;
+    for (let i = 0; i < records.length; i++) {
+      const partition = records[i]!.partition;
+      counts[partition] = (counts[partition] ?? 0) + 1;
+    }
   }
 
   latchIngressFailed(): void {

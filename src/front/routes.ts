@@ -34,8 +34,13 @@ export type RouteMatch<H> =
   | { kind: 'method_not_allowed'; allow: string }
   | { kind: 'not_found' };
 
+/** Matches remembered per method and path: a producer or consumer sends the same few paths over and over, and a
+ *  match walks every route. The cache starts over when full (a miss costs one walk). */
+const matchCacheEntriesMax = 4096;
+
 export class RouteTable<H> {
   private readonly routes: CompiledRoute<H>[] = [];
+  private readonly matchCache = new Map<string, RouteMatch<H>>();
 
   constructor(entries: RouteEntry<H>[]) {
     for (const entry of entries) {
@@ -44,7 +49,18 @@ export class RouteTable<H> {
     }
   }
 
+  /** The match of a method and path; the same (immutable) object for the same request line while cached. */
   match(method: string, path: string): RouteMatch<H> {
+    const cacheKey = `${method} ${path}`;
+    const cached = this.matchCache.get(cacheKey);
+    if (cached !== undefined) return cached;
+    const match = this.matchUncached(method, path);
+    if (this.matchCache.size >= matchCacheEntriesMax) this.matchCache.clear();
+    this.matchCache.set(cacheKey, match);
+    return match;
+  }
+
+  private matchUncached(method: string, path: string): RouteMatch<H> {
     const parts = path.split('/');
     // A path always starts with '/', so parts[0] is ''; a trailing slash is a different route (404).
     const segmentCount = parts.length - 1;

@@ -41,7 +41,7 @@ export function writeFrame(target: Uint8Array, at: number, body: Uint8Array): nu
   if (body.byteLength === 0) throw new Error('frame: an empty body would read back as the end of the log');
   const view = new DataView(target.buffer, target.byteOffset, target.byteLength);
   view.setUint32(at, body.byteLength, true);
-  view.setUint32(at + 4, crc32(body), true);
+  view.setUint32(at + 4, crc32Range(body, 0, body.byteLength), true);
   target.set(body, at + frameHeaderBytes);
   return frameHeaderBytes + body.byteLength;
 }

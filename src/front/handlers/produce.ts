@@ -59,7 +59,7 @@ export function produceHandlers(services: FrontServices) {
       services.log.error({ err: error }, 'ingress log write failed: every produce answers 500 until restart');
       throw errors.ingressFailed();
     }
-    metrics.countProduced(topic.name, records.map((r) => r.partition));
+    metrics.countProduced(topic.name, records);
   }
 
   async function onProduce(ctx: RequestContext): Promise<Reply> {
