@@ -86,8 +86,9 @@ export class PartitionReadPath {
     return this.actor.lag();
   }
 
+  /** The leased records: a consumer that keeps up gets them from the log's in-memory tail, without a file read. */
   readMany(offsets: readonly number[]): ReturnType<PartitionLog['readMany']> {
-    return this.log.readMany(offsets);
+    return this.log.readMany(offsets, { fromTail: true });
   }
 
   /** Stops the timers and writes the last ack state, so a clean restart redelivers nothing acked. */

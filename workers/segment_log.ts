@@ -37,6 +37,10 @@ type WireRecord = [number, number, Uint8Array | null, Uint8Array, PayloadKind, n
 
 const packr = new Packr({ useRecords: false, moreTypes: false });
 
+/** The last flushed chunk of the active segment is kept in memory (copied, exactly sized) when at most this big,
+ *  so a consumer that keeps up reads the records it was just woken for without a file read. Bounds the memory per
+ *  partition; bigger chunks (batch produce) are read from the file. */
+const tailChunkBytesMax = 16 * 1024;
 /** Recovery reads a log in windows of this size: bounded memory per partition, few reads per segment. */
 const recoveryScanWindowBytes = 4 * 1024 * 1024;
 /** First staging buffer; it doubles as records arrive and is dropped after each flush. */
@@ -75,6 +79,15 @@ interface ActiveFiles {
   retired: boolean;
 }
 
+/** The last flushed chunk of the active segment: frames of offsets [firstOffset, firstOffset + count) as they are
+ *  in the .log from byte position logStart. */
+interface TailChunk {
+  firstOffset: number;
+  count: number;
+  logStart: number;
+  bytes: Uint8Array;
+}
+
 /** Records staged since the last flush: their frames back to back, ready to write. */
 interface StagedBatch {
   bytes: Uint8Array;
@@ -89,6 +102,8 @@ interface StagedBatch {
 export class PartitionLog {
   private segments: Segment[] = [];
   private active: ActiveFiles | null = null;
+  /** See tailChunkBytesMax; null when the last chunk was bigger, or after a roll. */
+  private tail: TailChunk | null = null;
   /** Bytes the last flushed round staged: where the next staging buffer starts. */
   private stagingCapacityHint = stagingBytesInitial;
   /** Frame positions of the active segment's synced records; sealed segments' live in their .idx. */
@@ -250,7 +265,7 @@ export class PartitionLog {
    * runs of new offsets): answers in the order asked. Records are views into one buffer per run, so the caller can
    * transfer each run's buffer once instead of copying every payload.
    */
-  async readMany(offsets: readonly number[]): Promise<(StoredRecord | 'past_end' | 'aged_out')[]> {
+  async readMany(offsets: readonly number[], opts: { fromTail?: boolean } = {}): Promise<(StoredRecord | 'past_end' | 'aged_out')[]> {
     assert(!this.closed, 'read on a closed partition log');
     const results: (StoredRecord | 'past_end' | 'aged_out')[] = new Array(offsets.length);
     const runs: { at: number; count: number }[] = [];
@@ -269,14 +284,15 @@ export class PartitionLog {
       }
     }
     await Promise.all(runs.map(async ({ at, count }) => {
-      const records = await this.readRun(offsets[at]!, count);
+      const records = await this.readRun(offsets[at]!, count, opts.fromTail === true);
       records.forEach((record, k) => (results[at + k] = record));
     }));
     return results;
   }
 
   /** count consecutive offsets from first, all in one segment and below the high watermark. */
-  private async readRun(first: number, count: number): Promise<(StoredRecord | 'aged_out')[]> {
+  /** fromTail: records of the last flushed chunk may come from memory (tailChunkBytesMax); a replay reads the file. */
+  private async readRun(first: number, count: number, fromTail: boolean): Promise<(StoredRecord | 'aged_out')[]> {
     const segmentIndex = this.segmentIndexOf(first);
     const segment = this.segments[segmentIndex]!;
     const k = first - segment.baseOffset;
@@ -285,7 +301,13 @@ export class PartitionLog {
     let frameStarts: number[];
     let bytes: Uint8Array;
     try {
-      if (isActive) {
+      const tail = fromTail ? this.tail : null;
+      if (isActive && tail !== null && first >= tail.firstOffset && first + count <= tail.firstOffset + tail.count) {
+        // The records were just flushed: the same bytes the file holds, still in memory.
+        frameStarts = Array.from({ length: count + 1 }, (_, i) =>
+          k + i < segment.recordCount ? this.activePositions.at(k + i) : segment.logBytes);
+        bytes = tail.bytes.subarray(frameStarts[0]! - tail.logStart, frameStarts[count]! - tail.logStart);
+      } else if (isActive) {
         const files = this.active!;
         // Positions are taken before the first await: a roll or later flush cannot change them under us.
         frameStarts = Array.from({ length: count + 1 }, (_, i) =>
@@ -446,12 +468,16 @@ export class PartitionLog {
     const chunkStart = batch.frameStarts[from]!;
     const chunk = batch.bytes.subarray(chunkStart, frameEnd(batch, to - 1));
     const firstEntry = this.activePositions.length;
-    await writeAll(files.log, chunk, segment.logBytes);
-    await files.log.datasync();
+    // Positions past segment.recordCount are not visible to readers until the sync below is done.
     for (let k = from; k < to; k++) this.activePositions.push(segment.logBytes + batch.frameStarts[k]! - chunkStart);
     const entries = this.activePositions.encode(firstEntry, this.activePositions.length);
-    // The active .idx is rebuilt from the .log at every open, so it needs no sync of its own here.
-    await writeAll(files.idx, entries, segment.idxBytes);
+    // The active .idx is rebuilt from the .log at every open, so it needs no sync of its own and may be written
+    // alongside the .log: the high watermark then waits for one write and one sync, not a further write.
+    await Promise.all([writeAll(files.log, chunk, segment.logBytes), writeAll(files.idx, entries, segment.idxBytes)]);
+    await files.log.datasync();
+    this.tail = chunk.byteLength <= tailChunkBytesMax
+      ? { firstOffset: segment.baseOffset + segment.recordCount, count: to - from, logStart: segment.logBytes, bytes: chunk.slice() }
+      : null;
     segment.recordCount += to - from;
     segment.logBytes += chunk.byteLength;
     segment.idxBytes += entries.byteLength;
@@ -487,6 +513,7 @@ export class PartitionLog {
     const files = this.active;
     if (files === null) return;
     this.active = null;
+    this.tail = null;
     files.retired = true;
     await files.idx.close();
     if (files.readsInFlight === 0) await files.log.close();
