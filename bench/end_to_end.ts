@@ -167,6 +167,8 @@ class Ledger {
 
 class FlowState {
   phase: Phase = 'warmup';
+  /** performance.now() when the window opened; a message counts for the window when it was scheduled inside it. */
+  windowStartMs = Infinity;
   producing = true;
   consuming = true;
   due = 0;
@@ -217,7 +219,8 @@ function startProducer(flow: Flow, connections: HttpConnection[]): Promise<void>
   const backlog: Array<{ id: number; scheduledMs: number }> = [];
   let backlogHead = 0;
   const send = (connection: HttpConnection, id: number, scheduledMs: number): void => {
-    const counting = state.counting;
+    // Messages scheduled during the warm-up and sent late into the window stay out of the window's figures.
+    const counting = state.counting && scheduledMs >= state.windowStartMs;
     const latenessMs = performance.now() - scheduledMs;
     if (counting) {
       recordUs(state.latenessUs, latenessMs);
@@ -483,6 +486,7 @@ export async function runFlow(options: BenchOptions): Promise<FlowReport> {
   try {
     await Promise.race([sleep(options.warmupSec * 1000), serverExited]);
     [state.phase, windowStartMs] = ['measure', performance.now()];
+    state.windowStartMs = windowStartMs;
     cpu.start();
     await Promise.race([sleep(options.durationSec * 1000), serverExited]);
     cpu.end();

@@ -453,8 +453,9 @@ class OpenLoop {
     return null;
   }
 
+  /** Counts a request's send lateness when it was scheduled inside the window (not a warm-up leftover). */
   private noteSent(scheduledMs: number): void {
-    if (this.state.phase !== 'measure') return;
+    if (this.state.phase !== 'measure' || scheduledMs < this.state.windowStartMs) return;
     const latenessMs = performance.now() - scheduledMs;
     recordUs(this.latenessUs, latenessMs);
     if (latenessMs > lateThresholdMs) this.sentLate++;
