@@ -8,8 +8,8 @@ export const indexEntryBytes = 4;
 /** u32 entries: a segment's frames must start below 4 GiB, so segment_bytes is capped at this. */
 export const segmentPositionLimit = 2 ** 32;
 
-/** Positions start this many entries long and double; a small segment never reallocates. */
-const positionsInitial = 1024;
+/** Positions start this many entries long and double: an idle partition holds 256 B of them, not 4 KiB. */
+const positionsInitial = 64;
 
 /** A growable list of frame positions: compact (4 bytes per record) even for millions of records. */
 export class SegmentPositions {
