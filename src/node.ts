@@ -116,6 +116,10 @@ async function main(): Promise<void> {
   const server = new FrontServer(uws, services, lifecycle, authPool);
   const port = await server.listen(config['node.host'], config['node.port']);
   lifecycle.startupDone = true;
+  if (cluster.advertiseApi === '') {
+    const host = cluster.advertiseInternal.replace(/:\d+$/, '');
+    metadataThread.postMessage({ kind: 'apiAddress', address: `${host}:${port}` } satisfies ToMetadata);
+  }
   log.info({ port, host: config['node.host'], dataDir, nodeId, workers: workers.count }, 'listening');
   if (loginHint !== null) log.info(loginHint);
   else {
@@ -204,7 +208,8 @@ async function clusterThreadConfig(config: Config, nodeId: number): Promise<Clus
   const advertised = config['cluster.advertise'] === '' ? null : parseAdvertise(config['cluster.advertise']);
   const internalPort = config['cluster.internal_port'];
   const listen = { host: config['node.host'], port: internalPort };
-  const advertiseApi = advertised === null ? `${host}:${config['node.port']}` : `${advertised.api.host}:${advertised.api.port}`;
+  // Port 0 is known only once the listener is bound: the front reports it then ('apiAddress').
+  const advertiseApi = advertised !== null ? `${advertised.api.host}:${advertised.api.port}` : config['node.port'] === 0 ? '' : `${host}:${config['node.port']}`;
   const advertiseInternal = advertised?.internal === undefined ? `${advertised?.api.host ?? host}:${internalPort}` : `${advertised.internal.host}:${advertised.internal.port}`;
   const bootstrapMap = config['cluster.bootstrap'] === '' ? null : parseBootstrap(config['cluster.bootstrap']);
   const bootstrap: [number, { host: string; port: number }][] = bootstrapMap === null ? [[nodeId, { host, port: internalPort }]] : [...bootstrapMap];

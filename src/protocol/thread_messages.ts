@@ -16,6 +16,8 @@ export type ToMetadata =
   | { kind: 'members'; reqId: number }
   /** Front -> metadata: forget a dead member (POST /v1/cluster/members/{id}/forget); answered by 'forgetResult'. */
   | { kind: 'forget'; reqId: number; id: number }
+  /** Front -> metadata: the API listener's address once known (it was started on port 0 with no --advertise). */
+  | { kind: 'apiAddress'; address: string }
   /** Front -> metadata: close the log cleanly; answered by 'closed'. */
   | { kind: 'shutdown' };
 
@@ -200,7 +202,9 @@ export interface ClusterThreadConfig {
   join: PeerAddressData | null;
   /** Where the internal listener binds. */
   listen: PeerAddressData;
+  /** Empty until the front reports the bound port (API port 0 without --advertise). */
   advertiseApi: string;
+  /** With internal port 0 the thread fills in the bound port. */
   advertiseInternal: string;
   /** Empty for a one-node cluster. */
   secret: Uint8Array;

@@ -122,6 +122,9 @@ export class MetadataShell {
       case 'forget':
         void this.forget(message.id).then((reply) => this.post({ kind: 'forgetResult', reqId: message.reqId, ...reply }));
         return;
+      case 'apiAddress':
+        this.config.advertiseApi = message.address;
+        return;
       case 'shutdown':
         return this.onShutdown();
       default:
@@ -439,7 +442,7 @@ export class MetadataShell {
 
   /** Every node takes part in placement only once its member record (API address) is in the metadata. */
   private registerSelf(): void {
-    if (!this.caughtUp || this.selfRegistering || this.shutdownRequested) return;
+    if (!this.caughtUp || this.selfRegistering || this.shutdownRequested || this.config.advertiseApi === '') return;
     const own = this.state.members.get(this.config.nodeId);
     if (own !== undefined && own.apiAddress === this.config.advertiseApi && own.internalAddress === this.config.advertiseInternal) return;
     this.selfRegistering = true;

@@ -81,6 +81,7 @@ async function start(): Promise<void> {
       log: logger,
     });
     for (const [id, address] of config.bootstrap) if (id !== config.nodeId) transport.setPeer(id, address);
+    if (config.listen.port === 0) config.advertiseInternal = `${config.advertiseInternal.replace(/:\d+$/, '')}:${transport.port}`;
     log('info', { port: transport.port }, 'metadata: node-to-node listener open');
   }
   shell = new MetadataShell({
