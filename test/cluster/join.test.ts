@@ -71,3 +71,26 @@ t.test('every member record carries the API address its node listens on (port 0 
   }, 20_000);
   t.ok(ok, `api_address is 127.0.0.1:<bound port> for every member (got ${JSON.stringify((await cluster.members(1))?.map((m) => m.api_address))})`);
 });
+
+// A joined node's address lives only in the metadata (not in anyone's --bootstrap), and after compaction only in the
+// snapshot: a restart of every node must still reach it. (With port 0 every restarted node re-registers a new API
+// address, which also refreshes peers; the start-up refresh is what covers fixed ports.)
+t.test('after compaction, every node killed and restarted: the joined node is reached again and ready', async (t) => {
+  const cluster = await TestCluster.create(t, 3, ['--set', 'cluster.snapshot_entries=5']);
+  await cluster.startAll();
+  const leader = await cluster.agreedLeader(15_000);
+  if (leader === undefined) return t.fail('the 3 nodes agree on a leader within 15 s');
+  await cluster.join(4, leader);
+  t.ok(await eventually(async () => (await cluster.member(leader, 4))?.raft_voter === true, 20_000), 'node 4 becomes a voter');
+  for (let i = 0; i < 12; i++) {
+    t.ok(await cluster.postUntilCreated(leader, '/v1/topics', (attempt) => ({ name: `compact-${i}-${attempt}` }), 10_000), `topic ${i} created`);
+  }
+  t.ok(await cluster.readyzBecomes(4, 200, 15_000), 'node 4 ready before the restart');
+  for (const id of [1, 2, 3, 4]) await cluster.kill(id);
+  await Promise.all([1, 2, 3].map((id) => cluster.start(id)));
+  await cluster.join(4, 1);
+  t.ok(await cluster.readyzBecomes(4, 200, 20_000), 'the joined node answers /readyz 200 after the restart');
+  const listed = await eventually(async () => ((await cluster.client(4).get('/v1/topics?limit=100')).json() as { topics: unknown[] }).topics.length >= 12, 10_000);
+  t.ok(listed, 'it holds every topic');
+  t.ok(await eventually(async () => (await cluster.member(1, 4))?.liveness === 'alive', 10_000), 'node 1 sees it alive');
+});
