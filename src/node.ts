@@ -106,6 +106,9 @@ async function main(): Promise<void> {
   // A one-node cluster leads at once, so its root admin exists before it listens (the first screen shows how to
   // log in). A node of a larger cluster listens first: reads must answer even while no quorum exists.
   const loneNode = cluster.bootstrap.length <= 1 && cluster.join === null;
+  // Partitions are placed on members only: a lone node listens once its own member record is in, so its first
+  // topic create never finds no live member.
+  if (loneNode) await replica.whenMember(nodeId);
   const rootAdmin = async (): Promise<string> => {
     if (!config['security.enabled']) return 'security is off: no credentials needed';
     await replica.whenCaughtUp();

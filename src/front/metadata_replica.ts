@@ -41,6 +41,19 @@ export class MetadataReplica {
     while (this.clusterStatus?.caughtUp !== true) await new Promise<void>((resolve) => this.statusWaiters.push(resolve));
   }
 
+  /** Resolves once the member record of node id is applied here. */
+  whenMember(id: number): Promise<void> {
+    if (this.state.members.has(id)) return Promise.resolve();
+    return new Promise((resolve) => {
+      const listener: AppliedListener = (command) => {
+        if (command.type !== 'member.add' || command.member.id !== id) return;
+        this.listeners.splice(this.listeners.indexOf(listener), 1);
+        resolve();
+      };
+      this.listeners.push(listener);
+    });
+  }
+
   get ready(): boolean {
     return this.snapshotReceived;
   }

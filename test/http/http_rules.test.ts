@@ -147,8 +147,6 @@ t.test('query parameters: unknown ignored, known given twice 400', async (t) => 
 t.test('routes of later work answer 501 when authenticated, 401 otherwise', async (t) => {
   const json = { contentType: 'application/json' };
   const cases: Array<[string, string, string | undefined]> = [
-    ['POST', '/v1/cluster/members/n1/forget', '{}'],
-    ['GET', '/v1/cluster/members', undefined],
     ['POST', '/v1/topics/hr-topic/children', '{"child":"x"}'],
     ['GET', '/v1/topics/hr-topic/children', undefined],
   ];

@@ -442,7 +442,9 @@ export class MetadataShell {
 
   /** Every node takes part in placement only once its member record (API address) is in the metadata. */
   private registerSelf(): void {
-    if (!this.caughtUp || this.selfRegistering || this.shutdownRequested || this.config.advertiseApi === '') return;
+    // With API port 0 the first record has no API address yet (the listener waits for the record); it is recorded
+    // again once the front reports the bound port.
+    if (!this.caughtUp || this.selfRegistering || this.shutdownRequested) return;
     const own = this.state.members.get(this.config.nodeId);
     if (own !== undefined && own.apiAddress === this.config.advertiseApi && own.internalAddress === this.config.advertiseInternal) return;
     this.selfRegistering = true;
