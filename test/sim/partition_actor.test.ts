@@ -14,6 +14,7 @@ import {
   type PartitionCommand,
   type PartitionEffect,
 } from '../../workers/partition_actor.js';
+import { Prng } from '../helpers/prng.js';
 
 const seedCount = 20;
 const stepsPerSeed = 4000;
@@ -22,37 +23,6 @@ const visibilityTimeoutChoicesMs = [100, 250, 1000];
 const staleHandlesMax = 64;
 const heldHandlesMax = 256;
 
-/** mulberry32: a tiny, well-mixed 32-bit PRNG; the whole run derives from its seed. */
-class Prng {
-  private state: number;
-
-  constructor(seed: number) {
-    this.state = seed >>> 0;
-  }
-
-  next(): number {
-    this.state = (this.state + 0x6d2b79f5) >>> 0;
-    let z = this.state;
-    z = Math.imul(z ^ (z >>> 15), z | 1);
-    z ^= z + Math.imul(z ^ (z >>> 7), z | 61);
-    return ((z ^ (z >>> 14)) >>> 0) / 4294967296;
-  }
-
-  /** Integer in [low, high]. */
-  int(low: number, high: number): number {
-    return low + Math.floor(this.next() * (high - low + 1));
-  }
-
-  chance(p: number): boolean {
-    return this.next() < p;
-  }
-
-  pick<T>(items: readonly T[]): T {
-    const item = items[this.int(0, items.length - 1)];
-    if (item === undefined) throw new Error('pick from an empty list');
-    return item;
-  }
-}
 
 class SimFailure extends Error {}
 

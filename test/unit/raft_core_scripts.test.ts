@@ -21,9 +21,9 @@
 import t from 'tap';
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import type { LogEntry, RaftMessage, Ready } from '../../src/raft/core/raft.js';
+import type { LogEntry, Ready } from '../../src/raft/core/raft.js';
 import { Cluster, type NodeOptions } from '../sim/raft/cluster.js';
-import { entryKey } from '../sim/raft/shell.js';
+import { fmtEntry, fmtMessage } from '../sim/raft/describe.js';
 
 // Compiled to dist/test/unit; the scripts stay in the source tree.
 const scriptDir = fileURLToPath(new URL('../../../test/unit/raft_scripts/', import.meta.url));
@@ -65,33 +65,6 @@ function ids(list: string): number[] {
   const m = /^\((.*)\)$/.exec(list);
   if (m === null) throw new Error(`expected (a,b,...), got ${list}`);
   return (m[1] ?? '').split(',').filter((s) => s.trim() !== '').map(Number);
-}
-
-function fmtEntry(e: LogEntry): string {
-  return `${e.index}@${e.term} ${entryKey(e as LogEntry<string>).replace(/^\d+:/, '')}`;
-}
-
-function fmtMessage(m: RaftMessage): string {
-  const head = `${m.from}->${m.to} ${m.type} term ${m.term}`;
-  switch (m.type) {
-    case 'app':
-      return `${head} prev ${m.index}@${m.logTerm} commit ${m.commit} entries [${m.entries.map(fmtEntry).join(', ')}]`;
-    case 'appResp':
-      return m.reject ? `${head} reject ${m.index} hint ${m.rejectHint}@${m.logTerm}` : `${head} index ${m.index}`;
-    case 'heartbeat':
-      return `${head} commit ${m.commit}`;
-    case 'preVote':
-    case 'vote':
-      return `${head} last ${m.index}@${m.logTerm}${m.transfer ? ' transfer' : ''}`;
-    case 'preVoteResp':
-    case 'voteResp':
-      return `${head} ${m.reject ? 'reject' : 'grant'}`;
-    case 'snap':
-      return `${head} snapshot ${m.snapshot.index}@${m.snapshot.term} voters=(${m.snapshot.confState.voters.join(',')}) learners=(${m.snapshot.confState.learners.join(',')})`;
-    case 'heartbeatResp':
-    case 'timeoutNow':
-      return head;
-  }
 }
 
 function fmtReady(id: number, r: Ready<string>): string[] {

@@ -6,38 +6,10 @@
 // end it heals everything and requires a leader and a committed proposal within a bound of ticks (liveness).
 // A seed decides the whole run. Used by test/sim/raft_sim.test.ts (short run) and scripts/raft_sim.ts (long run).
 import type { LogEntry, RaftConfig, RaftMessage, Ready } from '../../../src/raft/core/raft.js';
+import { Prng } from '../../helpers/prng.js';
+import { fmtMessage } from './describe.js';
 import { SimShell, entryKey, initialStorage } from './shell.js';
 
-/** mulberry32: a tiny, well-mixed 32-bit PRNG; the whole run derives from its seed. */
-export class Prng {
-  private state: number;
-
-  constructor(seed: number) {
-    this.state = seed >>> 0;
-  }
-
-  next(): number {
-    this.state = (this.state + 0x6d2b79f5) >>> 0;
-    let z = this.state;
-    z = Math.imul(z ^ (z >>> 15), z | 1);
-    z ^= z + Math.imul(z ^ (z >>> 7), z | 61);
-    return ((z ^ (z >>> 14)) >>> 0) / 4294967296;
-  }
-
-  int(low: number, high: number): number {
-    return low + Math.floor(this.next() * (high - low + 1));
-  }
-
-  chance(p: number): boolean {
-    return this.next() < p;
-  }
-
-  pick<T>(items: readonly T[]): T {
-    const item = items[Math.floor(this.next() * items.length)];
-    if (item === undefined) throw new Error('pick from an empty list');
-    return item;
-  }
-}
 
 export interface SimOptions {
   seed: number;
@@ -329,7 +301,7 @@ export class RaftSimulation {
     const shell = this.shells.get(m.to);
     if (shell === undefined || !shell.up) return;
     if (this.groups.size > 0 && this.groups.get(m.from) !== this.groups.get(m.to)) return;
-    if (this.trace !== null) this.log(`deliver ${describe(m)}`);
+    if (this.trace !== null) this.log(`deliver ${fmtMessage(m)}`);
     shell.node().step(m);
     this.afterEvent(m.to);
   }
@@ -490,28 +462,6 @@ export class RaftSimulation {
       return `${id}:${s.role}@${s.term} lead ${s.leader} commit ${s.commit} applied ${s.applied} last ${s.lastIndex} conf ${JSON.stringify(s.confState)}`;
     });
     violation(`liveness: no proposal committed on every member within ${this.options.livenessTicks} ticks of healing; ${states.join('; ')}`);
-  }
-}
-
-export function describe(m: RaftMessage): string {
-  const head = `${m.from}->${m.to} ${m.type} t${m.term}`;
-  switch (m.type) {
-    case 'app':
-      return `${head} prev ${m.index}@${m.logTerm} commit ${m.commit} [${m.entries.map((e) => `${e.index}@${e.term}`).join(' ')}]`;
-    case 'appResp':
-      return `${head} ${m.reject ? `reject ${m.index} hint ${m.rejectHint}@${m.logTerm}` : `ok ${m.index}`}`;
-    case 'heartbeat':
-      return `${head} commit ${m.commit}`;
-    case 'preVote':
-    case 'vote':
-      return `${head} last ${m.index}@${m.logTerm}${m.transfer ? ' transfer' : ''}`;
-    case 'preVoteResp':
-    case 'voteResp':
-      return `${head} ${m.reject ? 'reject' : 'grant'}`;
-    case 'snap':
-      return `${head} snapshot ${m.snapshot.index}@${m.snapshot.term}`;
-    default:
-      return head;
   }
 }
 
