@@ -30,23 +30,7 @@ import type {
   SoftState,
 } from './types.js';
 
-export type {
-  ConfChange,
-  ConfState,
-  EntryPayload,
-  HardState,
-  LogEntry,
-  ProgressStatus,
-  RaftConfig,
-  RaftMessage,
-  RaftMessageType,
-  RaftRole,
-  RaftStatus,
-  Ready,
-  RestoredState,
-  Snapshot,
-  SoftState,
-} from './types.js';
+export type * from './types.js';
 export { RaftInvariantError } from './assert.js';
 
 const defaultMaxEntriesPerAppend = 64;
