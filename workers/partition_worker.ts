@@ -136,6 +136,7 @@ class PartitionWorker {
       case 'proposalApplied':
       case 'membersResult':
       case 'forgetResult':
+      case 'caughtUpResult':
       case 'clusterStatus':
       case 'closed':
         // Answers to the front's requests and shutdown travel on the front's port, never here.

@@ -27,6 +27,7 @@ export class MetadataReplica {
   private readonly recentResults = new Map<number, ApplyResult>();
   private readonly memberRequests = new Map<number, (members: MemberView[]) => void>();
   private readonly forgetRequests = new Map<number, (answer: { status: number; error?: string }) => void>();
+  private readonly catchUpRequests = new Map<number, (ok: boolean) => void>();
   /** The latest leader and readiness view of the metadata thread (spec §4 /readyz, members). */
   clusterStatus: ClusterStatus | null = null;
 
@@ -91,6 +92,22 @@ export class MetadataReplica {
       this.memberRequests.set(reqId, resolve);
       this.thread.postMessage({ kind: 'members', reqId } satisfies ToMetadata);
     });
+  }
+
+  /** The topic a change names (spec §5): one this replica lacks is looked up again after catching up with the leader,
+   *  404 if still missing, 503 (Retry-After: 2) if the leader could not be reached to confirm. */
+  async topicForChange(name: string): Promise<TopicRecord> {
+    const known = this.state.topics.get(name);
+    if (known !== undefined) return known;
+    const reqId = this.nextReqId++;
+    const caughtUp = await new Promise<boolean>((resolve) => {
+      this.catchUpRequests.set(reqId, resolve);
+      this.thread.postMessage({ kind: 'catchUp', reqId } satisfies ToMetadata);
+    });
+    const found = this.state.topics.get(name);
+    if (found !== undefined) return found;
+    if (!caughtUp) throw new BrokerError(503, `topic ${name} is not known here and the leader could not be reached to confirm`, { 'Retry-After': '2' });
+    throw errors.topicNotFound(name);
   }
 
   /** POST /v1/cluster/members/{id}/forget; the metadata thread runs it on the leader. */
@@ -161,6 +178,10 @@ export class MetadataReplica {
       case 'forgetResult':
         this.forgetRequests.get(message.reqId)?.({ status: message.status, ...(message.error === undefined ? {} : { error: message.error }) });
         this.forgetRequests.delete(message.reqId);
+        return;
+      case 'caughtUpResult':
+        this.catchUpRequests.get(message.reqId)?.(message.ok);
+        this.catchUpRequests.delete(message.reqId);
         return;
       case 'clusterStatus':
         this.clusterStatus = message.status;

@@ -16,6 +16,8 @@ export type ToMetadata =
   | { kind: 'members'; reqId: number }
   /** Front -> metadata: forget a dead member (POST /v1/cluster/members/{id}/forget); answered by 'forgetResult'. */
   | { kind: 'forget'; reqId: number; id: number }
+  /** Front -> metadata: catch this replica up with the leader's commit index; answered by 'caughtUpResult'. */
+  | { kind: 'catchUp'; reqId: number }
   /** Front -> metadata: the API listener's address once known (it was started on port 0 with no --advertise). */
   | { kind: 'apiAddress'; address: string }
   /** Front -> metadata: close the log cleanly; answered by 'closed'. */
@@ -69,6 +71,8 @@ export type FromMetadata =
   | { kind: 'proposeFailed'; reqId: number; status: number; error: string; retryAfterSeconds?: number }
   | { kind: 'membersResult'; reqId: number; members: MemberView[] }
   | { kind: 'forgetResult'; reqId: number; status: number; error?: string }
+  /** ok: every entry the leader had committed when asked is applied here (and so posted to the front before this). */
+  | { kind: 'caughtUpResult'; reqId: number; ok: boolean }
   /** Metadata -> front: leader, role and readiness changed (also sent once a second). */
   | { kind: 'clusterStatus'; status: ClusterStatus }
   /** Metadata -> front: answer to shutdown, the log is closed. */

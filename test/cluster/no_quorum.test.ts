@@ -53,6 +53,17 @@ t.test('2 of 3 down: writes 503 with Retry-After, reads 200, readyz 503; one bac
     t.comment(`${what}: ${res.status} Retry-After ${res.headers['retry-after']} ${res.text}`);
   }
 
+  // Spec §5: a change naming a topic this node lacks is looked up again after catching up with the leader; with no
+  // leader to ask, that is a 503 (Retry-After: 2), not a 404.
+  for (const [what, write] of [
+    ['PATCH unknown topic', () => cluster.client(survivor).patch('/v1/topics/nq-unknown', { retention_ms: 3_600_000 }, { timeoutMs: 10_000 })],
+    ['DELETE unknown topic', () => cluster.client(survivor).delete('/v1/topics/nq-unknown', { timeoutMs: 10_000 })],
+  ] as const) {
+    const res = await write();
+    assertError(t, res, 503, 'leader could not be reached', what);
+    t.equal(res.headers['retry-after'], '2', `${what}: Retry-After: 2`);
+  }
+
   // Reads from the local replica.
   const list = await cluster.client(survivor).get('/v1/topics');
   t.equal(list.status, 200, 'GET /v1/topics: 200');

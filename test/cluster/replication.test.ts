@@ -100,4 +100,12 @@ t.test('PATCH and DELETE sent to a follower take effect on every node', async (t
   t.ok(await cluster.statusOnAll('/v1/topics/rep-delete', 404, 10_000), 'the topic is gone on every node (404)');
   t.ok(await cluster.statusOnAll('/v1/users/rep-gone', 404, 10_000), 'the user is gone on every node (404)');
   assertError(t, await cluster.client(leader).delete('/v1/topics/rep-delete'), 404, undefined, 'a second delete on the leader: 404');
+  // Spec §5: a follower that lacks a topic catches up with the leader before it answers 404.
+  assertError(t, await cluster.client(other).patch('/v1/topics/rep-never', { retention_ms: 3_600_000 }), 404, 'rep-never', 'PATCH of a topic nobody has, on a follower: 404 after catching up');
+  // A topic created on the leader and changed at once through a follower: never a false 404.
+  for (let i = 0; i < 5; i++) {
+    t.equal((await cluster.client(leader).post('/v1/topics', { name: `rep-race-${i}` })).status, 201);
+    const res = await cluster.client(other).patch(`/v1/topics/rep-race-${i}`, { retention_ms: 3_600_000 });
+    t.equal(res.status, 200, `PATCH rep-race-${i} on a follower right after its create on the leader: 200 (${res.text.slice(0, 120)})`);
+  }
 });

@@ -159,7 +159,7 @@ export function topicHandlers(services: FrontServices) {
   }
 
   async function onPatchTopic(ctx: RequestContext): Promise<Reply> {
-    const topic = replica.topic(ctx.param(0));
+    const topic = await replica.topicForChange(ctx.param(0));
     requireTopic.manage(ctx.user, topic);
     const body = parseJsonObject(await ctx.body(), patchFields);
     if (Object.keys(body).length === 0) throw errors.badRequest('body: send at least one field');
@@ -191,7 +191,7 @@ export function topicHandlers(services: FrontServices) {
   }
 
   async function onDeleteTopic(ctx: RequestContext): Promise<Reply> {
-    const topic = replica.topic(ctx.param(0));
+    const topic = await replica.topicForChange(ctx.param(0));
     requireTopic.manage(ctx.user, topic);
     const force = ctx.query.get('force');
     if (force !== undefined && force !== 'true' && force !== 'false') throw errors.invalid('force', 'must be true or false');

@@ -122,6 +122,9 @@ export class MetadataShell {
       case 'forget':
         void this.forget(message.id).then((reply) => this.post({ kind: 'forgetResult', reqId: message.reqId, ...reply }));
         return;
+      case 'catchUp':
+        void this.catchUpWithLeader().then((ok) => this.post({ kind: 'caughtUpResult', reqId: message.reqId, ok }));
+        return;
       case 'apiAddress':
         this.config.advertiseApi = message.address;
         return;
@@ -555,6 +558,30 @@ export class MetadataShell {
         this.catchUpAsking = false;
       },
     );
+  }
+
+  /** Spec §5: a topic a change names but this replica lacks is looked up again after catching up with the leader.
+   *  Resolves true once this node applied the leader's commit index as it was when asked (at once on the leader),
+   *  false when the leader cannot be asked or this node does not get there within the proposal timeout. */
+  private async catchUpWithLeader(): Promise<boolean> {
+    const status = this.core.status();
+    if (status.role === 'leader') return true;
+    if (status.leader === 0 || this.transport === null) return false;
+    let target: number;
+    try {
+      const reply = (await this.transport.request(status.leader, { kind: 'commitIndex' } satisfies PeerRequest, 2_000)) as CommitIndexReply;
+      if (!reply.ok) return false;
+      target = reply.commit;
+    } catch {
+      return false;
+    }
+    const deadlineMs = Date.now() + proposalTimeoutMs;
+    // Bounded by the deadline; applied entries arrive through the ready loop meanwhile.
+    while (this.appliedIndex < target) {
+      if (Date.now() >= deadlineMs || this.closing) return false;
+      await new Promise((resolve) => setTimeout(resolve, this.config.tickMs));
+    }
+    return true;
   }
 
   private postStatus(nowMs: number): void {
