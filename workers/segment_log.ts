@@ -4,6 +4,8 @@
 // createEmpty, then stage/flush/read/retain in any order (flush and retain one at a time), then close or
 // destroy. Offsets below highWatermark are fdatasynced and never change meaning, not even after a crash;
 // retention removes whole segments from the old end, and next_offset.mark keeps the tail when none is left.
+// While open, the active .log keeps zeros written and synced past its last frame (zeroFill*); a roll and a clean
+// close cut them, so sealed segments end at their last frame.
 import assert from 'node:assert/strict';
 import { open, readdir, readFile, rename, rm, unlink, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -16,6 +18,7 @@ import { arrayHeaderBytes, binBytes, MsgpackWriter, uintBytes } from '../src/pro
 import { parseSegmentFileName, segmentPath } from './partition_dirs.js';
 import { indexEntryBytes, indexEntryRead, segmentPositionLimit, SegmentPositions } from './segment_index.js';
 import { dirCreateDurably, dirSync, writeAll } from '../src/util/durable_fs.js';
+import { ZeroFill } from '../src/util/zero_fill.js';
 
 /** A record as answered (StoredRecordView) plus where it came from: ingress sequence of its frame and its position
  *  in that frame, which together identify a replayed record. */
@@ -24,7 +27,9 @@ export interface StoredRecord extends StoredRecordView {
   ingressIndex: number;
 }
 
-/** The partition statistics of spec §2 but the index, which the worker adds; sizeBytes counts .log and .idx. */
+/** The partition statistics of spec §2 but the index, which the worker adds. sizeBytes counts the bytes of the
+ *  records' frames in the .log files and of their .idx entries: the logical size, which is what the files hold once
+ *  sealed or closed. The active .log also holds zeros ahead of its end while open (zeroFill*), not counted. */
 export type PartitionLogStats = Omit<PartitionStatsView, 'index'>;
 
 export interface IngressPosition {
@@ -41,6 +46,14 @@ const packr = new Packr({ useRecords: false, moreTypes: false });
  *  so a consumer that keeps up reads the records it was just woken for without a file read. Bounds the memory per
  *  partition; bigger chunks (batch produce) are read from the file. */
 const tailChunkBytesMax = 16 * 1024;
+/** Zeros written ahead of the active .log's end (src/util/zero_fill.ts), so a flush round's write overwrites blocks
+ *  the file owns and its fdatasync needs no journal commit. A partition's first fill is small (one written to once
+ *  keeps 32 KiB of zeros), each later one doubles up to the most; all fills of a worker share one buffer of zeros,
+ *  and each fill opens and closes its own handle, so an open partition holds no further descriptor. */
+const zeroFillFirstChunkBytes = 32 * 1024;
+const zeroFillChunkBytesMax = 1024 * 1024;
+/** Rounds bigger than this (batch produce) start no fill: their sync is dominated by their own data. */
+const zeroFillRoundBytesMax = 64 * 1024;
 /** Recovery reads a log in windows of this size: bounded memory per partition, few reads per segment. */
 const recoveryScanWindowBytes = 4 * 1024 * 1024;
 /** First staging buffer; it doubles as records arrive and is dropped after each flush. */
@@ -75,6 +88,8 @@ interface Segment {
 interface ActiveFiles {
   log: FileHandle;
   idx: FileHandle;
+  /** Built at the first flush into this segment: a partition never written to fills nothing. */
+  zeroFill: ZeroFill | null;
   readsInFlight: number;
   retired: boolean;
 }
@@ -377,19 +392,29 @@ export class PartitionLog {
     return stats;
   }
 
-  /** Closes the files. Records still staged are dropped: the caller flushes first unless destroying. */
+  /** Closes the files, cutting the active .log's zero tail. Records still staged are dropped: the caller flushes
+   *  first unless destroying. */
   async close(): Promise<void> {
-    assert(!this.flushing, 'close during a flush');
-    assert(!this.retaining, 'close during a retain');
-    if (this.closed) return;
-    this.closed = true;
-    await this.activeFilesRetire();
+    await this.closeFiles(true);
   }
 
   /** Closes and removes the partition directory (topic deleted). */
   async destroy(): Promise<void> {
-    await this.close();
+    await this.closeFiles(false);
     await rm(this.dir, { recursive: true, force: true });
+  }
+
+  /** For tests: resolves once the active .log's zero fill in flight (if any) is done. */
+  async zeroFillIdle(): Promise<void> {
+    await this.active?.zeroFill?.idle();
+  }
+
+  private async closeFiles(cutZeros: boolean): Promise<void> {
+    assert(!this.flushing, 'close during a flush');
+    assert(!this.retaining, 'close during a retain');
+    if (this.closed) return;
+    this.closed = true;
+    await this.activeFilesRetire(cutZeros ? (this.segments.at(-1)?.logBytes ?? null) : null);
   }
 
   private invariantsCheck(): void {
@@ -421,7 +446,7 @@ export class PartitionLog {
   private async retainOldestDelete(): Promise<void> {
     const segment = this.segments.shift();
     assert(segment !== undefined, 'retain deletes more segments than exist');
-    if (this.segments.length === 0) await this.activeFilesRetire();
+    if (this.segments.length === 0) await this.activeFilesRetire(null);
     // .log first: an interrupted removal leaves a lone .idx, which open() removes.
     await unlink(segmentPath(this.dir, segment.baseOffset, 'log'));
     await unlink(segmentPath(this.dir, segment.baseOffset, 'idx'));
@@ -471,6 +496,16 @@ export class PartitionLog {
     // Positions past segment.recordCount are not visible to readers until the sync below is done.
     for (let k = from; k < to; k++) this.activePositions.push(segment.logBytes + batch.frameStarts[k]! - chunkStart);
     const entries = this.activePositions.encode(firstEntry, this.activePositions.length);
+    const zeroFill = (files.zeroFill ??= new ZeroFill({
+      path: segmentPath(this.dir, segment.baseOffset, 'log'),
+      fileBytes: segment.logBytes,
+      limitBytes: this.segmentBytesMax,
+      chunkBytes: zeroFillChunkBytesMax,
+      firstChunkBytes: zeroFillFirstChunkBytes,
+      handlePerFill: true,
+    }));
+    // Data only ever overwrites zeros that are synced, or grows the file: never races a fill.
+    await zeroFill.reserve(segment.logBytes + chunk.byteLength);
     // The active .idx is rebuilt from the .log at every open, so it needs no sync of its own and may be written
     // alongside the .log: the high watermark then waits for one write and one sync, not a further write.
     await Promise.all([writeAll(files.log, chunk, segment.logBytes), writeAll(files.idx, entries, segment.idxBytes)]);
@@ -486,6 +521,7 @@ export class PartitionLog {
       last: batch.timestampsSec[to - 1]!,
     };
     this.highWatermarkValue = segment.baseOffset + segment.recordCount;
+    if (chunk.byteLength <= zeroFillRoundBytesMax) zeroFill.extendIfLow(segment.logBytes);
     this.invariantsCheck();
   }
 
@@ -497,7 +533,7 @@ export class PartitionLog {
     const idx = await open(segmentPath(this.dir, baseOffset, 'idx'), 'wx+');
     await dirSync(this.dir);
     this.segments.push({ baseOffset, recordCount: 0, logBytes: 0, idxBytes: 0, timestampsSec: null });
-    this.active = { log, idx, readsInFlight: 0, retired: false };
+    this.active = { log, idx, zeroFill: null, readsInFlight: 0, retired: false };
     this.activePositions = new SegmentPositions();
   }
 
@@ -505,16 +541,27 @@ export class PartitionLog {
     const files = this.active!;
     // open() trusts a sealed segment's .idx when consistent, so it must be durable before the roll.
     await files.idx.sync();
-    await this.activeFilesRetire();
+    // A sealed segment ends at its last frame (open() takes its size for the end of its data), and the cut must be
+    // durable before the next segment exists.
+    await this.activeFilesRetire(this.segments.at(-1)!.logBytes);
     await this.segmentCreate(baseOffset);
   }
 
-  private async activeFilesRetire(): Promise<void> {
+  /** Closes the active files. cutZerosAt: the .log's data end, to cut the zero tail at (a roll, a clean close);
+   *  null when the file is about to be removed. */
+  private async activeFilesRetire(cutZerosAt: number | null): Promise<void> {
     const files = this.active;
     if (files === null) return;
     this.active = null;
     this.tail = null;
     files.retired = true;
+    if (files.zeroFill !== null) {
+      await files.zeroFill.close();
+      if (cutZerosAt !== null && files.zeroFill.fileBytes > cutZerosAt) {
+        await files.log.truncate(cutZerosAt);
+        await files.log.sync();
+      }
+    }
     await files.idx.close();
     if (files.readsInFlight === 0) await files.log.close();
   }
@@ -531,7 +578,8 @@ export class PartitionLog {
     return low;
   }
 
-  /** Scans the last segment, drops a torn or corrupt tail, and rebuilds its index. */
+  /** Scans the last segment, drops a torn or corrupt tail (and the zeros a crash left ahead of its end: a frame
+   *  length of 0 ends the scan), and rebuilds its index. */
   private async openActiveRecover(baseOffset: number): Promise<void> {
     const log = await open(segmentPath(this.dir, baseOffset, 'log'), 'r+');
     const positions = new SegmentPositions();
@@ -558,7 +606,7 @@ export class PartitionLog {
       firstRecord === null || lastRecord === null ? null : { first: firstRecord.timestampSec, last: lastRecord.timestampSec };
     const recordCount = positions.length;
     this.segments.push({ baseOffset, recordCount, logBytes: validBytes, idxBytes: entries.byteLength, timestampsSec });
-    this.active = { log, idx, readsInFlight: 0, retired: false };
+    this.active = { log, idx, zeroFill: null, readsInFlight: 0, retired: false };
     this.activePositions = positions;
     this.nextOffsetValue = baseOffset + positions.length;
     this.highWatermarkValue = this.nextOffsetValue;

@@ -21,11 +21,18 @@ export interface ZeroFillOptions {
   fileBytes: number;
   /** No zeros past this size (a log rolls to a new file there). */
   limitBytes: number;
-  /** Bytes of zeros per fill: one write and one fdatasync. */
+  /** Most bytes of zeros per fill: one write and one fdatasync. */
   chunkBytes: number;
+  /** Bytes of the first fill (default chunkBytes); each later fill doubles the one before, up to chunkBytes, so a
+   *  file written to once holds a small zero tail and a busy one a large one. */
+  firstChunkBytes?: number;
+  /** Open the fill's handle for each fill and close it after (default: keep it open until close): for callers
+   *  with thousands of files, which must not hold a further descriptor each. */
+  handlePerFill?: boolean;
 }
 
-/** One buffer of zeros per chunk size for every fill of the thread (thousands of partitions may each have one). */
+/** One buffer of zeros per largest chunk size for every fill of the thread (thousands of partitions may each have
+ *  one ZeroFill; they share it, so memory does not grow per file). */
 const zerosByChunkBytes = new Map<number, Uint8Array>();
 
 function zerosOf(bytes: number): Uint8Array {
@@ -42,10 +49,19 @@ export class ZeroFill {
   private fill: Promise<void> | null = null;
   private handle: FileHandle | null = null;
   private stopped = false;
+  /** Size of the last fill (0 before the first): the next starts once less than half of it is left. */
+  private lastChunkBytes = 0;
 
   constructor(private readonly options: ZeroFillOptions) {
+    const first = options.firstChunkBytes ?? options.chunkBytes;
+    if (!(first > 0 && first <= options.chunkBytes)) throw new Error(`zero fill: first chunk ${first} out of range`);
     this.preparedBytes = options.fileBytes;
     this.syncedBytes = options.fileBytes;
+  }
+
+  /** Resolves once no fill is in flight (for tests: the file's size is then fileBytes). */
+  async idle(): Promise<void> {
+    if (this.fill !== null) await this.fill;
   }
 
   /** The file's size once the fills in flight are done: data end plus the zero tail. */
@@ -59,13 +75,17 @@ export class ZeroFill {
     if (dataEnd > this.preparedBytes) this.preparedBytes = dataEnd;
   }
 
-  /** Call after a data sync: starts the next fill when less than half a chunk of zeros is left past dataEnd. */
+  /** Call after a data sync: starts the next fill when less than half the last fill's zeros is left past dataEnd. */
   extendIfLow(dataEnd: number): void {
     if (this.stopped || this.fill !== null) return;
-    if (this.preparedBytes - dataEnd >= this.options.chunkBytes / 2) return;
+    if (this.lastChunkBytes > 0 && this.preparedBytes - dataEnd >= this.lastChunkBytes / 2) return;
+    const chunkBytes = this.lastChunkBytes === 0
+      ? (this.options.firstChunkBytes ?? this.options.chunkBytes)
+      : Math.min(this.options.chunkBytes, this.lastChunkBytes * 2);
     const from = this.preparedBytes;
-    const bytes = Math.min(this.options.chunkBytes, this.options.limitBytes - from);
+    const bytes = Math.min(chunkBytes, this.options.limitBytes - from);
     if (bytes <= 0) return;
+    this.lastChunkBytes = chunkBytes;
     this.preparedBytes = from + bytes;
     this.fill = this.fillRun(from, bytes).then(
       () => {
@@ -89,9 +109,16 @@ export class ZeroFill {
   }
 
   private async fillRun(from: number, bytes: number): Promise<void> {
-    this.handle ??= await open(this.options.path, 'r+');
-    // Shared by concurrent fills: only ever read, never written.
-    await writeAll(this.handle, zerosOf(this.options.chunkBytes).subarray(0, bytes), from);
-    await this.handle.datasync();
+    const handle = (this.handle ??= await open(this.options.path, 'r+'));
+    try {
+      // Shared by concurrent fills: only ever read, never written.
+      await writeAll(handle, zerosOf(this.options.chunkBytes).subarray(0, bytes), from);
+      await handle.datasync();
+    } finally {
+      if (this.options.handlePerFill === true) {
+        this.handle = null;
+        await handle.close();
+      }
+    }
   }
 }

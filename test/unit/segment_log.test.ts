@@ -2,7 +2,7 @@
 // Method: a real partition directory in a temp dir; stage, flush, read back, reopen, and damage files
 // (truncate, flip a byte, drop a sealed .idx) to check that recovery keeps offsets meaning one record.
 import t, { type Test } from 'tap';
-import { mkdtemp, readdir, rm, stat, truncate, unlink, readFile, writeFile } from 'node:fs/promises';
+import { cp, mkdtemp, readdir, rm, stat, truncate, unlink, readFile, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PartitionLog, type StoredRecord } from '../../workers/segment_log.js';
@@ -47,7 +47,8 @@ async function expectRecord(t: Test, log: PartitionLog, offset: number, i: numbe
 /** Record frames are 61 or 67 bytes (40-byte payload, key or not): two fit, a third never does. */
 const segmentBytesSmall = 150;
 
-/** Sum of the sizes of every file in dir. */
+/** Sum of the sizes of every file in dir. While a log is open its active .log also holds zeros ahead of its end,
+ *  so this equals stats().sizeBytes (the records' bytes) once the log is closed. */
 async function dirBytes(dir: string): Promise<number> {
   let total = 0;
   for (const name of await readdir(dir)) total += (await stat(join(dir, name))).size;
@@ -80,8 +81,9 @@ t.test('stage, flush and read round trip', async (t) => {
   const stats = log.stats();
   t.equal(stats.segments, 1);
   t.equal(stats.oldestSegmentAtSec, 1_700_000_000);
-  t.equal(stats.sizeBytes, await dirBytes(dir), 'sizeBytes is what the files hold');
-  t.same(await readdir(dir), ['00000000000000000000.idx', '00000000000000000000.log']);
+  t.same((await readdir(dir)).sort(), ['00000000000000000000.idx', '00000000000000000000.log']);
+  await log.close();
+  t.equal(stats.sizeBytes, await dirBytes(dir), 'sizeBytes is what the files hold once closed');
 });
 
 t.test('one flush at a time, and records staged during a flush wait for the next', async (t) => {
@@ -119,9 +121,14 @@ t.test('segments roll at segmentBytesMax and reads cross them', async (t) => {
     t.equal(idxBytes, (next - base) * 4, `dense index of segment ${base}`);
   }
   for (let i = 0; i < 7; i++) await expectRecord(t, log, i, i, i === 5 ? 300 : 40);
+  for (const base of bases.slice(0, -1)) {
+    const logBytes = (await stat(join(dir, segmentFileName(base, 'log')))).size;
+    t.ok(logBytes <= segmentBytesSmall || base === 5, `sealed segment ${base} ends at its last frame (${logBytes} B)`);
+  }
   const stats = log.stats();
   t.equal(stats.segments, 5);
   t.equal(stats.nextOffset, 7);
+  await log.close();
   t.equal(stats.sizeBytes, await dirBytes(dir));
 });
 
@@ -138,7 +145,7 @@ t.test('reopen restores offsets, lastIngress and reads from sealed segments', as
   t.equal(log.oldestOffset, 0);
   t.same(log.lastIngress, { seq: 104, index: 0 });
   t.equal(log.stats().oldestSegmentAtSec, 1_700_000_000);
-  t.equal(log.stats().sizeBytes, await dirBytes(dir));
+  t.equal(log.stats().sizeBytes, await dirBytes(dir), 'the close cut the zero tail; nothing is filled before a flush');
   for (let i = 0; i < 5; i++) await expectRecord(t, log, i, i);
   t.equal(log.stage(record(5)), 5);
   await log.flush();
@@ -194,7 +201,9 @@ t.test('a truncated tail is dropped at reopen and appends continue at its offset
   t.equal(log.stage(record(3)), 3);
   await log.flush();
   for (let i = 0; i < 4; i++) await expectRecord(t, log, i, i);
-  t.equal(log.stats().sizeBytes, await dirBytes(dir));
+  const sizeBytes = log.stats().sizeBytes;
+  await log.close();
+  t.equal(sizeBytes, await dirBytes(dir));
 });
 
 t.test('a flipped byte in the last frame fails its crc and is dropped', async (t) => {
@@ -210,7 +219,67 @@ t.test('a flipped byte in the last frame fails its crc and is dropped', async (t
   t.equal(log.stage(record(3)), 3);
   await log.flush();
   await expectRecord(t, log, 3, 3);
-  t.equal((await stat(lastLog)).size, log.stats().sizeBytes - 4 * 4, '.log holds exactly four frames again');
+  const sizeBytes = log.stats().sizeBytes;
+  await log.close();
+  t.equal((await stat(lastLog)).size, sizeBytes - 4 * 4, '.log holds exactly four frames again');
+});
+
+t.test('the active .log keeps synced zeros ahead of its end; a crash leaves them, a close cuts them', async (t) => {
+  const dir = await tempDir(t);
+  const log = await PartitionLog.open({ dir, segmentBytesMax: 1024 * 1024 });
+  t.teardown(() => log.close());
+  const logPath = join(dir, segmentFileName(0, 'log'));
+  for (let i = 0; i < 3; i++) log.stage(record(i));
+  await log.flush();
+  await log.zeroFillIdle();
+  const dataBytes = log.stats().sizeBytes - 3 * 4;
+  const filled = (await stat(logPath)).size;
+  t.ok(filled > dataBytes, `zeros follow the frames once written to (${filled} > ${dataBytes} B)`);
+  t.same([...(await readFile(logPath)).subarray(dataBytes)].filter((b) => b !== 0), [], 'past the frames: only zeros');
+  for (let i = 3; i < 6; i++) log.stage(record(i));
+  await log.flush();
+  await log.zeroFillIdle();
+  t.equal((await stat(logPath)).size, filled, 'the next round overwrote zeros: the file did not grow');
+  t.equal(log.stats().sizeBytes, 61 + 67 + 61 + 67 + 61 + 67 + 6 * 4, 'sizeBytes counts frames and index entries only');
+  // kill -9 now: the copy is what the disk holds, zero tail included.
+  const crashed = `${dir}-crashed`;
+  await cp(dir, crashed, { recursive: true });
+  t.teardown(() => rm(crashed, { recursive: true, force: true }));
+  const reopened = await PartitionLog.open({ dir: crashed, segmentBytesMax: 1024 * 1024 });
+  t.equal(reopened.highWatermark, 6, 'a zero tail reads as the end of the log');
+  for (let i = 0; i < 6; i++) await expectRecord(t, reopened, i, i);
+  t.equal(reopened.stage(record(6)), 6);
+  await reopened.flush();
+  await expectRecord(t, reopened, 6, 6);
+  await reopened.close();
+  await log.close();
+  t.equal(await dirBytes(dir), log.stats().sizeBytes, 'a clean close leaves no zeros');
+  t.equal((await stat(logPath)).size, log.stats().sizeBytes - 6 * 4);
+});
+
+t.test('a frame torn inside the zero tail drops by crc', async (t) => {
+  const dir = await tempDir(t);
+  const log = await PartitionLog.open({ dir, segmentBytesMax: 1024 * 1024 });
+  for (let i = 0; i < 2; i++) log.stage(record(i));
+  await log.flush();
+  await log.zeroFillIdle();
+  const logPath = join(dir, segmentFileName(0, 'log'));
+  const dataBytes = log.stats().sizeBytes - 2 * 4;
+  const crashed = `${dir}-crashed`;
+  await cp(dir, crashed, { recursive: true });
+  t.teardown(() => rm(crashed, { recursive: true, force: true }));
+  await log.close();
+  // The next round's frame reached the disk only in part: its header and half its body over the zeros.
+  const frame = (await readFile(logPath)).subarray(0, 61);
+  const crashedLog = join(crashed, segmentFileName(0, 'log'));
+  const bytes = await readFile(crashedLog);
+  t.ok(bytes.byteLength > dataBytes + 61, 'the copy holds a zero tail');
+  bytes.set(frame.subarray(0, 40), dataBytes);
+  await writeFile(crashedLog, bytes);
+  const reopened = await PartitionLog.open({ dir: crashed, segmentBytesMax: 1024 * 1024 });
+  t.teardown(() => reopened.close());
+  t.equal(reopened.highWatermark, 2);
+  t.equal((await stat(crashedLog)).size, dataBytes, 'recovery cut the torn frame and the zeros after it');
 });
 
 t.test('a last segment torn to nothing takes lastIngress from the sealed one before it', async (t) => {

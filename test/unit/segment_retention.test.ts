@@ -4,11 +4,12 @@
 // Method: a real partition directory in a temp dir with tiny segments (two records each) and records
 // whose timestampSec values are chosen per test; the disk is compared with stats() after every step.
 import t, { type Test } from 'tap';
-import { cp, mkdtemp, readdir, rm, stat, unlink, writeFile } from 'node:fs/promises';
+import { cp, mkdtemp, readdir, readFile, rm, stat, unlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PartitionLog, type StoredRecord } from '../../workers/segment_log.js';
 import { parseSegmentFileName, segmentFileName } from '../../workers/partition_dirs.js';
+import { scanFrames } from '../../src/util/frame.js';
 
 async function tempDir(t: Test): Promise<string> {
   const dir = await mkdtemp(join(tmpdir(), 'segment-retention-'));
@@ -45,17 +46,28 @@ async function logOpen(t: Test, dir: string): Promise<PartitionLog> {
   return log;
 }
 
-/** Base offsets of the .log files on disk, and the bytes of every .log and .idx. */
-async function segmentFiles(dir: string): Promise<{ bases: number[]; bytes: number }> {
+/** Base offsets of the .log files on disk, and the bytes of every .idx and of every .log's frames: the active .log
+ *  may hold zeros past its last frame while open (zero fill), which the frame scan stops at and which are not
+ *  counted; zeroTails counts the .log files that hold more than their frames. */
+async function segmentFiles(dir: string): Promise<{ bases: number[]; bytes: number; zeroTails: number[] }> {
   const bases: number[] = [];
+  const zeroTails: number[] = [];
   let bytes = 0;
   for (const name of await readdir(dir)) {
     const parsed = parseSegmentFileName(name);
     if (parsed === null) continue;
-    if (parsed.kind === 'log') bases.push(parsed.baseOffset);
-    bytes += (await stat(join(dir, name))).size;
+    if (parsed.kind === 'idx') {
+      bytes += (await stat(join(dir, name))).size;
+      continue;
+    }
+    bases.push(parsed.baseOffset);
+    const content = await readFile(join(dir, name));
+    const frameBytes = scanFrames(content).validBytes;
+    if (content.subarray(frameBytes).some((b) => b !== 0)) throw new Error(`${name}: bytes past its frames that are not zeros`);
+    if (frameBytes < content.byteLength) zeroTails.push(parsed.baseOffset);
+    bytes += frameBytes;
   }
-  return { bases: bases.sort((a, b) => a - b), bytes };
+  return { bases: bases.sort((a, b) => a - b), bytes, zeroTails };
 }
 
 /** stats() against the files: segment count, bytes, and oldestOffset is the oldest file's base. */
@@ -63,8 +75,9 @@ async function statsMatchFiles(t: Test, log: PartitionLog, dir: string): Promise
   const files = await segmentFiles(dir);
   const stats = log.stats();
   t.equal(stats.segments, files.bases.length, 'segments is the .log files on disk');
-  t.equal(stats.sizeBytes, files.bytes, 'sizeBytes is what the segment files hold');
+  t.equal(stats.sizeBytes, files.bytes, 'sizeBytes is the bytes of the frames and index entries');
   t.equal(stats.oldestOffset, files.bases[0] ?? stats.nextOffset, 'oldestOffset is the oldest file base');
+  t.ok(files.zeroTails.every((base) => base === files.bases.at(-1)), 'only the active segment holds zeros past its frames');
 }
 
 async function expectReadable(t: Test, log: PartitionLog, offset: number, timestampSec: number): Promise<void> {
