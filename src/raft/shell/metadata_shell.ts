@@ -1,39 +1,31 @@
 // The metadata thread's shell around the pure Raft core: it persists each Ready in SQLite before sending its
 // messages, applies committed entries to the authoritative MetadataState and broadcasts them to the front and the
 // workers, drives ticks from a timer, sends Raft traffic over the node-to-node transport, forwards writes taken on
-// a follower to the leader, places partition owners (leader), adds joining nodes as learners and promotes them once
-// caught up, and answers the members and forget routes. One instance per node, on the metadata thread.
+// a follower to the leader, places partition owners (leader), tracks readiness, and hands leadership over when it
+// stops; membership (joins, liveness, members, forget) is membership.ts. One instance per node, metadata thread.
 import assert from 'node:assert/strict';
 import type { MessagePort } from 'node:worker_threads';
 import type { LogEntry, RaftMessage, RaftNode, Ready } from '../core/raft.js';
 import { encodeMetadataSnapshot, decodeMetadataSnapshot } from '../metadata/snapshot.js';
 import { fillOwners, PlacementError } from '../metadata/placement.js';
-import { applyCommand, partitionsOwnedBy, type MetadataCommand, type MetadataState } from '../metadata/state.js';
+import { applyCommand, type MetadataCommand, type MetadataState } from '../metadata/state.js';
 import {
   assertNever,
   type ClusterStatus,
   type ClusterThreadConfig,
   type CommittedEntry,
   type FromMetadata,
-  type MemberView,
   type ToMetadata,
 } from '../../protocol/thread_messages.js';
-import type { CommitIndexReply, ForgetReply, JoinReply, PeerMessage, PeerRequest, ProposeReply } from '../../protocol/peer_messages.js';
-import { ApplyWaiters, type ApplyOutcome } from './apply_waiters.js';
+import type { CommitIndexReply, PeerMessage, PeerRequest, ProposeReply } from '../../protocol/peer_messages.js';
+import { ApplyWaiters } from './apply_waiters.js';
 import { Liveness } from './liveness.js';
+import { Membership } from './membership.js';
+import { applyFailure, forwardTimeoutMs, leaderUnreachableRetryAfterSeconds, proposalTimeoutMs } from './proposal_outcomes.js';
 import type { SqliteRaftStorage } from './storage_sqlite.js';
 import { TransportError, type PeerTransport } from './transport/peer_transport.js';
 
-/** How long a write waits to be applied (or forwarded and applied) before it is answered 503. */
-const proposalTimeoutMs = 5_000;
-/** A follower waits for the leader's answer a little longer than the leader waits for its commit, so a leader that
- *  could not commit says so instead of the follower guessing "unreachable". */
-const forwardTimeoutMs = proposalTimeoutMs + 2_000;
-/** Spec §7/§8: "leader unreachable" and "committed but unconfirmed" both carry Retry-After: 2. */
-const leaderUnreachableRetryAfterSeconds = 2;
-const livenessBroadcastMs = 1_000;
 const statusRepostMs = 1_000;
-const joinRetryMs = 1_000;
 
 type ProposalSettle = (reply: ProposeReply) => void;
 
@@ -77,10 +69,7 @@ export class MetadataShell {
   private catchUpAsking = false;
   private lastStatusJson = '';
   private lastStatusPostMs = 0;
-  private lastLivenessMs = 0;
-  private joining: boolean;
-  private lastJoinAttemptMs = 0;
-  private selfRegistering = false;
+  private readonly membership: Membership;
   private readonly onFrontMessageBound = (message: ToMetadata): void => this.onFrontMessage(message);
 
   constructor(private readonly deps: ShellDeps) {
@@ -91,8 +80,19 @@ export class MetadataShell {
     this.snapshotIndex = deps.snapshotIndex;
     this.config = deps.config;
     this.transport = deps.transport;
-    this.joining = deps.joining;
     this.liveness = new Liveness(deps.config.nodeId, deps.config.deadAfterMs);
+    this.membership = new Membership({
+      core: this.core, config: this.config, transport: this.transport, liveness: this.liveness,
+      state: () => this.state,
+      caughtUp: () => this.caughtUp,
+      stopping: () => this.shutdownRequested,
+      log: deps.log,
+      kick: () => this.kick(),
+      proposeLocally: (command, settle) => this.proposeLocally(command, settle),
+      proposeInternal: (command) => this.proposeInternal(command),
+      waitApplied: (index, term) =>
+        new Promise((resolve) => this.waiters.wait(index, term, this.appliedIndex, Date.now() + proposalTimeoutMs, resolve)),
+    }, deps.joining);
   }
 
   start(): void {
@@ -101,7 +101,7 @@ export class MetadataShell {
     if (this.appliedIndex >= this.deps.startCommit) this.broadcastSnapshot();
     // Members that joined after founding are known only from the metadata: their addresses must reach the transport
     // before anything is sent to them.
-    this.refreshPeers();
+    this.membership.refreshPeers();
     this.deps.front.on('message', this.onFrontMessageBound);
     // A lone voter need not wait an election timeout to lead: nobody else could win or object.
     const conf = this.core.status().confState;
@@ -118,9 +118,9 @@ export class MetadataShell {
       case 'propose':
         return this.onFrontPropose(message.reqId, message.command);
       case 'members':
-        return this.post({ kind: 'membersResult', reqId: message.reqId, members: this.memberViews() });
+        return this.post({ kind: 'membersResult', reqId: message.reqId, members: this.membership.memberViews() });
       case 'forget':
-        void this.forget(message.id).then((reply) => this.post({ kind: 'forgetResult', reqId: message.reqId, ...reply }));
+        void this.membership.forget(message.id).then((reply) => this.post({ kind: 'forgetResult', reqId: message.reqId, ...reply }));
         return;
       case 'catchUp':
         void this.catchUpWithLeader().then((ok) => this.post({ kind: 'caughtUpResult', reqId: message.reqId, ok }));
@@ -162,9 +162,9 @@ export class MetadataShell {
       case 'propose':
         return this.proposeAsLeader(request.command);
       case 'join':
-        return this.onJoinRequest(request);
+        return this.membership.onJoinRequest(request);
       case 'forget':
-        return this.forget(request.id);
+        return this.membership.forget(request.id);
       case 'commitIndex': {
         const status = this.core.status();
         const reply: CommitIndexReply = status.role === 'leader' ? { ok: true, commit: status.commit } : { ok: false, error: 'not the leader' };
@@ -181,14 +181,8 @@ export class MetadataShell {
     this.core.tick();
     const nowMs = Date.now();
     this.waiters.expire(nowMs);
-    const status = this.core.status();
-    if (status.role === 'leader') {
-      this.leaderDuties(nowMs);
-    } else if (this.joining) {
-      this.tryJoin(nowMs);
-    }
+    this.membership.tick(nowMs);
     this.catchUp();
-    this.registerSelf();
     this.postStatus(nowMs);
     this.kick();
   }
@@ -246,7 +240,7 @@ export class MetadataShell {
     this.snapshotIndex = index;
     this.waiters.snapshotInstalled(index);
     this.broadcastSnapshot();
-    this.refreshPeers();
+    this.membership.refreshPeers();
     this.deps.log('info', { index }, 'metadata: installed a snapshot from the leader');
   }
 
@@ -265,7 +259,7 @@ export class MetadataShell {
       this.currentProposals = proposals;
       this.waiters.applied(entry.index, entry.term);
       this.currentProposals = null;
-      if (command?.type === 'member.add' || command?.type === 'member.forget') this.refreshPeers();
+      if (command?.type === 'member.add' || command?.type === 'member.forget') this.membership.refreshPeers();
       // A leader has caught up once an entry of its own term is applied: everything before it is then applied too.
       if (status.role === 'leader' && entry.term === status.term) this.caughtUp = true;
     }
@@ -339,7 +333,7 @@ export class MetadataShell {
   private proposeLocally(command: MetadataCommand, settle: ProposalSettle, reqId?: number): void {
     let placed: MetadataCommand;
     try {
-      placed = fillOwners(this.state, command, this.liveMemberIds());
+      placed = fillOwners(this.state, command, this.membership.liveMemberIds());
     } catch (err) {
       if (err instanceof PlacementError) return settle({ ok: false, status: 503, error: 'no live node can take new partitions' });
       throw err;
@@ -375,164 +369,6 @@ export class MetadataShell {
     return this.transport
       .request(status.leader, { kind: 'propose', command } satisfies PeerRequest, forwardTimeoutMs)
       .then((raw) => raw as ProposeReply, (err: unknown) => ({ ok: false as const, status: 503, error: String(err) }));
-  }
-
-  // ------------------------------------------------------------------------------------------------
-  // Membership
-
-  private leaderDuties(nowMs: number): void {
-    if (this.transport !== null && nowMs - this.lastLivenessMs >= livenessBroadcastMs) {
-      this.lastLivenessMs = nowMs;
-      const message: PeerMessage = { kind: 'liveness', term: this.core.status().term, heardAgoMs: this.liveness.leaderViewToSend(nowMs) };
-      const conf = this.core.status().confState;
-      for (const id of [...conf.voters, ...conf.learners]) if (id !== this.config.nodeId) this.transport.send(id, message);
-    }
-    // A learner becomes a voter once it holds everything committed (thesis §4.2.1: catch up before voting).
-    const status = this.core.status();
-    for (const learner of status.confState.learners) {
-      const progress = status.progress?.[learner];
-      if (progress !== undefined && progress.match >= status.commit) {
-        const result = this.core.proposeConfChange({ type: 'addVoter', node: learner });
-        if (!('refused' in result)) this.deps.log('info', { node: learner, index: result.index }, 'metadata: promoting a caught-up learner to voter');
-        break;
-      }
-    }
-  }
-
-  private tryJoin(nowMs: number): void {
-    const conf = this.core.status().confState;
-    if (conf.voters.includes(this.config.nodeId) || conf.learners.includes(this.config.nodeId)) {
-      this.joining = false;
-      this.deps.log('info', { nodeId: this.config.nodeId }, 'metadata: joined the cluster');
-      return;
-    }
-    const join = this.config.join;
-    if (join === null || this.transport === null || nowMs - this.lastJoinAttemptMs < joinRetryMs) return;
-    this.lastJoinAttemptMs = nowMs;
-    const request: PeerRequest = { kind: 'join', id: this.config.nodeId, apiAddress: this.config.advertiseApi, internalAddress: this.config.advertiseInternal };
-    this.transport.requestAt(join, request, joinRetryMs * 3).then(
-      ({ from, reply }) => {
-        this.transport?.setPeer(from, join);
-        const answer = reply as JoinReply;
-        if (!answer.ok) this.deps.log('warn', { join, error: answer.error }, 'metadata: join refused for now; retrying');
-      },
-      (err: unknown) => this.deps.log('warn', { join, err: String(err) }, 'metadata: join request failed; retrying'),
-    );
-  }
-
-  private async onJoinRequest(request: Extract<PeerRequest, { kind: 'join' }>): Promise<JoinReply> {
-    const status = this.core.status();
-    if (status.role !== 'leader') {
-      if (status.leader === 0 || this.transport === null) return { ok: false, error: 'no leader' };
-      return (await this.transport.request(status.leader, request, forwardTimeoutMs)) as JoinReply;
-    }
-    const address = parseAddress(request.internalAddress);
-    if (!Number.isSafeInteger(request.id) || request.id < 1 || address === null) return { ok: false, error: 'join request: bad id or internal address' };
-    this.transport?.setPeer(request.id, address);
-    const conf = status.confState;
-    if (conf.voters.includes(request.id) || conf.learners.includes(request.id)) return { ok: true };
-    const change = this.core.proposeConfChange({ type: 'addLearner', node: request.id });
-    if ('refused' in change) return { ok: false, error: `membership change refused: ${change.refused}` };
-    // Its address goes into the metadata at once, so a later leader can reach the learner too.
-    const member = { id: request.id, apiAddress: request.apiAddress, internalAddress: request.internalAddress, addedAtMs: Date.now() };
-    this.proposeLocally({ type: 'member.add', member }, (reply) => {
-      if (!reply.ok) this.deps.log('warn', { node: request.id, error: reply.error }, 'metadata: recording a joining node failed; it records itself once caught up');
-    });
-    this.deps.log('info', { node: request.id, index: change.index }, 'metadata: adding a joining node as a learner');
-    this.kick();
-    return { ok: true };
-  }
-
-  /** Every node takes part in placement only once its member record (API address) is in the metadata. */
-  private registerSelf(): void {
-    // With API port 0 the first record has no API address yet (the listener waits for the record); it is recorded
-    // again once the front reports the bound port.
-    if (!this.caughtUp || this.selfRegistering || this.shutdownRequested) return;
-    const own = this.state.members.get(this.config.nodeId);
-    if (own !== undefined && own.apiAddress === this.config.advertiseApi && own.internalAddress === this.config.advertiseInternal) return;
-    this.selfRegistering = true;
-    const member = { id: this.config.nodeId, apiAddress: this.config.advertiseApi, internalAddress: this.config.advertiseInternal, addedAtMs: Date.now() };
-    void this.proposeInternal({ type: 'member.add', member }).then((reply) => {
-      this.selfRegistering = false;
-      if (!reply.ok) this.deps.log('warn', { error: reply.error }, 'metadata: registering this node as a member failed; retrying');
-    });
-  }
-
-  private refreshPeers(): void {
-    if (this.transport === null) return;
-    for (const member of this.state.members.values()) {
-      if (member.id === this.config.nodeId) continue;
-      const address = parseAddress(member.internalAddress);
-      if (address !== null) this.transport.setPeer(member.id, address);
-    }
-  }
-
-  private liveMemberIds(): number[] {
-    const nowMs = Date.now();
-    const isLeader = this.core.status().role === 'leader';
-    return [...this.state.members.keys()].filter((id) => this.liveness.alive(id, isLeader, nowMs));
-  }
-
-  private memberViews(): MemberView[] {
-    const nowMs = Date.now();
-    const status = this.core.status();
-    const isLeader = status.role === 'leader';
-    const ids = new Set<number>([...this.state.members.keys(), ...status.confState.voters, ...status.confState.learners]);
-    return [...ids].sort((a, b) => a - b).map((id) => {
-      const record = this.state.members.get(id);
-      const ago = this.liveness.heardAgoMs(id, isLeader, nowMs);
-      return {
-        id,
-        apiAddress: record?.apiAddress ?? '',
-        internalAddress: record?.internalAddress ?? '',
-        alive: this.liveness.alive(id, isLeader, nowMs),
-        voter: status.confState.voters.includes(id),
-        learner: status.confState.learners.includes(id),
-        leader: status.leader === id,
-        partitionsOwned: partitionsOwnedBy(this.state, id),
-        heartbeatAgeSeconds: ago === null ? null : Math.round(ago / 100) / 10,
-      };
-    });
-  }
-
-  /** Spec §4 forget: run on the leader (forwarded there), with its 409 rules. */
-  private async forget(id: number): Promise<ForgetReply> {
-    const status = this.core.status();
-    if (status.role !== 'leader') {
-      if (status.leader === 0 || this.transport === null) return { status: 503, error: 'no leader to write metadata' };
-      try {
-        return (await this.transport.request(status.leader, { kind: 'forget', id } satisfies PeerRequest, proposalTimeoutMs * 2)) as ForgetReply;
-      } catch {
-        return { status: 503, error: 'leader unreachable' };
-      }
-    }
-    const conf = status.confState;
-    const inConf = conf.voters.includes(id) || conf.learners.includes(id);
-    if (!inConf && !this.state.members.has(id)) return { status: 404, error: `member ${id} not found` };
-    const nowMs = Date.now();
-    if (this.liveness.alive(id, true, nowMs)) return { status: 409, error: `member ${id} is alive: only a dead member can be forgotten` };
-    const owned = partitionsOwnedBy(this.state, id);
-    if (owned > 0) return { status: 409, error: `member ${id} owns ${owned} partitions` };
-    if (conf.voters.includes(id)) {
-      const remaining = conf.voters.filter((voter) => voter !== id);
-      const alive = remaining.filter((voter) => this.liveness.alive(voter, true, nowMs)).length;
-      if (alive < Math.floor(remaining.length / 2) + 1) {
-        return { status: 409, error: `forgetting member ${id} could break quorum: ${alive} of the remaining ${remaining.length} voters are alive` };
-      }
-    }
-    if (inConf) {
-      const change = this.core.proposeConfChange({ type: 'removeVoter', node: id });
-      if ('refused' in change) return { status: 503, error: `membership change refused for now: ${change.refused}` };
-      this.kick();
-      const outcome = await new Promise<ApplyOutcome>((resolve) => this.waiters.wait(change.index, change.term, this.appliedIndex, Date.now() + proposalTimeoutMs, resolve));
-      if (outcome !== 'applied') return { status: 503, error: applyFailure(outcome).error };
-    }
-    if (this.state.members.has(id)) {
-      const reply = await new Promise<ProposeReply>((resolve) => this.proposeLocally({ type: 'member.forget', id }, resolve));
-      if (!reply.ok) return { status: reply.status, error: reply.error };
-    }
-    this.transport?.removePeer(id);
-    return { status: 204 };
   }
 
   // ------------------------------------------------------------------------------------------------
@@ -667,25 +503,4 @@ export class MetadataShell {
   private post(message: FromMetadata): void {
     this.deps.front.postMessage(message);
   }
-}
-
-function applyFailure(outcome: Exclude<ApplyOutcome, 'applied'>): Extract<ProposeReply, { ok: false }> {
-  switch (outcome) {
-    case 'superseded':
-      return { ok: false, status: 503, error: 'leadership changed before the change committed; nothing changed', retryAfterSeconds: 1 };
-    case 'timeout':
-      return { ok: false, status: 503, error: 'the change was not confirmed within 5 s (no quorum?); read back before resending', retryAfterSeconds: leaderUnreachableRetryAfterSeconds };
-    case 'closed':
-      // The entry is in the log and may still commit elsewhere: the client must not resend blindly.
-      return { ok: false, status: 503, error: 'this node stopped before it could confirm the change: it may be committed; read back, do not resend', retryAfterSeconds: leaderUnreachableRetryAfterSeconds };
-    default:
-      return assertNever(outcome);
-  }
-}
-
-function parseAddress(text: string): { host: string; port: number } | null {
-  const match = /^(.+):(\d{1,5})$/.exec(text);
-  if (match === null) return null;
-  const port = Number(match[2]);
-  return port > 0 && port <= 65535 ? { host: match[1]!.replace(/^\[|\]$/g, ''), port } : null;
 }
