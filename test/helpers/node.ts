@@ -65,6 +65,8 @@ export async function startNode(options: NodeOptions = {}): Promise<StartedNode>
     function done(error: Error | null, value?: number): void {
       clearTimeout(timer);
       clearInterval(poll);
+      // A node that never listened is nobody's to tear down: it must not outlive the test.
+      if (error && child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
       if (error) reject(error);
       else resolve(value!);
     }
