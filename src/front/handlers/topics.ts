@@ -4,7 +4,7 @@ import { randomBytes } from 'node:crypto';
 import { limits } from '../../config.js';
 import { errors } from '../../errors.js';
 import type { TopicChanges, TopicRecord } from '../../raft/metadata/state.js';
-import type { PartitionStatsView } from '../../protocol/thread_messages.js';
+import type { MemberView, PartitionStatsView } from '../../protocol/thread_messages.js';
 import { canReadTopic, requireTopic } from '../access.js';
 import { workerFailure } from '../dispatch.js';
 import { optionalInteger, optionalString, parseJsonObject } from '../json_body.js';
@@ -128,13 +128,16 @@ export function topicHandlers(services: FrontServices) {
     const local = partitions.filter((p) => topic.owners[p] === services.nodeId);
     const remote = partitions.filter((p) => topic.owners[p] !== services.nodeId);
     const stats = await partitionStats(topic, local);
-    const liveness = remote.length === 0 ? new Map<number, boolean>() : new Map((await replica.members()).map((m) => [m.id, m.alive]));
+    const members = remote.length === 0 ? new Map<number, MemberView>() : new Map((await replica.members()).map((m) => [m.id, m]));
     const statsJson = partitions.map((p) => {
       const owner = topic.owners[p];
       const own = stats.find((s) => s.index === p);
       if (own !== undefined) return partitionStatsJson(own, String(owner));
-      const alive = owner === undefined ? undefined : liveness.get(owner);
-      return placeholderStatsJson(p, owner === undefined ? '' : String(owner), owner === undefined ? 'unassigned' : alive === false ? 'dead' : 'unreachable');
+      if (owner === undefined) return placeholderStatsJson(p, '', 'unassigned');
+      const member = members.get(owner);
+      // No heartbeat age: this node has no liveness view of the owner yet (spec §2: unknown).
+      const liveness = member === undefined || member.heartbeatAgeSeconds === null ? 'unknown' : member.alive ? 'unreachable' : 'dead';
+      return placeholderStatsJson(p, String(owner), liveness);
     });
     return jsonReply(200, {
       ...topicJson(topic, true),

@@ -42,6 +42,11 @@ export class Liveness {
     return ago + (nowMs - view.receivedAtMs);
   }
 
+  /** A follower has heard the leader's view at least once. */
+  hasLeaderView(): boolean {
+    return this.leaderView !== null;
+  }
+
   alive(id: number, isLeader: boolean, nowMs: number): boolean {
     if (id === this.selfId) return true;
     const ago = this.heardAgoMs(id, isLeader, nowMs);

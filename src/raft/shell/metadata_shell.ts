@@ -379,7 +379,8 @@ export class MetadataShell {
     if (this.caughtUp) return;
     const status = this.core.status();
     if (this.catchUpTarget !== null) {
-      if (this.appliedIndex >= this.catchUpTarget) this.caughtUp = true;
+      // Ready also means this node can tell who is alive: the leader's liveness view has arrived.
+      if (this.appliedIndex >= this.catchUpTarget && this.liveness.hasLeaderView()) this.caughtUp = true;
       return;
     }
     if (status.role === 'leader' || status.leader === 0 || this.transport === null || this.catchUpAsking) return;
