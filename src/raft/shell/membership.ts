@@ -23,6 +23,7 @@ export interface MembershipHost {
   readonly liveness: Liveness;
   /** The authoritative state (replaced when a snapshot is installed, so read it each time). */
   state(): MetadataState;
+  /** The replica applied what the leader had committed when this node started. */
   caughtUp(): boolean;
   stopping(): boolean;
   log(level: 'info' | 'warn' | 'error', fields: object, msg: string): void;

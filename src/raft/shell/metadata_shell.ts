@@ -63,6 +63,9 @@ export class MetadataShell {
   private closing = false;
   private tickTimer: NodeJS.Timeout | null = null;
   private leaderHeardAtMs = 0;
+  /** This replica applied what the leader had committed when this node started. */
+  private metadataCaughtUp = false;
+  /** Ready (spec §4 /readyz): caught up, and on a follower the leader's liveness view has arrived too. */
   private caughtUp = false;
   /** The leader's commit index when this follower asked after starting; caught up once applied reaches it. */
   private catchUpTarget: number | null = null;
@@ -84,7 +87,7 @@ export class MetadataShell {
     this.membership = new Membership({
       core: this.core, config: this.config, transport: this.transport, liveness: this.liveness,
       state: () => this.state,
-      caughtUp: () => this.caughtUp,
+      caughtUp: () => this.metadataCaughtUp,
       stopping: () => this.shutdownRequested,
       log: deps.log,
       kick: () => this.kick(),
@@ -261,7 +264,10 @@ export class MetadataShell {
       this.currentProposals = null;
       if (command?.type === 'member.add' || command?.type === 'member.forget') this.membership.refreshPeers();
       // A leader has caught up once an entry of its own term is applied: everything before it is then applied too.
-      if (status.role === 'leader' && entry.term === status.term) this.caughtUp = true;
+      if (status.role === 'leader' && entry.term === status.term) {
+        this.metadataCaughtUp = true;
+        this.caughtUp = true;
+      }
     }
     if (!this.snapshotSent) {
       if (this.appliedIndex >= this.deps.startCommit) this.broadcastSnapshot();
@@ -380,7 +386,8 @@ export class MetadataShell {
     const status = this.core.status();
     if (this.catchUpTarget !== null) {
       // Ready also means this node can tell who is alive: the leader's liveness view has arrived.
-      if (this.appliedIndex >= this.catchUpTarget && this.liveness.hasLeaderView()) this.caughtUp = true;
+      if (this.appliedIndex >= this.catchUpTarget) this.metadataCaughtUp = true;
+      if (this.metadataCaughtUp && this.liveness.hasLeaderView()) this.caughtUp = true;
       return;
     }
     if (status.role === 'leader' || status.leader === 0 || this.transport === null || this.catchUpAsking) return;
