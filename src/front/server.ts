@@ -76,11 +76,7 @@ export class FrontServer {
     const health = healthHandlers(this.services, this.lifecycle);
     const cluster = clusterHandlers(this.services);
     // Routes of later work answer 501 once the caller passed the route's access check (spec §5 permissions).
-    const topicOf = (name: string) => {
-      const topic = this.services.replica.state.topics.get(name);
-      if (topic === undefined) throw errors.topicNotFound(name);
-      return topic;
-    };
+    const topicOf = (name: string) => this.services.replica.topic(name);
     // NOTES 8: with security off only the v3.2.0 remote items answer 403; with it on they need admin.
     const remoteLater: Handler = (ctx) => {
       if (!this.security) throw new BrokerError(403, 'remotes need security on');
