@@ -500,3 +500,42 @@ t.test('cluster flags: ids, addresses and their relations', async (t) => {
     'config: cluster.secret_file and cluster.bootstrap: a node of a multi-node cluster needs the cluster secret (give --cluster-secret-file)');
   t.equal((await load(['--node-id', '1', '--bootstrap', '1=h:1'])).config['cluster.bootstrap'], '1=h:1', 'a one-voter bootstrap needs no secret');
 });
+
+t.test('cluster flags: every bad id, address and bound is refused, naming key, source and rule', async (t) => {
+  const nodeIdRule = 'must be 0 or an integer from 1 to 65535';
+  for (const text of ['65536', '-1', '', '1.5']) {
+    t.equal(await loadError(['--node-id', text]), `config: cluster.node_id (from --node-id): ${nodeIdRule}`, `--node-id ${JSON.stringify(text)}`);
+  }
+  t.equal(await loadError([], { SVC_CLUSTER_NODE_ID: '70000' }), `config: cluster.node_id (from SVC_CLUSTER_NODE_ID): ${nodeIdRule}`);
+  t.equal((await load(['--node-id', '0'])).config['cluster.node_id'], 0, '0 means the stored id');
+  for (const text of ['65536', 'x']) {
+    t.equal(await loadError(['--internal-port', text]), 'config: cluster.internal_port (from --internal-port): must be an integer from 0 to 65535');
+  }
+  const bootstrapRule = 'config: cluster.bootstrap (from --bootstrap): must be empty or id=host:port,... with distinct positive ids';
+  for (const text of ['0=h:1', '65536=h:1', '1=h:1,', '1=h', '1=:7943', 'h:1', '1=h:70000', '1=h:1,01=h:2']) {
+    t.equal(await loadError(['--node-id', '1', '--bootstrap', text, '--cluster-secret-file', '/x']), bootstrapRule, `--bootstrap ${text}`);
+  }
+  t.equal(await loadError(['--bootstrap', '1=h:1']),
+    "config: cluster.bootstrap and cluster.node_id: the bootstrap list must name this node's id (give --node-id)",
+    'a bootstrap without --node-id does not take node id 0 as a member');
+  for (const text of [':7943', 'h:70000', 'h:1,h:2', 'h']) {
+    t.equal(await loadError(['--node-id', '2', '--join', text, '--cluster-secret-file', '/x']),
+      'config: cluster.join (from --join): must be empty or host:port', `--join ${text}`);
+  }
+  t.equal(await loadError(['--node-id', '2', '--join', 'h:1']),
+    'config: cluster.secret_file and cluster.bootstrap: a node of a multi-node cluster needs the cluster secret (give --cluster-secret-file)',
+    'a joining node needs the secret too');
+  for (const text of [':1', 'h:1,', 'h:1,:2', 'h', 'h:1,h:70000']) {
+    t.equal(await loadError(['--advertise', text]),
+      'config: cluster.advertise (from --advertise): must be empty or host:port[,host:port] (API address, then internal address)', `--advertise ${text}`);
+  }
+  const bounds: [string, string, string][] = [
+    ['SVC_CLUSTER_TICK_INTERVAL', '5ms', 'cluster.tick_interval'], ['SVC_CLUSTER_TICK_INTERVAL', '2s', 'cluster.tick_interval'],
+    ['SVC_CLUSTER_ELECTION_TICKS', '2', 'cluster.election_ticks'], ['SVC_CLUSTER_ELECTION_TICKS', '1001', 'cluster.election_ticks'],
+    ['SVC_CLUSTER_MEMBER_DEAD_AFTER', '499ms', 'cluster.member_dead_after'], ['SVC_CLUSTER_MEMBER_DEAD_AFTER', '11m', 'cluster.member_dead_after'],
+    ['SVC_CLUSTER_SNAPSHOT_ENTRIES', '1', 'cluster.snapshot_entries'], ['SVC_CLUSTER_SNAPSHOT_ENTRIES', '10000001', 'cluster.snapshot_entries'],
+  ];
+  for (const [name, value, key] of bounds) {
+    t.equal(await loadError([], { [name]: value }), `config: ${key} (from ${name}): ${settings[key as keyof typeof settings].rule}`, `${name}=${value}`);
+  }
+});
