@@ -5,7 +5,7 @@
 // without credentials (NOTES 8).
 // Method: black box on a started node as the root admin.
 import t from 'tap';
-import { startNodeFor, type StartedNode } from '../helpers/node.js';
+import { basicAuth, startNodeFor, type StartedNode } from '../helpers/node.js';
 import { Client, assertError, pollUntil } from '../helpers/http.js';
 
 let node: StartedNode;
@@ -38,7 +38,9 @@ t.test('members: this node alone, alive, voter and leader, with its address and 
   t.equal(self.raft_leader, true);
   t.equal(self.decommissioning, false);
   t.equal(self.seconds_since_heartbeat, 0, 'the leader hears itself');
-  t.ok(Number(self.partitions_owned) >= 5, `owns every partition (${String(self.partitions_owned)})`);
+  t.equal(self.partitions_owned, 5, 'owns every partition of the one topic');
+  t.equal(self.partitions_moving_off, 0);
+  t.equal(self.status_error, undefined, 'no detail asked: no status report field');
   t.same(self.decommission_blocked_reasons, []);
 
   const topic = (await root.get('/v1/topics/cr-owned')).json() as { partition_stats: { owner_node: string; status: string }[]; partial?: boolean };
@@ -46,14 +48,21 @@ t.test('members: this node alone, alive, voter and leader, with its address and 
   t.equal(topic.partial, undefined, 'a complete answer has no partial field');
 
   t.equal((await root.get('/v1/cluster/members?detail=false')).status, 200);
-  t.equal((await root.get('/v1/cluster/members?detail=true')).status, 200);
-  assertError(t, await root.get('/v1/cluster/members?detail=yes'), 400, 'detail');
+  const detailed = await root.get('/v1/cluster/members?detail=true');
+  t.equal(detailed.status, 200, detailed.text);
+  const detailedMembers = (detailed.json() as { members: Record<string, unknown>[] }).members;
+  t.same(detailedMembers.map((m) => [m.id, m.liveness]), [['1', 'alive']], 'detail=true lists the same member');
+  t.equal(detailedMembers[0]?.status_error, undefined, 'the answering node reports on itself: no status_error');
+  for (const bad of ['yes', '', 'TRUE', '1', 'true%20']) {
+    assertError(t, await root.get(`/v1/cluster/members?detail=${bad}`), 400, 'detail', `detail=${bad}`);
+  }
 });
 
 t.test('forget: 400 for a non-id, 404 unknown, 409 for an alive member; each audited', async (t) => {
   const post = (id: string) => root.post(`/v1/cluster/members/${id}/forget`, {});
   assertError(t, await post('abc'), 400, 'id');
   assertError(t, await post('0'), 400, 'id');
+  for (const bad of ['65536', '123456', '-1', '1.5', '1e3', '%20']) assertError(t, await post(bad), 400, 'id', `forget ${bad}`);
   assertError(t, await post('7'), 404, 'member 7 not found');
   assertError(t, await post('1'), 409, 'alive');
   const audited = await pollUntil(async () => {
@@ -64,6 +73,8 @@ t.test('forget: 400 for a non-id, 404 unknown, 409 for an alive member; each aud
   const parsed = (audited ?? []).map((line) => JSON.parse(line) as Record<string, unknown>);
   t.same(parsed.map((line) => [line.target, line.status, line.outcome]), [['7', 404, 'rejected'], ['1', 409, 'rejected']],
     'one line per forget that passed the request checks (a malformed id writes none)');
+  await new Promise((resolve) => setTimeout(resolve, 200));
+  t.equal(node.output().split('\n').filter((line) => line.includes('"event":"cluster.forget"')).length, 2, 'and no late line for the 400s');
   t.ok(parsed.every((line) => line.actor === 'admin' && line.component === 'audit'));
 });
 
@@ -81,4 +92,25 @@ t.test('security off: cluster routes answer without credentials', async (t) => {
   t.equal((members.json() as { members: unknown[] }).members.length, 1);
   t.equal((await anon.post('/v1/topics', { name: 'cr-open' })).status, 201, 'a topic create right after start finds this node as a member');
   assertError(t, await anon.post('/v1/cluster/members/9/forget', {}), 404);
+  const line = await pollUntil(async () => open.output().split('\n').find((l) => l.includes('"event":"cluster.forget"')), 5_000);
+  t.ok(line, 'the forget is audited with security off too');
+  const record = JSON.parse(line ?? '{}') as Record<string, unknown>;
+  t.same([record.actor, record.target, record.status, record.outcome], ['', '9', 404, 'rejected'], 'actor empty with security off');
+});
+
+t.test('cluster routes are admin only: 401 without credentials, 403 for a non-admin, no audit line for either', async (t) => {
+  t.equal((await root.post('/v1/users', { username: 'cr-plain', password: 'plain-pass', grants: [{ action: 'produce', patterns: ['*'] }] })).status, 201);
+  const anon = new Client(node.url, null);
+  const plain = new Client(node.url, basicAuth('cr-plain', 'plain-pass'));
+  const before = node.output().split('\n').filter((line) => line.includes('"event":"cluster.forget"')).length;
+  assertError(t, await anon.get('/v1/cluster/members'), 401, undefined, 'members without credentials');
+  assertError(t, await anon.post('/v1/cluster/members/7/forget', {}), 401, undefined, 'forget without credentials');
+  assertError(t, await new Client(node.url, basicAuth('admin', 'wrong-password')).get('/v1/cluster/members'), 401, undefined, 'members, wrong password');
+  assertError(t, await plain.get('/v1/cluster/members'), 403, undefined, 'members as a non-admin');
+  assertError(t, await plain.get('/v1/cluster/members?detail=true'), 403, undefined, 'members detail as a non-admin');
+  assertError(t, await plain.post('/v1/cluster/members/7/forget', {}), 403, undefined, 'forget as a non-admin');
+  assertError(t, await plain.post('/v1/cluster/members/abc/forget', {}), 403, undefined, 'forget as a non-admin, malformed id: access first');
+  await new Promise((resolve) => setTimeout(resolve, 200));
+  t.equal(node.output().split('\n').filter((line) => line.includes('"event":"cluster.forget"')).length, before,
+    'a caller who is not admin writes no audit line (spec §6: checks before the audited part)');
 });
