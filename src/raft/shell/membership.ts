@@ -3,6 +3,7 @@
 // each node's own member record, the transport's peer addresses from the member records, the member list of
 // GET /v1/cluster/members, and forget with its 409 rules (spec §4). One instance per node, owned by the shell on the
 // metadata thread; it reaches the Raft core, the state and the write path only through MembershipHost.
+import { parseHostPort } from '../../config.js';
 import type { RaftNode } from '../core/raft.js';
 import { partitionsOwnedBy, type MetadataCommand, type MetadataState } from '../metadata/state.js';
 import type { ClusterThreadConfig, MemberView } from '../../protocol/thread_messages.js';
@@ -209,9 +210,8 @@ export class Membership {
   }
 }
 
+/** A peer's internal address as config.ts parses advertise addresses; port 0 is not dialable (setPeer refuses it). */
 function parseAddress(text: string): { host: string; port: number } | null {
-  const match = /^(.+):(\d{1,5})$/.exec(text);
-  if (match === null) return null;
-  const port = Number(match[2]);
-  return port > 0 && port <= 65535 ? { host: match[1]!.replace(/^\[|\]$/g, ''), port } : null;
+  const address = parseHostPort(text);
+  return address === null || address.port === 0 ? null : address;
 }
