@@ -291,23 +291,21 @@ export class PeerTransport {
   /** One request to a peer; rejects with a TransportError (RangeError for a bad timeout or an oversize body). */
   request(to: number, body: unknown, timeoutMs: number): Promise<unknown> {
     return new Promise<unknown>((resolve, reject) => {
-      if (this.closed) return reject(new TransportError('closed', 'transport closed'));
-      if (!(timeoutMs > 0)) return reject(new RangeError(`request timeoutMs must be above 0, got ${timeoutMs}`));
       const peer = this.peers.get(to);
-      if (peer === undefined || (peer.address === null && peer.conn === null)) {
-        return reject(new TransportError('unreachable', `node ${to} has no known address`));
-      }
-      const id = this.nextRequestId++;
-      let frame: Buffer;
+      let id: number, frame: Buffer;
       try {
-        frame = this.encodeChecked([frameKind.request, id, body]);
+        ({ id, frame } = this.prepareRequest(body, timeoutMs, () => {
+          if (peer === undefined || (peer.address === null && peer.conn === null)) {
+            throw new TransportError('unreachable', `node ${to} has no known address`);
+          }
+        }));
       } catch (error) {
         return reject(error);
       }
       this.addPending(id, to, null, timeoutMs, (answer) => resolve(answer.reply), reject);
-      peer.wanted = true;
-      this.enqueue(peer, { frame, requestId: id });
-      this.ensureConnected(peer);
+      peer!.wanted = true;
+      this.enqueue(peer!, { frame, requestId: id });
+      this.ensureConnected(peer!);
     });
   }
 
@@ -315,17 +313,9 @@ export class PeerTransport {
    *  resolves with the id the peer authenticated as. The connection closes after the reply. */
   requestAt(address: PeerAddress, body: unknown, timeoutMs: number): Promise<{ from: number; reply: unknown }> {
     return new Promise((resolve, reject) => {
-      if (this.closed) return reject(new TransportError('closed', 'transport closed'));
-      if (!(timeoutMs > 0)) return reject(new RangeError(`request timeoutMs must be above 0, got ${timeoutMs}`));
+      let id: number, frame: Buffer;
       try {
-        checkAddress(address, 'requestAt', 1);
-      } catch (error) {
-        return reject(error);
-      }
-      const id = this.nextRequestId++;
-      let frame: Buffer;
-      try {
-        frame = this.encodeChecked([frameKind.request, id, body]);
+        ({ id, frame } = this.prepareRequest(body, timeoutMs, () => checkAddress(address, 'requestAt', 1)));
       } catch (error) {
         return reject(error);
       }
@@ -335,6 +325,16 @@ export class PeerTransport {
       this.oneshotFrames.set(conn, frame);
       this.addPending(id, null, conn, timeoutMs, resolve, reject);
     });
+  }
+
+  /** What request and requestAt share: refuses when closed, for a bad timeout or when check throws, then takes a
+   *  request id and encodes the frame (throws when the body cannot be encoded or is too large). */
+  private prepareRequest(body: unknown, timeoutMs: number, check: () => void): { id: number; frame: Buffer } {
+    if (this.closed) throw new TransportError('closed', 'transport closed');
+    if (!(timeoutMs > 0)) throw new RangeError(`request timeoutMs must be above 0, got ${timeoutMs}`);
+    check();
+    const id = this.nextRequestId++;
+    return { id, frame: this.encodeChecked([frameKind.request, id, body]) };
   }
 
   /** Peers with an open connection, ascending. */
