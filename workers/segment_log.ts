@@ -556,11 +556,8 @@ export class PartitionLog {
     this.tail = null;
     files.retired = true;
     if (files.zeroFill !== null) {
-      await files.zeroFill.close();
-      if (cutZerosAt !== null && files.zeroFill.fileBytes > cutZerosAt) {
-        await files.log.truncate(cutZerosAt);
-        await files.log.sync();
-      }
+      if (cutZerosAt !== null) await files.zeroFill.closeAndCut(files.log, cutZerosAt);
+      else await files.zeroFill.close();
     }
     await files.idx.close();
     if (files.readsInFlight === 0) await files.log.close();

@@ -225,12 +225,9 @@ export class IngressLog {
     if (this.drainRun !== null) await this.drainRun;
     assert(this.pending === null, 'ingress log: appends left after the last drain');
     await Promise.all(this.deletions);
-    await this.zeroFill.close();
     // After a failure nothing is written again; the next open drops the tail, zeros or not.
-    if (this.failure === null && this.zeroFill.fileBytes > this.activeBytes) {
-      await this.activeHandle.truncate(this.activeBytes);
-      await this.activeHandle.datasync();
-    }
+    if (this.failure === null) await this.zeroFill.closeAndCut(this.activeHandle, this.activeBytes);
+    else await this.zeroFill.close();
     await this.activeHandle.close();
   }
 

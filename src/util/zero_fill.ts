@@ -108,6 +108,16 @@ export class ZeroFill {
     this.handle = null;
   }
 
+  /** Closes, then cuts the zero tail off at dataEnd through the data's handle and syncs the cut (a roll, a clean
+   *  close). fdatasync commits the new size: it is needed to read the data back. */
+  async closeAndCut(data: FileHandle, dataEnd: number): Promise<void> {
+    await this.close();
+    if (this.preparedBytes > dataEnd) {
+      await data.truncate(dataEnd);
+      await data.datasync();
+    }
+  }
+
   private async fillRun(from: number, bytes: number): Promise<void> {
     const handle = (this.handle ??= await open(this.options.path, 'r+'));
     try {
