@@ -6,7 +6,7 @@ import { localPartitions, noLocalPartition, ownedElsewhere, requireLocalPartitio
 import { formatDuration, limits, parseDuration } from '../../config.js';
 import { BrokerError, errors } from '../../errors.js';
 import { messageJson } from '../../protocol/message_json.js';
-import { forEachJoinedHandle, handleSeparator, parseReceiptHandle } from '../../protocol/receipt_handle.js';
+import { forEachJoinedHandle, formatReceiptHandle, handleSeparator, parseReceiptHandle } from '../../protocol/receipt_handle.js';
 import type { LeaseRef, SettleMode } from '../../protocol/thread_messages.js';
 import type { TopicRecord } from '../../raft/metadata/state.js';
 import { workerFailure } from '../dispatch.js';
@@ -121,7 +121,7 @@ export function consumeHandlers(services: FrontServices) {
   /** Ends the leases of a consume whose client went away (rare: the handles are parsed only here). */
   function release(topic: TopicRecord, taken: Taken): void {
     const leases: { partition: number; handle: string }[] = [];
-    forEachJoinedHandle(taken.handles, (partition, offset, nonce) => leases.push({ partition, handle: `${partition}:${offset}:${nonce}` }));
+    forEachJoinedHandle(taken.handles, (partition, offset, nonce) => leases.push({ partition, handle: formatReceiptHandle(partition, offset, nonce) }));
     for (const [worker, items] of workers.groupByOwner(topic.id, leases, (lease) => lease.partition)) {
       workers.send(worker, { kind: 'release', topicId: topic.id, handles: items.map((item) => item.handle).join(handleSeparator) });
     }
