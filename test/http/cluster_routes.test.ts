@@ -2,7 +2,8 @@
 // shows this node as an alive voter and leader with its bound API address and the partitions it owns; detail must
 // be true or false; forget answers 400 for a non-id, 404 for an unknown member, 409 for an alive one (this node),
 // each with one audit line; partition_stats name this node as owner_node; with security off the routes answer
-// without credentials (NOTES 8).
+// without credentials (NOTES 8); with security on both routes answer 401/403 to a non-admin (no audit line), and a
+// wrong method 405 before credentials.
 // Method: black box on a started node as the root admin.
 import t from 'tap';
 import { basicAuth, startNodeFor, type StartedNode } from '../helpers/node.js';
@@ -53,6 +54,8 @@ t.test('members: this node alone, alive, voter and leader, with its address and 
   const detailedMembers = (detailed.json() as { members: Record<string, unknown>[] }).members;
   t.same(detailedMembers.map((m) => [m.id, m.liveness]), [['1', 'alive']], 'detail=true lists the same member');
   t.equal(detailedMembers[0]?.status_error, undefined, 'the answering node reports on itself: no status_error');
+  assertError(t, await root.get('/v1/cluster/members?detail=true&detail=yes'), 400, 'detail', 'detail given twice');
+  assertError(t, await root.get('/v1/cluster/members?detail=true&detail=true'), 400, 'detail', 'detail given twice, same value');
   for (const bad of ['yes', '', 'TRUE', '1', 'true%20']) {
     assertError(t, await root.get(`/v1/cluster/members?detail=${bad}`), 400, 'detail', `detail=${bad}`);
   }
@@ -62,7 +65,7 @@ t.test('forget: 400 for a non-id, 404 unknown, 409 for an alive member; each aud
   const post = (id: string) => root.post(`/v1/cluster/members/${id}/forget`, {});
   assertError(t, await post('abc'), 400, 'id');
   assertError(t, await post('0'), 400, 'id');
-  for (const bad of ['65536', '123456', '-1', '1.5', '1e3', '%20']) assertError(t, await post(bad), 400, 'id', `forget ${bad}`);
+  for (const bad of ['65536', '99999', '123456', '-1', '1.5', '1e3', '%20']) assertError(t, await post(bad), 400, 'id', `forget ${bad}`);
   assertError(t, await post('7'), 404, 'member 7 not found');
   assertError(t, await post('1'), 409, 'alive');
   const audited = await pollUntil(async () => {
@@ -113,4 +116,30 @@ t.test('cluster routes are admin only: 401 without credentials, 403 for a non-ad
   await new Promise((resolve) => setTimeout(resolve, 200));
   t.equal(node.output().split('\n').filter((line) => line.includes('"event":"cluster.forget"')).length, before,
     'a caller who is not admin writes no audit line (spec §6: checks before the audited part)');
+});
+
+t.test('wrong methods on the cluster routes: 405 plain text with Allow, before credentials; no forget runs', async (t) => {
+  const before = node.output().split('\n').filter((line) => line.includes('"event":"cluster.forget"')).length;
+  const anon = new Client(node.url, null);
+  for (const [method, path, allowed] of [
+    ['GET', '/v1/cluster/members/1/forget', 'POST'],
+    ['DELETE', '/v1/cluster/members/1/forget', 'POST'],
+    ['POST', '/v1/cluster/members', 'GET'],
+    ['DELETE', '/v1/cluster/members', 'GET'],
+  ] as const) {
+    for (const [who, client] of [['admin', root], ['no credentials', anon]] as const) {
+      const res = await client.request(method, path, method === 'POST' ? { body: {} } : {});
+      t.equal(res.status, 405, `${method} ${path} (${who}): 405 (${res.text.slice(0, 80)})`);
+      t.equal(res.text.trim(), 'method not allowed', `${method} ${path} (${who}): plain-text body`);
+      const listed = String(res.headers['allow'] ?? '').split(',').map((m) => m.trim()).filter((m) => m !== '' && m !== 'HEAD' && m !== 'OPTIONS');
+      t.same(listed, [allowed], `${method} ${path} (${who}): Allow ${allowed}`);
+    }
+  }
+  const empty = await root.post('/v1/cluster/members//forget', {});
+  t.equal(empty.status, 404, 'forget with an empty id: no such route');
+  t.equal(empty.text.trim(), 'not found');
+  await new Promise((resolve) => setTimeout(resolve, 200));
+  t.equal(node.output().split('\n').filter((line) => line.includes('"event":"cluster.forget"')).length, before, 'no audit line');
+  const members = (await root.get('/v1/cluster/members')).json() as { members: { id: string; liveness: string }[] };
+  t.same(members.members.map((m) => [m.id, m.liveness]), [['1', 'alive']], 'this node is still the one alive member');
 });
