@@ -4,6 +4,7 @@
 // GET /v1/cluster/members, and forget with its 409 rules (spec §4). One instance per node, owned by the shell on the
 // metadata thread; it reaches the Raft core, the state and the write path only through MembershipHost.
 import { parseHostPort } from '../../config.js';
+import { isMember, members } from '../core/conf.js';
 import type { RaftNode } from '../core/raft.js';
 import { partitionsOwnedBy, type MetadataCommand, type MetadataState } from '../metadata/state.js';
 import type { ClusterThreadConfig, MemberView } from '../../protocol/thread_messages.js';
@@ -59,7 +60,7 @@ export class Membership {
       this.lastLivenessMs = nowMs;
       const message: PeerMessage = { kind: 'liveness', term: this.host.core.status().term, heardAgoMs: this.host.liveness.leaderViewToSend(nowMs) };
       const conf = this.host.core.status().confState;
-      for (const id of [...conf.voters, ...conf.learners]) if (id !== this.host.config.nodeId) this.host.transport.send(id, message);
+      for (const id of members(conf)) if (id !== this.host.config.nodeId) this.host.transport.send(id, message);
     }
     // A learner becomes a voter once it holds everything committed (thesis §4.2.1: catch up before voting).
     const status = this.host.core.status();
@@ -75,7 +76,7 @@ export class Membership {
 
   private tryJoin(nowMs: number): void {
     const conf = this.host.core.status().confState;
-    if (conf.voters.includes(this.host.config.nodeId) || conf.learners.includes(this.host.config.nodeId)) {
+    if (isMember(conf, this.host.config.nodeId)) {
       this.joining = false;
       this.host.log('info', { nodeId: this.host.config.nodeId }, 'metadata: joined the cluster');
       return;
@@ -104,7 +105,7 @@ export class Membership {
     if (!Number.isSafeInteger(request.id) || request.id < 1 || address === null) return { ok: false, error: 'join request: bad id or internal address' };
     this.host.transport?.setPeer(request.id, address);
     const conf = status.confState;
-    if (conf.voters.includes(request.id) || conf.learners.includes(request.id)) return { ok: true };
+    if (isMember(conf, request.id)) return { ok: true };
     const change = this.host.core.proposeConfChange({ type: 'addLearner', node: request.id });
     if ('refused' in change) return { ok: false, error: `membership change refused: ${change.refused}` };
     // Its address goes into the metadata at once, so a later leader can reach the learner too.
@@ -151,7 +152,7 @@ export class Membership {
     const nowMs = Date.now();
     const status = this.host.core.status();
     const isLeader = status.role === 'leader';
-    const ids = new Set<number>([...this.host.state().members.keys(), ...status.confState.voters, ...status.confState.learners]);
+    const ids = new Set<number>([...this.host.state().members.keys(), ...members(status.confState)]);
     return [...ids].sort((a, b) => a - b).map((id) => {
       const record = this.host.state().members.get(id);
       const ago = this.host.liveness.heardAgoMs(id, isLeader, nowMs);
@@ -181,7 +182,7 @@ export class Membership {
       }
     }
     const conf = status.confState;
-    const inConf = conf.voters.includes(id) || conf.learners.includes(id);
+    const inConf = isMember(conf, id);
     if (!inConf && !this.host.state().members.has(id)) return { status: 404, error: `member ${id} not found` };
     const nowMs = Date.now();
     if (this.host.liveness.alive(id, true, nowMs)) return { status: 409, error: `member ${id} is alive: only a dead member can be forgotten` };
