@@ -319,14 +319,12 @@ export class PartitionLog {
       const tail = fromTail ? this.tail : null;
       if (isActive && tail !== null && first >= tail.firstOffset && first + count <= tail.firstOffset + tail.count) {
         // The records were just flushed: the same bytes the file holds, still in memory.
-        frameStarts = Array.from({ length: count + 1 }, (_, i) =>
-          k + i < segment.recordCount ? this.activePositions.at(k + i) : segment.logBytes);
+        frameStarts = this.activeFrameStarts(segment, k, count);
         bytes = tail.bytes.subarray(frameStarts[0]! - tail.logStart, frameStarts[count]! - tail.logStart);
       } else if (isActive) {
         const files = this.active!;
         // Positions are taken before the first await: a roll or later flush cannot change them under us.
-        frameStarts = Array.from({ length: count + 1 }, (_, i) =>
-          k + i < segment.recordCount ? this.activePositions.at(k + i) : segment.logBytes);
+        frameStarts = this.activeFrameStarts(segment, k, count);
         files.readsInFlight += 1;
         try {
           bytes = await readExact(files.log, frameStarts[0]!, frameStarts[count]! - frameStarts[0]!);
@@ -348,6 +346,12 @@ export class PartitionLog {
       records[i] = recordFromFrameAt(bytes, frameStarts[i]! - base, frameStarts[i + 1]! - base, first + i, this.dir, segment.baseOffset);
     }
     return records;
+  }
+
+  /** Byte positions in the active .log of the frames of entries [k, k + count), and the end of the last. */
+  private activeFrameStarts(segment: Segment, k: number, count: number): number[] {
+    return Array.from({ length: count + 1 }, (_, i) =>
+      k + i < segment.recordCount ? this.activePositions.at(k + i) : segment.logBytes);
   }
 
   /** Spec §1.12: deletes, oldest first, every segment whose last (newest) record is older than cutoffSec,
