@@ -156,6 +156,15 @@ export function readThreadCpuMs(pid: number): Map<number, number> | null {
 }
 
 function readStatCpuMs(path: string): number | null {
+  // Fields after the command name: state(3) ppid(4) ... utime(14) stime(15), i.e. indexes 11 and 12.
+  return sumStatFieldsMs(path, 11);
+}
+
+/**
+ * The sum of two adjacent clock-tick fields of a /proc stat file (indexes first and first + 1, counted from the
+ * state field), in ms; null when the file cannot be read or the fields are not numbers.
+ */
+function sumStatFieldsMs(path: string, first: number): number | null {
   let stat: string;
   try {
     stat = readFileSync(path, 'utf8');
@@ -163,12 +172,11 @@ function readStatCpuMs(path: string): number | null {
     return null;
   }
   // The command name (field 2) is in parentheses and may hold spaces, so split after the last ')'.
-  // Fields from there: state(3) ppid(4) ... utime(14) stime(15), i.e. indexes 11 and 12.
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  const utime = Number(fields[11]);
-  const stime = Number(fields[12]);
-  if (!Number.isFinite(utime) || !Number.isFinite(stime)) return null;
-  return ((utime + stime) * 1000) / clockTicks();
+  const a = Number(fields[first]);
+  const b = Number(fields[first + 1]);
+  if (!Number.isFinite(a) || !Number.isFinite(b)) return null;
+  return ((a + b) * 1000) / clockTicks();
 }
 
 /**
@@ -196,17 +204,8 @@ export function readMachineBusyCpuMs(): number | null {
  * without /proc.
  */
 export function readExitedChildrenCpuMs(): number | null {
-  let stat: string;
-  try {
-    stat = readFileSync('/proc/self/stat', 'utf8');
-  } catch {
-    return null;
-  }
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  const cutime = Number(fields[13]);
-  const cstime = Number(fields[14]);
-  if (!Number.isFinite(cutime) || !Number.isFinite(cstime)) return null;
-  return ((cutime + cstime) * 1000) / clockTicks();
+  // cutime(16) cstime(17), i.e. indexes 13 and 14 after the command name.
+  return sumStatFieldsMs('/proc/self/stat', 13);
 }
 
 /** Resident set size of process pid (VmRSS of /proc/<pid>/status), bytes; null when it cannot be read. */
