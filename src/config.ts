@@ -385,6 +385,11 @@ export function parseHostPort(text: string): { host: string; port: number } | nu
   return address === null || address.host === '' ? null : address;
 }
 
+/** The `host:port` text parseHostPort reads back: an IPv6 host goes in brackets. */
+export function formatHostPort(host: string, port: number): string {
+  return host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`;
+}
+
 /** `id=host:port,...` -> id -> address; null when malformed or an id repeats. */
 export function parseBootstrap(text: string): Map<number, { host: string; port: number }> | null {
   const voters = new Map<number, { host: string; port: number }>();

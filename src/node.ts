@@ -8,7 +8,7 @@ import { availableParallelism } from 'node:os';
 import { join, resolve } from 'node:path';
 import { MessageChannel, Worker } from 'node:worker_threads';
 import { Piscina } from 'piscina';
-import { ConfigError, loadConfig, parseAdvertise, parseBootstrap, parseHostPort, type Config, type LoadedConfig } from './config.js';
+import { ConfigError, formatHostPort, loadConfig, parseAdvertise, parseBootstrap, parseHostPort, type Config, type LoadedConfig } from './config.js';
 import { ByteBudget } from './front/body.js';
 import { PartitionWorkers } from './front/dispatch.js';
 import type { NodeLifecycle } from './front/handlers/health.js';
@@ -212,8 +212,8 @@ async function clusterThreadConfig(config: Config, nodeId: number): Promise<Clus
   const internalPort = config['cluster.internal_port'];
   const listen = { host: config['node.host'], port: internalPort };
   // Port 0 is known only once the listener is bound: the front reports it then ('apiAddress').
-  const advertiseApi = advertised !== null ? `${advertised.api.host}:${advertised.api.port}` : config['node.port'] === 0 ? '' : `${host}:${config['node.port']}`;
-  const advertiseInternal = advertised?.internal === undefined ? `${advertised?.api.host ?? host}:${internalPort}` : `${advertised.internal.host}:${advertised.internal.port}`;
+  const advertiseApi = advertised !== null ? formatHostPort(advertised.api.host, advertised.api.port) : config['node.port'] === 0 ? '' : formatHostPort(host, config['node.port']);
+  const advertiseInternal = advertised?.internal === undefined ? formatHostPort(advertised?.api.host ?? host, internalPort) : formatHostPort(advertised.internal.host, advertised.internal.port);
   const bootstrapMap = config['cluster.bootstrap'] === '' ? null : parseBootstrap(config['cluster.bootstrap']);
   const bootstrap: [number, { host: string; port: number }][] = bootstrapMap === null ? [[nodeId, { host, port: internalPort }]] : [...bootstrapMap];
   const join = config['cluster.join'] === '' ? null : parseHostPort(config['cluster.join']);
