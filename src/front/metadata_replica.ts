@@ -2,9 +2,8 @@
 // committed entry itself with the same pure applyCommand as the metadata thread, in index order, so the
 // answer to a proposal is the result of applying it here. Created at boot; lives as long as the node.
 import type { Worker } from 'node:worker_threads';
-import { errors } from '../errors.js';
+import { BrokerError, errors } from '../errors.js';
 import { applyCommand, emptyMetadataState, type ApplyResult, type MetadataCommand, type MetadataState, type TopicRecord } from '../raft/metadata/state.js';
-import { BrokerError } from '../errors.js';
 import { assertNever, type ClusterStatus, type FromMetadata, type MemberView, type ToMetadata } from '../protocol/thread_messages.js';
 
 /** How many applied results are kept for late confirmations (far more than proposals in flight). */
@@ -21,7 +20,8 @@ export class MetadataReplica {
   private readonly proposals = new Map<number, { resolve: (r: ApplyResult) => void; reject: (e: Error) => void }>();
   /** reqId of the proposal each pending entry index answers. */
   private readonly proposalByIndex = new Map<number, number>();
-  private readonly listeners: AppliedListener[] = [];
+  /** Replaced, never changed in place, when one is removed: a removal during a call to every listener skips none. */
+  private listeners: AppliedListener[] = [];
   /** Results of recently applied entries, for a proposal the metadata thread confirms after the front applied it
    *  (a follower hears back from the leader after the entry reached it). */
   private readonly recentResults = new Map<number, ApplyResult>();
@@ -48,7 +48,7 @@ export class MetadataReplica {
     return new Promise((resolve) => {
       const listener: AppliedListener = (command) => {
         if (command.type !== 'member.add' || command.member.id !== id) return;
-        this.listeners.splice(this.listeners.indexOf(listener), 1);
+        this.listeners = this.listeners.filter((l) => l !== listener);
         resolve();
       };
       this.listeners.push(listener);
