@@ -72,12 +72,7 @@ export class Authenticator {
     const user = this.replica.state.users.get(credentials.username);
     if (user !== undefined) this.throttle.admit(user.username, true, Date.now());
     const hash = user?.passwordHash ?? this.unknownUserHash;
-    let matches: boolean;
-    try {
-      matches = (await this.pool.run({ op: 'compare', password: credentials.password, hash } satisfies BcryptTask)) as boolean;
-    } catch {
-      throw errors.authenticationUnavailable();
-    }
+    const matches = await bcryptCompare(this.pool, credentials.password, hash);
     if (user === undefined) throw errors.unauthorized();
     if (!matches) {
       this.throttle.recordFailure(user.username, Date.now());
@@ -90,6 +85,24 @@ export class Authenticator {
     if (this.cache.size >= cachedCredentialsMax) this.cache.clear();
     this.cache.set(cacheKey, { username: current.username, credentialVersion: current.credentialVersion });
     return current;
+  }
+}
+
+/** Whether password matches a bcrypt hash, checked in the bcrypt pool; a pool failure is authentication unavailable. */
+export async function bcryptCompare(pool: Piscina, password: string, hash: string): Promise<boolean> {
+  try {
+    return (await pool.run({ op: 'compare', password, hash } satisfies BcryptTask)) as boolean;
+  } catch {
+    throw errors.authenticationUnavailable();
+  }
+}
+
+/** A bcrypt hash of password at cost, made in the bcrypt pool; a pool failure is authentication unavailable. */
+export async function bcryptHash(pool: Piscina, password: string, cost: number): Promise<string> {
+  try {
+    return (await pool.run({ op: 'hash', password, cost } satisfies BcryptTask)) as string;
+  } catch {
+    throw errors.authenticationUnavailable();
   }
 }
 

@@ -2,13 +2,13 @@
 // grants and PUT password. Every change is proposed to the metadata log; bcrypt hashing and the check of a
 // current_password run in the bcrypt pool (services.authPool), never on this thread. Front thread.
 import { errors } from '../../errors.js';
-import type { BcryptTask } from '../../pool/bcrypt_task.js';
 import type { Grant, UserRecord } from '../../raft/metadata/state.js';
 import {
   currentPasswordRequired, forbidden, parseGrants, passwordChangeRefusal, passwordRule, requireAdmin, userCreateRefusal,
   userDeleteRefusal, userGrantsRefusal, userNotFound, usernameRule,
 } from '../access.js';
 import { audited } from '../audit.js';
+import { bcryptCompare, bcryptHash } from '../auth.js';
 import { parseJsonObject } from '../json_body.js';
 import { jsonReply, type Reply } from '../respond.js';
 import type { RequestContext } from '../request_context.js';
@@ -42,22 +42,8 @@ export function userJson(user: UserRecord): UserJson {
 export function userHandlers(services: FrontServices) {
   const { replica, log, authPool, config } = services;
 
-  async function hashPassword(password: string): Promise<string> {
-    const task: BcryptTask = { op: 'hash', password, cost: config['auth.bcrypt_cost'] };
-    try {
-      return (await authPool.run(task)) as string;
-    } catch {
-      throw errors.authenticationUnavailable();
-    }
-  }
-
-  async function passwordMatches(password: string, hash: string): Promise<boolean> {
-    try {
-      return (await authPool.run({ op: 'compare', password, hash } satisfies BcryptTask)) as boolean;
-    } catch {
-      throw errors.authenticationUnavailable();
-    }
-  }
+  const hashPassword = (password: string) => bcryptHash(authPool, password, config['auth.bcrypt_cost']);
+  const passwordMatches = (password: string, hash: string) => bcryptCompare(authPool, password, hash);
 
   function lookup(username: string): UserRecord {
     const user = replica.state.users.get(username);
