@@ -16,7 +16,7 @@ import {
   makeBatchBody, makePayload, maxKnown, newHistogram, percent, recordUs, renderTable, reportedOptions, serverCpuText, sleep,
   startBroker, type BrokerTarget, type Headline, type LatencySummaryMs, type ServerThreadCpu,
 } from './common.js';
-import { installHint, onPath, runRedisConsume, startRedis, type RedisConsumeFigures } from './peers.js';
+import { redisBaselineMissing, runRedisConsume, startRedis, type RedisConsumeFigures } from './peers.js';
 import { HttpConnection, HttpFailure, requestBuffer, type HttpReply } from './http_conn.js';
 import type { BenchOptions, ConsumePhase } from './options.js';
 
@@ -841,8 +841,9 @@ export async function runConsume(options: BenchOptions): Promise<ConsumeReport> 
   const missingPeers: string[] = [];
   if (options.compare && options.phases.includes('batch')) {
     await target?.server?.stop();
-    if (onPath('redis-server') === null || onPath('redis-benchmark') === null) {
-      missingPeers.push(`redis-server not installed: no Redis baseline (${installHint}, or apt-get install redis-server redis-tools)`);
+    const redisMissing = redisBaselineMissing();
+    if (redisMissing !== null) {
+      missingPeers.push(redisMissing);
     } else {
       try {
         const peer = await startRedis();

@@ -26,6 +26,15 @@ export function onPath(command: string): string | null {
   }
 }
 
+/**
+ * Null when redis-server and redis-benchmark are both on PATH; otherwise the line a report lists under missing
+ * peers (the Redis baseline is skipped).
+ */
+export function redisBaselineMissing(): string | null {
+  if (onPath('redis-server') !== null && onPath('redis-benchmark') !== null) return null;
+  return `redis-server not installed: no Redis baseline (${installHint}, or apt-get install redis-server redis-tools)`;
+}
+
 /** Runs a tool to its end (or kills it after timeoutMs); its stdout, stderr, exit code and CPU. */
 async function runTool(command: string, args: string[], timeoutMs: number): Promise<{ stdout: string; stderr: string;
   code: string; cpuMs: number | null; wallMs: number }> {

@@ -12,7 +12,7 @@ import {
 import { runLoad, type LoadRequest, type LoadResult } from './load.js';
 import { startChildServer, type ChildServer } from './node_process.js';
 import type { BenchOptions } from './options.js';
-import { installHint, onPath, runRedisBenchmark, runWrk, startRedis, type RedisPeer } from './peers.js';
+import { installHint, onPath, redisBaselineMissing, runRedisBenchmark, runWrk, startRedis, type RedisPeer } from './peers.js';
 
 const helloWorldScript = fileURLToPath(new URL('./hello_world_server.js', import.meta.url));
 
@@ -186,8 +186,9 @@ export async function runProduce(options: BenchOptions): Promise<ProduceReport> 
   let redisVersion: string | null = null;
   if (options.compare) {
     await target?.server?.stop();
-    if (onPath('redis-server') === null || onPath('redis-benchmark') === null) {
-      missingPeers.push(`redis-server not installed: no Redis baseline (${installHint}, or apt-get install redis-server redis-tools)`);
+    const redisMissing = redisBaselineMissing();
+    if (redisMissing !== null) {
+      missingPeers.push(redisMissing);
     } else {
       try {
         const redis = await startRedis();
