@@ -127,11 +127,11 @@ export function topicHandlers(services: FrontServices) {
     // get-topic, v3.1.0 partial answers).
     const local = partitions.filter((p) => topic.owners[p] === services.nodeId);
     const remote = partitions.filter((p) => topic.owners[p] !== services.nodeId);
-    const stats = await partitionStats(topic, local);
+    const stats = new Map((await partitionStats(topic, local)).map((s) => [s.index, s]));
     const members = remote.length === 0 ? new Map<number, MemberView>() : new Map((await replica.members()).map((m) => [m.id, m]));
     const statsJson = partitions.map((p) => {
       const owner = topic.owners[p];
-      const own = stats.find((s) => s.index === p);
+      const own = stats.get(p);
       if (own !== undefined) return partitionStatsJson(own, String(owner));
       if (owner === undefined) return placeholderStatsJson(p, '', 'unassigned');
       const member = members.get(owner);
