@@ -5,6 +5,7 @@
 // metadata thread; it reaches the Raft core, the state and the write path only through MembershipHost.
 import { parseHostPort } from '../../config.js';
 import { isMember, members } from '../core/conf.js';
+import { quorumActive } from '../core/quorum.js';
 import type { RaftNode } from '../core/raft.js';
 import { partitionsOwnedBy, type MetadataCommand, type MetadataState } from '../metadata/state.js';
 import type { ClusterThreadConfig, MemberView } from '../../protocol/thread_messages.js';
@@ -190,9 +191,9 @@ export class Membership {
     if (owned > 0) return { status: 409, error: `member ${id} owns ${owned} partitions` };
     if (conf.voters.includes(id)) {
       const remaining = conf.voters.filter((voter) => voter !== id);
-      const alive = remaining.filter((voter) => this.host.liveness.alive(voter, true, nowMs)).length;
-      if (alive < Math.floor(remaining.length / 2) + 1) {
-        return { status: 409, error: `forgetting member ${id} could break quorum: ${alive} of the remaining ${remaining.length} voters are alive` };
+      const alive = (voter: number): boolean => this.host.liveness.alive(voter, true, nowMs);
+      if (!quorumActive(alive, remaining)) {
+        return { status: 409, error: `forgetting member ${id} could break quorum: ${remaining.filter(alive).length} of the remaining ${remaining.length} voters are alive` };
       }
     }
     if (inConf) {
