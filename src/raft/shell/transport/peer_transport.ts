@@ -172,10 +172,8 @@ export class PeerTransport {
   /** Every live connection, in or out, open or in its handshake: close() ends them all. */
   private readonly connections = new Set<Connection>();
   private readonly pending = new Map<number, PendingRequest>();
-  /** requestAt's connection -> its one request id. */
-  private readonly oneshotRequestIds = new Map<Connection, number>();
-  /** requestAt's connection -> its request frame, written once the handshake is done. */
-  private readonly oneshotFrames = new Map<Connection, Buffer>();
+  /** requestAt's connection -> its one request id, and its request frame until written once the handshake is done. */
+  private readonly oneshots = new Map<Connection, { id: number; frame: Buffer | null }>();
   private nextRequestId = 1;
   private closed = false;
   private readonly context: ConnectionContext;
@@ -321,8 +319,7 @@ export class PeerTransport {
       }
       const conn = Connection.dial(address, null, true, this.context, this.hooks);
       this.connections.add(conn);
-      this.oneshotRequestIds.set(conn, id);
-      this.oneshotFrames.set(conn, frame);
+      this.oneshots.set(conn, { id, frame });
       this.addPending(id, null, conn, timeoutMs, resolve, reject);
     });
   }
@@ -426,12 +423,12 @@ export class PeerTransport {
   private onOpened(conn: Connection): void {
     if (this.closed) return conn.close();
     if (conn.oneshot) {
-      const frame = this.oneshotFrames.get(conn);
-      this.oneshotFrames.delete(conn);
-      const id = this.oneshotRequestIds.get(conn);
+      const oneshot = this.oneshots.get(conn);
+      const frame = oneshot?.frame ?? null;
+      if (oneshot !== undefined) oneshot.frame = null;
       // The acceptor of a oneshot connection only answers; the dialer writes its one request now.
-      if (conn.role === 'dialer' && frame !== undefined && id !== undefined && this.pending.has(id)) {
-        conn.inFlightRequestIds.add(id);
+      if (conn.role === 'dialer' && oneshot !== undefined && frame !== null && this.pending.has(oneshot.id)) {
+        conn.inFlightRequestIds.add(oneshot.id);
         conn.write(frame);
       }
       return;
@@ -470,9 +467,8 @@ export class PeerTransport {
     this.connections.delete(conn);
     this.failInFlight(conn, 'unreachable', `connection to node ${conn.peerId} closed before the reply`);
     if (conn.oneshot && conn.role === 'dialer') {
-      this.oneshotFrames.delete(conn);
-      const id = this.oneshotRequestIds.get(conn);
-      this.oneshotRequestIds.delete(conn);
+      const id = this.oneshots.get(conn)?.id;
+      this.oneshots.delete(conn);
       const why = `${conn.remote}: ${conn.failure || 'closed'}`;
       if (id !== undefined) this.settle(id, new TransportError('unreachable', why));
       return;
