@@ -1,6 +1,7 @@
 // The front thread's read-only copy of the metadata and its way to propose changes. It applies every
 // committed entry itself with the same pure applyCommand as the metadata thread, in index order, so the
 // answer to a proposal is the result of applying it here. Created at boot; lives as long as the node.
+import type { ForgetReply } from '../protocol/peer_messages.js';
 import type { Worker } from 'node:worker_threads';
 import { BrokerError, errors } from '../errors.js';
 import { applyCommand, emptyMetadataState, type ApplyResult, type MetadataCommand, type MetadataState, type TopicRecord } from '../raft/metadata/state.js';
@@ -26,7 +27,7 @@ export class MetadataReplica {
    *  (a follower hears back from the leader after the entry reached it). */
   private readonly recentResults = new Map<number, ApplyResult>();
   private readonly memberRequests = new Map<number, (members: MemberView[]) => void>();
-  private readonly forgetRequests = new Map<number, (answer: { status: number; error?: string }) => void>();
+  private readonly forgetRequests = new Map<number, (answer: ForgetReply) => void>();
   private readonly catchUpRequests = new Map<number, (ok: boolean) => void>();
   /** The latest leader and readiness view of the metadata thread (spec §4 /readyz, members). */
   clusterStatus: ClusterStatus | null = null;
@@ -111,7 +112,7 @@ export class MetadataReplica {
   }
 
   /** POST /v1/cluster/members/{id}/forget; the metadata thread runs it on the leader. */
-  forget(id: number): Promise<{ status: number; error?: string }> {
+  forget(id: number): Promise<ForgetReply> {
     const reqId = this.nextReqId++;
     return new Promise((resolve) => {
       this.forgetRequests.set(reqId, resolve);
@@ -176,7 +177,10 @@ export class MetadataReplica {
         this.memberRequests.delete(message.reqId);
         return;
       case 'forgetResult':
-        this.forgetRequests.get(message.reqId)?.({ status: message.status, ...(message.error === undefined ? {} : { error: message.error }) });
+        {
+          const { kind: _kind, reqId: _reqId, ...answer } = message;
+          this.forgetRequests.get(message.reqId)?.(answer);
+        }
         this.forgetRequests.delete(message.reqId);
         return;
       case 'caughtUpResult':

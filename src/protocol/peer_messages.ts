@@ -29,6 +29,8 @@ export type JoinReply = { ok: true } | { ok: false; error: string };
 export interface ForgetReply {
   status: number;
   error?: string;
+  /** With a 503: when the client may retry. */
+  retryAfterSeconds?: number;
 }
 
 export type CommitIndexReply = { ok: true; commit: number } | { ok: false; error: string };

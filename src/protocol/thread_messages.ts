@@ -2,6 +2,7 @@
 // Only plain data crosses a port: no class instances, no Error objects. Byte payloads travel as
 // Uint8Array whose ArrayBuffer is in the transfer list. Orderings are written down in README.md here.
 import type { MetadataCommand, MetadataState } from '../raft/metadata/state.js';
+import type { ForgetReply } from './peer_messages.js';
 import type { MessagePort } from 'node:worker_threads';
 import type { PayloadKind } from './ingress_frame.js';
 
@@ -70,7 +71,7 @@ export type FromMetadata =
   /** Metadata -> front: the proposal was not applied here; retryAfterSeconds when the client may retry. */
   | { kind: 'proposeFailed'; reqId: number; status: number; error: string; retryAfterSeconds?: number }
   | { kind: 'membersResult'; reqId: number; members: MemberView[] }
-  | { kind: 'forgetResult'; reqId: number; status: number; error?: string }
+  | ({ kind: 'forgetResult'; reqId: number } & ForgetReply)
   /** ok: every entry the leader had committed when asked is applied here (and so posted to the front before this). */
   | { kind: 'caughtUpResult'; reqId: number; ok: boolean }
   /** Metadata -> front: leader, role and readiness changed (also sent once a second). */

@@ -81,6 +81,21 @@ t.test('forget: 400 for a non-id, 404 unknown, 409 for an alive member; each aud
   t.ok(parsed.every((line) => line.actor === 'admin' && line.component === 'audit'));
 });
 
+t.test('forget takes no fields: empty or {} only; a leading-zero id is audited as the id it names', async (t) => {
+  const url = '/v1/cluster/members/7/forget';
+  const auditLines = (): string[] => node.output().split('\n').filter((line) => line.includes('"event":"cluster.forget"'));
+  const before = auditLines().length;
+  assertError(t, await root.post(url, { x: 1 }), 400, 'x', 'an unknown field');
+  assertError(t, await root.post(url, 'not json', { contentType: 'application/json' }), 400, undefined, 'a body that is not JSON');
+  assertError(t, await root.post(url, [], {}), 400, undefined, 'a JSON array');
+  assertError(t, await root.post(url, undefined, { contentType: 'application/json' }), 404, 'member 7 not found', 'an empty body');
+  assertError(t, await root.post('/v1/cluster/members/0007/forget', {}), 404, 'member 7 not found');
+  const lines = await pollUntil(async () => (auditLines().length >= before + 2 ? auditLines() : undefined), 5_000);
+  await new Promise((resolve) => setTimeout(resolve, 200));
+  t.equal(auditLines().length, before + 2, 'the empty body and the 0007 forget are audited; the refused bodies are not');
+  t.equal((JSON.parse(lines![lines!.length - 1]!) as { target: string }).target, '7', 'the audit target is the node id, not the path text');
+});
+
 t.test('readyz: ready once the node leads and caught up', async (t) => {
   const res = await new Client(node.url, null).get('/readyz');
   t.equal(res.status, 200);

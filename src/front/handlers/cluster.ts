@@ -5,6 +5,7 @@ import { BrokerError, errors } from '../../errors.js';
 import type { MemberView } from '../../protocol/thread_messages.js';
 import { requireAdmin } from '../access.js';
 import { audited } from '../audit.js';
+import { parseJsonObject } from '../json_body.js';
 import { jsonReply, type Reply } from '../respond.js';
 import type { RequestContext } from '../request_context.js';
 import type { FrontServices } from '../services.js';
@@ -49,10 +50,14 @@ export function clusterHandlers(services: FrontServices) {
     const idText = ctx.param(0);
     const id = /^\d{1,5}$/.test(idText) ? Number(idText) : NaN;
     if (!(id >= 1 && id <= 65535)) throw errors.invalid('id', 'must be a node id (an integer from 1 to 65535)');
-    return audited(log, ctx, 'cluster.forget', idText, async () => {
+    // The route takes no fields: an empty body or {} (strict bodies, spec §2).
+    const body = await ctx.body();
+    if (body.byteLength > 0) parseJsonObject(body, []);
+    return audited(log, ctx, 'cluster.forget', String(id), async () => {
       const answer = await replica.forget(id);
       if (answer.status === 204) return { status: 204 };
-      throw new BrokerError(answer.status, answer.error ?? 'forget failed', answer.status === 503 ? { 'Retry-After': '2' } : {});
+      const headers: Record<string, string> = answer.retryAfterSeconds === undefined ? {} : { 'Retry-After': String(answer.retryAfterSeconds) };
+      throw new BrokerError(answer.status, answer.error ?? 'forget failed', headers);
     });
   }
 

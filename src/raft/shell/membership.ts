@@ -12,7 +12,7 @@ import type { ClusterThreadConfig, MemberView } from '../../protocol/thread_mess
 import type { ForgetReply, JoinReply, PeerMessage, PeerRequest, ProposeReply } from '../../protocol/peer_messages.js';
 import type { ApplyOutcome } from './apply_waiters.js';
 import type { Liveness } from './liveness.js';
-import { applyFailure, forwardTimeoutMs, proposalTimeoutMs } from './proposal_outcomes.js';
+import { applyFailure, forgetForwardTimeoutMs, forwardTimeoutMs, leaderUnreachableRetryAfterSeconds } from './proposal_outcomes.js';
 import type { PeerTransport } from './transport/peer_transport.js';
 
 const livenessBroadcastMs = 1_000;
@@ -102,7 +102,7 @@ export class Membership {
       if (status.leader === 0 || this.host.transport === null) return { ok: false, error: 'no leader' };
       return (await this.host.transport.request(status.leader, request, forwardTimeoutMs)) as JoinReply;
     }
-    const address = parseAddress(request.internalAddress);
+    const address = parseHostPort(request.internalAddress);
     if (!Number.isSafeInteger(request.id) || request.id < 1 || address === null) return { ok: false, error: 'join request: bad id or internal address' };
     this.host.transport?.setPeer(request.id, address);
     const conf = status.confState;
@@ -138,7 +138,7 @@ export class Membership {
     if (this.host.transport === null) return;
     for (const member of this.host.state().members.values()) {
       if (member.id === this.host.config.nodeId) continue;
-      const address = parseAddress(member.internalAddress);
+      const address = parseHostPort(member.internalAddress);
       if (address !== null) this.host.transport.setPeer(member.id, address);
     }
   }
@@ -175,11 +175,11 @@ export class Membership {
   async forget(id: number): Promise<ForgetReply> {
     const status = this.host.core.status();
     if (status.role !== 'leader') {
-      if (status.leader === 0 || this.host.transport === null) return { status: 503, error: 'no leader to write metadata' };
+      if (status.leader === 0 || this.host.transport === null) return { status: 503, error: 'no leader to write metadata', retryAfterSeconds: 1 };
       try {
-        return (await this.host.transport.request(status.leader, { kind: 'forget', id } satisfies PeerRequest, proposalTimeoutMs * 2)) as ForgetReply;
+        return (await this.host.transport.request(status.leader, { kind: 'forget', id } satisfies PeerRequest, forgetForwardTimeoutMs)) as ForgetReply;
       } catch {
-        return { status: 503, error: 'leader unreachable' };
+        return { status: 503, error: 'leader unreachable', retryAfterSeconds: leaderUnreachableRetryAfterSeconds };
       }
     }
     const conf = status.confState;
@@ -198,22 +198,19 @@ export class Membership {
     }
     if (inConf) {
       const change = this.host.core.proposeConfChange({ type: 'removeVoter', node: id });
-      if ('refused' in change) return { status: 503, error: `membership change refused for now: ${change.refused}` };
+      if ('refused' in change) return { status: 503, error: `membership change refused for now: ${change.refused}`, retryAfterSeconds: 1 };
       this.host.kick();
       const outcome = await this.host.waitApplied(change.index, change.term);
-      if (outcome !== 'applied') return { status: 503, error: applyFailure(outcome).error };
+      if (outcome !== 'applied') {
+        const failure = applyFailure(outcome);
+        return { status: failure.status, error: failure.error, retryAfterSeconds: failure.retryAfterSeconds };
+      }
     }
     if (this.host.state().members.has(id)) {
       const reply = await new Promise<ProposeReply>((resolve) => this.host.proposeLocally({ type: 'member.forget', id }, resolve));
-      if (!reply.ok) return { status: reply.status, error: reply.error };
+      if (!reply.ok) return { status: reply.status, error: reply.error, ...(reply.retryAfterSeconds === undefined ? {} : { retryAfterSeconds: reply.retryAfterSeconds }) };
     }
     this.host.transport?.removePeer(id);
     return { status: 204 };
   }
-}
-
-/** A peer's internal address as config.ts parses advertise addresses; port 0 is not dialable (setPeer refuses it). */
-function parseAddress(text: string): { host: string; port: number } | null {
-  const address = parseHostPort(text);
-  return address === null || address.port === 0 ? null : address;
 }

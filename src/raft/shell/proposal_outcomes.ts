@@ -11,6 +11,9 @@ export const proposalTimeoutMs = 5_000;
  *  could not commit says so instead of the follower guessing "unreachable". */
 export const forwardTimeoutMs = proposalTimeoutMs + 2_000;
 export const leaderUnreachableRetryAfterSeconds = 2;
+/** A forget on the leader waits for two entries (the Raft seat, then the member record); a follower forwarding it
+ *  waits for both and some slack. */
+export const forgetForwardTimeoutMs = 2 * proposalTimeoutMs + 2_000;
 
 export function applyFailure(outcome: Exclude<ApplyOutcome, 'applied'>): Extract<ProposeReply, { ok: false }> {
   switch (outcome) {
