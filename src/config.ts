@@ -379,10 +379,10 @@ export function parseListenAddress(text: string): { host: string; port: number }
   return { host: match[1] ?? match[2] ?? '', port };
 }
 
-/** `host:port` with a non-empty host; null when malformed. */
+/** `host:port` another node can dial or be told: a non-empty host and a port from 1; null when malformed. */
 export function parseHostPort(text: string): { host: string; port: number } | null {
   const address = parseListenAddress(text);
-  return address === null || address.host === '' ? null : address;
+  return address === null || address.host === '' || address.port === 0 ? null : address;
 }
 
 /** The `host:port` text parseHostPort reads back: an IPv6 host goes in brackets. */

@@ -476,6 +476,15 @@ t.test('docs/configuration.md lists every setting and limit, and nothing else', 
   t.strictSame(rowKeys(limitsPart).sort(), Object.keys(limits).sort(), 'limits table matches limits');
 });
 
+t.test('cluster addresses other nodes dial or are told need a port from 1', async (t) => {
+  t.equal(await loadError(['--node-id', '2', '--join', '127.0.0.1:0', '--cluster-secret-file', '/x']), 'config: cluster.join (from --join): must be empty or host:port');
+  t.equal(await loadError(['--node-id', '1', '--bootstrap', '1=127.0.0.1:0,2=127.0.0.1:8943', '--cluster-secret-file', '/x']),
+    'config: cluster.bootstrap (from --bootstrap): must be empty or id=host:port,... with distinct positive ids');
+  t.equal(await loadError(['--advertise', '127.0.0.1:0']),
+    'config: cluster.advertise (from --advertise): must be empty or host:port[,host:port] (API address, then internal address)');
+  t.equal((await load(['--internal-port', '0'])).config['cluster.internal_port'], 0, 'the internal listener itself may bind port 0 (tests)');
+});
+
 t.test('cluster flags: ids, addresses and their relations', async (t) => {
   const founded = (await load(['--node-id', '2', '--bootstrap', '1=127.0.0.1:7943,2=127.0.0.1:8943', '--cluster-secret-file', '/x',
     '--internal-port', '8943', '--advertise', '127.0.0.1:8942,127.0.0.1:8943'])).config;
