@@ -16,13 +16,13 @@ export function localPartitions(topic: TopicRecord, nodeId: number): number[] {
   return local;
 }
 
-export function ownedElsewhere(topic: TopicRecord, partition: number, nodeId: number): BrokerError {
+export function ownedElsewhere(topic: TopicRecord, partition: number): BrokerError {
   return new BrokerError(503, `partition ${partition} of topic ${topic.name} is owned by node ${topic.owners[partition]}; send the request to that node (forwarding between nodes is not in this release)`, { 'Retry-After': '1' });
 }
 
 /** Throws the 503 unless this node owns the partition. */
 export function requireLocalPartition(topic: TopicRecord, partition: number, nodeId: number): void {
-  if (topic.owners[partition] !== nodeId) throw ownedElsewhere(topic, partition, nodeId);
+  if (topic.owners[partition] !== nodeId) throw ownedElsewhere(topic, partition);
 }
 
 /** The 503 for a topic none of whose partitions live here. */

@@ -147,7 +147,7 @@ export function consumeHandlers(services: FrontServices) {
       if (lease === null) throw errors.invalid('receipt_handle', 'not a receipt handle from a consume answer');
       const [status] = await settle(topic, mode, [{ lease, text: handleText }]);
       if (status === 204) return emptyAnswer;
-      if (status === 503) throw ownedElsewhere(topic, lease.partition, services.nodeId);
+      if (status === 503) throw ownedElsewhere(topic, lease.partition);
       throw leaseGone();
     }
     const handles = batchHandles(await ctx.body());
@@ -163,7 +163,7 @@ export function consumeHandlers(services: FrontServices) {
     valid.forEach(({ at }, i) => {
       const status = statuses[i]!;
       results[at] = status === 204 ? settledResultJson : status === 410 ? leaseGoneResultJson
-        : JSON.stringify({ status, error: status === 503 ? ownedElsewhere(topic, valid[i]!.lease.partition, services.nodeId).message : leaseGone().message });
+        : JSON.stringify({ status, error: status === 503 ? ownedElsewhere(topic, valid[i]!.lease.partition).message : leaseGone().message });
     });
     return { status: 200, contentType: jsonType, body: `{"results":[${results.join(',')}]}` };
   }
