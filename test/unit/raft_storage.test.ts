@@ -91,6 +91,6 @@ t.test('a file that is not a sqlite database is refused', async (t) => {
   await withStorage(t, async (path) => {
     await SqliteRaftStorage.open(path).then((s) => s.close());
     await writeFile(path, 'not a database at all, just text that fills the header page'.repeat(100));
-    await t.rejects(SqliteRaftStorage.open(path));
+    await t.rejects(SqliteRaftStorage.open(path), /not a database|SQLITE_NOTADB/, 'sqlite refuses it as not a database');
   });
 });
