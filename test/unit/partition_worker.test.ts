@@ -272,7 +272,11 @@ t.test('a record that fails its check on disk answers failed 500', async (t) => 
   await w.durable(1);
   const segment = join(dataDir, 'topics', topicA.id, '0', '00000000000000000000.log');
   const bytes = await readFile(segment);
-  bytes[bytes.length - 2] = bytes[bytes.length - 2]! ^ 0xff;
+  // The active segment may carry zeros past its records: corrupt the last record itself ([u32 length][u32 crc][body]
+  // frames until a length of 0).
+  let dataEnd = 0;
+  while (dataEnd + 8 <= bytes.length && bytes.readUInt32LE(dataEnd) > 0) dataEnd += 8 + bytes.readUInt32LE(dataEnd);
+  bytes[dataEnd - 2] = bytes[dataEnd - 2]! ^ 0xff;
   await writeFile(segment, bytes);
   const result = await w.read(topicA.id, 0, 1);
   t.same(result, { kind: 'failed', reqId: (result as { reqId: number }).reqId, status: 500, error: 'partition unreadable' });
