@@ -229,9 +229,13 @@ export const settings = {
   'storage.ingress_segment_bytes': sizeSetting(64 * MiB, 4 * KiB, 4 * GiB - 1),
   /** How often each partition worker deletes segments older than their topic's retention_ms (spec §1.12). */
   'storage.retention_check_interval': durationSetting(30 * secondMs, 100, 1 * hourMs),
-  /** Shortest time between two flush rounds of a partition worker (each round is one fdatasync per partition it
-   *  touched): longer coalesces more records per sync under load, and delays when consumers see them by as much. */
+  /** Shortest time between two flush rounds of a partition worker (each round is one write per partition it
+   *  touched): longer coalesces more records per write under load, and delays when consumers see them by as much. */
   'storage.partition_flush_interval': durationSetting(2, 0, 1 * secondMs),
+  /** Longest time a partition's written records wait for their fdatasync. The ingress log keeps every record until
+   *  that sync (and hands them over again after a crash), so longer means fewer syncs, more ingress log kept and a
+   *  longer replay at restart; consumers never wait for it. */
+  'storage.partition_sync_interval': durationSetting(200, 0, 10 * secondMs),
   /** How long a partition's changed ack state may wait before it is written to its ack log: what a kill -9 can
    *  forget of acks (those messages are delivered again, at least once). */
   'storage.ack_flush_interval': durationSetting(100, 1, 10 * secondMs),

@@ -23,7 +23,7 @@ export type PartitionCommand =
   | { kind: 'settle'; offset: number; nonce: string; mode: SettleMode }
   /** The shell's one timer, armed by 'scheduleTimer', fired. Lost or early: lazy expiry and re-arming cover it. */
   | { kind: 'timer' }
-  /** The segment log committed (fsynced) up to highWatermark, exclusive. Never goes back. */
+  /** The segment log holds records up to highWatermark, exclusive (written; their offsets are final). Never goes back. */
   | { kind: 'committed'; highWatermark: number }
   /** Retention deleted every offset below oldestOffset. */
   | { kind: 'retained'; oldestOffset: number }

@@ -11,6 +11,8 @@ import type { PartitionLog } from './segment_log.js';
 export interface ReadPathHooks {
   /** Messages became deliverable: the worker tells the front, which wakes waiters. */
   onAvailable(count: number): void;
+  /** Resolves once every record the partition holds now is fdatasynced. */
+  syncedNow(): Promise<void>;
   /** An ack log write failed: disk state unknown, the worker stops (fail-stop). */
   onFatal(what: string, err: unknown): void;
 }
@@ -163,6 +165,9 @@ export class PartitionReadPath {
   private async ackWrite(): Promise<void> {
     this.ackDirty = false;
     const state = this.actor.ackState();
+    // Acks name offsets below the high watermark of now: once those records are synced, no restart can find the
+    // ack state ahead of the partition (a lost unsynced tail would be stored again, but only after the acks load).
+    await this.hooks.syncedNow();
     // The partition directory exists: acks only name delivered offsets, which a flush stored there.
     this.ackLog ??= (await AckLog.open(this.log.dir)).log;
     await this.ackLog.write(state);

@@ -2,7 +2,9 @@
 // their PartitionLogs, and a read-only metadata replica fed on workerData.metadataPort. Started by the
 // front thread; ToWorker arrives and FromWorker leaves on parentPort. Lifecycle: open owned partition
 // directories, post 'ready', serve dispatch/read/stats, and on 'shutdown' finish rounds, close, post
-// 'closed'. An fs failure while flushing ends the worker (fail-stop); the ingress log replays at restart.
+// 'closed'. Flush rounds write records and make them visible; sync rounds fdatasync them at most
+// syncIntervalMs later and only then report 'durable', so the ingress log keeps every record until it is synced
+// here. An fs failure while flushing or syncing ends the worker (fail-stop); the ingress log replays at restart.
 import assert from 'node:assert/strict';
 import { readdir, rmdir } from 'node:fs/promises';
 import { parentPort, workerData, type MessagePort } from 'node:worker_threads';
@@ -64,6 +66,14 @@ class PartitionWorker {
   private dirty = new Set<PartitionLog>();
   /** lastSeq of the last fully staged dispatch not yet covered by a round, or null. */
   private uncoveredSeq: number | null = null;
+  /** Logs written by a flush round and not yet synced. */
+  private unsynced = new Set<PartitionLog>();
+  /** lastSeq of the last flushed dispatch whose records are not all synced yet, or null. */
+  private unsyncedSeq: number | null = null;
+  private syncDue = false;
+  private syncTimer: NodeJS.Timeout | null = null;
+  /** Called once the next sync round ends (ack writes wait for the records they name to be synced). */
+  private syncWaiters: (() => void)[] = [];
   private round: Promise<void> | null = null;
   /** Topic deletions run one after another, each after the round that was in flight when it arrived. */
   private deletions: Promise<void> = Promise.resolve();
@@ -241,9 +251,11 @@ class PartitionWorker {
 
   private async shutdownFinish(): Promise<void> {
     if (this.roundTimer !== null) clearTimeout(this.roundTimer);
-    // While shutting down a round starts at once; keep going until nothing staged is left.
+    if (this.syncTimer !== null) clearTimeout(this.syncTimer);
+    // While shutting down a round starts at once; keep going until nothing staged or unsynced is left.
     for (this.roundStart(); this.round !== null; this.roundStart()) await this.round;
     assert(this.uncoveredSeq === null, 'staged dispatches left without a round');
+    assert(this.unsynced.size === 0, 'written records left without a sync round');
     await this.deletions;
     if (this.retentionTimer !== null) clearInterval(this.retentionTimer);
     // Read paths first: their last ack state is written while the logs are still open.
@@ -303,11 +315,15 @@ class PartitionWorker {
     });
   }
 
-  /** Group commit: one round at a time flushes every dirty log concurrently, then reports 'durable' and tells
-   *  each partition's read path its new high watermark (consumers see records only now). Retention runs as a round
-   *  of its own, so it never overlaps a flush of the same log. */
+  /** One round at a time: a flush round writes every dirty log concurrently and tells each partition's read path its
+   *  new high watermark (consumers see records only now); a sync round fdatasyncs every written log and only then
+   *  reports 'durable'. Retention runs as a round of its own. Rounds never overlap, so no two touch one log at once. */
   private roundStart(): void {
     if (this.round !== null) return;
+    if (this.syncDue || (this.shuttingDown && this.uncoveredSeq === null && (this.unsynced.size > 0 || this.syncWaiters.length > 0))) {
+      this.syncRoundStart();
+      return;
+    }
     if (this.retentionDue && !this.shuttingDown) {
       this.retentionDue = false;
       this.round = this.retentionRound().then(
@@ -340,12 +356,67 @@ class PartitionWorker {
     this.round = Promise.all(logs.map((log) => log.flush())).then(
       () => {
         this.round = null;
-        this.post({ kind: 'durable', seqUpTo });
-        for (const log of logs) this.readPathOf(log)?.committed(log.highWatermark);
+        for (const log of logs) {
+          this.readPathOf(log)?.committed(log.highWatermark);
+          if (log.unsynced) this.unsynced.add(log);
+        }
+        if (this.unsynced.size === 0) this.post({ kind: 'durable', seqUpTo });
+        else {
+          this.unsyncedSeq = seqUpTo;
+          this.syncSchedule();
+        }
         this.roundStart();
       },
       (err: unknown) => this.failStop('flush', err),
     );
+  }
+
+  /** A sync round at most syncIntervalMs after records were first written unsynced. */
+  private syncSchedule(): void {
+    if (this.syncDue || this.syncTimer !== null) return;
+    if (this.data.syncIntervalMs === 0) {
+      this.syncDue = true;
+      return;
+    }
+    this.syncTimer = setTimeout(() => {
+      this.syncTimer = null;
+      this.syncDue = true;
+      this.roundStart();
+    }, this.data.syncIntervalMs);
+  }
+
+  private syncRoundStart(): void {
+    this.syncDue = false;
+    if (this.syncTimer !== null) {
+      clearTimeout(this.syncTimer);
+      this.syncTimer = null;
+    }
+    const logs = [...this.unsynced];
+    const seqUpTo = this.unsyncedSeq;
+    const waiters = this.syncWaiters;
+    this.unsynced.clear();
+    this.unsyncedSeq = null;
+    this.syncWaiters = [];
+    this.round = Promise.all(logs.map((log) => log.sync())).then(
+      () => {
+        this.round = null;
+        if (seqUpTo !== null) this.post({ kind: 'durable', seqUpTo });
+        for (const wake of waiters) wake();
+        this.roundStart();
+      },
+      (err: unknown) => this.failStop('sync', err),
+    );
+  }
+
+  /** Resolves once every record the log holds now is synced: an ack state may name only synced offsets, or a
+   *  restart after a power loss could find acks above the partition's recovered end. */
+  private syncedNow(log: PartitionLog): Promise<void> {
+    if (!log.unsynced) return Promise.resolve();
+    return new Promise((resolve) => {
+      this.syncWaiters.push(resolve);
+      this.syncDue = true;
+      this.roundStart();
+    });
   }
 
   private retentionRequest(): void {
@@ -452,6 +523,7 @@ class PartitionWorker {
     this.restoredAcks.delete(log);
     const path = new PartitionReadPath(log, restored?.log ?? null, restored?.state ?? null, actorConfigOf(topic), this.data.ackFlushIntervalMs, {
       onAvailable: (count) => this.availableAdd(key.topicId, count),
+      syncedNow: () => this.syncedNow(log),
       onFatal: (what, err) => this.failStop(what, err),
     });
     this.readPaths.set(log, path);
@@ -482,7 +554,10 @@ class PartitionWorker {
     const partitions = this.logs.get(topicId);
     this.logs.delete(topicId);
     const logs = partitions === undefined ? [] : [...partitions.values()];
-    for (const log of logs) this.dirty.delete(log);
+    for (const log of logs) {
+      this.dirty.delete(log);
+      this.unsynced.delete(log);
+    }
     const paths = logs.map((log) => this.readPaths.get(log)).filter((p) => p !== undefined);
     const restored = logs.map((log) => this.restoredAcks.get(log)).filter((r) => r !== undefined);
     for (const log of logs) {

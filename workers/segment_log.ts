@@ -1,9 +1,13 @@
 // One partition's log on disk: segments <baseOffset>.log (frames [u32 len][u32 crc32][record]) and their
 // dense .idx (segment_index.ts), under the directory partition_dirs.ts names. Runs on the partition worker
 // thread that owns the partition; only partition_worker.ts calls it. Lifecycle: open (recovery) or
-// createEmpty, then stage/flush/read/retain in any order (flush and retain one at a time), then close or
-// destroy. Offsets below highWatermark are fdatasynced and never change meaning, not even after a crash;
-// retention removes whole segments from the old end, and next_offset.mark keeps the tail when none is left.
+// createEmpty, then stage/flush/sync/read/retain in any order (one of flush, sync and retain at a time), then close
+// or destroy. flush() writes and moves highWatermark, so readers see records once they are in the page cache; sync()
+// fdatasyncs them (syncedHighWatermark). Offsets below highWatermark never change meaning, not even after a power
+// loss: every record came from this node's ingress log, which keeps it until a sync covers it and hands it over
+// again in the same order at restart, so a lost unsynced tail is stored again at the same offsets (DESIGN
+// deviation, docs/decisions.md "Partition logs: written, then synced in the background"). Retention removes whole
+// segments from the old end, and next_offset.mark keeps the tail when none is left.
 // While open, the active .log keeps zeros written and synced past its last frame (zeroFill*); a roll and a clean
 // close cut them, so sealed segments end at their last frame.
 import assert from 'node:assert/strict';
@@ -74,9 +78,9 @@ type WireMark = [number, number | null, number | null];
 
 interface Segment {
   baseOffset: number;
-  /** Records whose frames are written and synced (for the active segment, those below highWatermark). */
+  /** Records whose frames are written (for the active segment, those below highWatermark). */
   recordCount: number;
-  /** Synced bytes of the .log. */
+  /** Written bytes of the .log. */
   logBytes: number;
   idxBytes: number;
   /** Unix seconds of the first and the last record; null while the segment holds none (only the active
@@ -121,11 +125,15 @@ export class PartitionLog {
   private tail: TailChunk | null = null;
   /** Bytes the last flushed round staged: where the next staging buffer starts. */
   private stagingCapacityHint = stagingBytesInitial;
-  /** Frame positions of the active segment's synced records; sealed segments' live in their .idx. */
+  /** Frame positions of the active segment's written records; sealed segments' live in their .idx. */
   private activePositions = new SegmentPositions();
   private nextOffsetValue = 0;
   private highWatermarkValue = 0;
+  /** Offsets below it are fdatasynced; at most highWatermark. */
+  private syncedHighWatermarkValue = 0;
   private lastIngressValue: IngressPosition | null = null;
+  /** lastIngress of the written records (what a sync makes durable). */
+  private writtenLastIngress: IngressPosition | null = null;
   /** lastIngress of the synced records alone: what the mark may promise to a restart. */
   private storedLastIngress: IngressPosition | null = null;
   private staging = new Uint8Array(0);
@@ -133,6 +141,7 @@ export class PartitionLog {
   private stagingFrameStarts: number[] = [];
   private stagingTimestampsSec: number[] = [];
   private flushing = false;
+  private syncing = false;
   private retaining = false;
   private closed = false;
 
@@ -162,6 +171,8 @@ export class PartitionLog {
     assert(mark === null || mark.nextOffset <= log.highWatermarkValue, `${markFileName} is ahead of the segments`);
     await log.openTailRead(mark);
     log.storedLastIngress = log.lastIngress;
+    log.writtenLastIngress = log.storedLastIngress;
+    log.syncedHighWatermarkValue = log.highWatermarkValue;
     log.invariantsCheck();
     return log;
   }
@@ -176,9 +187,19 @@ export class PartitionLog {
     return this.nextOffsetValue;
   }
 
-  /** One past the last synced offset: what readers may see. */
+  /** One past the last written offset: what readers may see. */
   get highWatermark(): number {
     return this.highWatermarkValue;
+  }
+
+  /** One past the last fdatasynced offset. */
+  get syncedHighWatermark(): number {
+    return this.syncedHighWatermarkValue;
+  }
+
+  /** Whether written records wait for a sync. */
+  get unsynced(): boolean {
+    return this.syncedHighWatermarkValue < this.highWatermarkValue;
   }
 
   /** The first kept offset; with no segment, highWatermark (staged records are not kept yet). */
@@ -234,10 +255,11 @@ export class PartitionLog {
     return offset;
   }
 
-  /** Writes everything staged (rolling segments as needed), fdatasyncs, writes index entries, then
-   *  advances highWatermark to what was synced. One flush at a time; records staged meanwhile wait. */
+  /** Writes everything staged with its index entries (rolling segments as needed, which syncs the sealed one), then
+   *  advances highWatermark to what was written. One flush at a time; records staged meanwhile wait. */
   async flush(): Promise<void> {
     assert(!this.flushing, 'one flush at a time per partition log');
+    assert(!this.syncing, 'flush during a sync');
     assert(!this.retaining, 'flush during a retain');
     assert(!this.closed, 'flush on a closed partition log');
     const count = this.stagingFrameStarts.length;
@@ -264,10 +286,31 @@ export class PartitionLog {
         await this.flushChunk(batch, from, to);
         from = to;
       }
-      this.storedLastIngress = batch.lastIngress;
+      this.writtenLastIngress = batch.lastIngress;
     } finally {
       this.flushing = false;
     }
+  }
+
+  /** fdatasyncs what flush wrote: afterwards syncedHighWatermark is the highWatermark of the call. The .idx needs
+   *  no sync (open rebuilds the active one from the .log; a roll syncs the sealed one). */
+  async sync(): Promise<void> {
+    assert(!this.flushing, 'sync during a flush');
+    assert(!this.syncing, 'one sync at a time per partition log');
+    assert(!this.retaining, 'sync during a retain');
+    assert(!this.closed, 'sync on a closed partition log');
+    if (!this.unsynced) return;
+    const highWatermark = this.highWatermarkValue;
+    const lastIngress = this.writtenLastIngress;
+    this.syncing = true;
+    try {
+      // Sealed segments were synced by their roll: only the active one can hold unsynced records.
+      await this.active?.log.datasync();
+    } finally {
+      this.syncing = false;
+    }
+    this.syncedHighWatermarkValue = highWatermark;
+    this.storedLastIngress = lastIngress;
   }
 
   /** The record at offset, read from disk and checked (length, crc, offset) after reading. */
@@ -366,6 +409,8 @@ export class PartitionLog {
     assert(Number.isSafeInteger(cutoffSec), `cutoffSec ${cutoffSec} invalid`);
     const deletedSegments = this.retainCount(cutoffSec);
     if (deletedSegments > 0) {
+      // The mark promises lastIngress to a restart: what it names must be synced, not only written.
+      if (deletedSegments === this.segments.length) await this.sync();
       this.retaining = true;
       try {
         // The mark must be durable before the last segment, which knows the tail, is gone.
@@ -396,9 +441,10 @@ export class PartitionLog {
     return stats;
   }
 
-  /** Closes the files, cutting the active .log's zero tail. Records still staged are dropped: the caller flushes
-   *  first unless destroying. */
+  /** Syncs, then closes the files, cutting the active .log's zero tail. Records still staged are dropped: the caller
+   *  flushes first unless destroying. */
   async close(): Promise<void> {
+    if (!this.closed) await this.sync();
     await this.closeFiles(true);
   }
 
@@ -415,6 +461,7 @@ export class PartitionLog {
 
   private async closeFiles(cutZeros: boolean): Promise<void> {
     assert(!this.flushing, 'close during a flush');
+    assert(!this.syncing, 'close during a sync');
     assert(!this.retaining, 'close during a retain');
     if (this.closed) return;
     this.closed = true;
@@ -423,6 +470,7 @@ export class PartitionLog {
 
   private invariantsCheck(): void {
     assert(this.oldestOffset <= this.highWatermarkValue, 'oldestOffset above highWatermark');
+    assert(this.syncedHighWatermarkValue <= this.highWatermarkValue, 'syncedHighWatermark above highWatermark');
     assert(this.highWatermarkValue <= this.nextOffsetValue, 'highWatermark above nextOffset');
     const last = this.segments.at(-1);
     if (last === undefined) {
@@ -497,7 +545,7 @@ export class PartitionLog {
     const chunkStart = batch.frameStarts[from]!;
     const chunk = batch.bytes.subarray(chunkStart, frameEnd(batch, to - 1));
     const firstEntry = this.activePositions.length;
-    // Positions past segment.recordCount are not visible to readers until the sync below is done.
+    // Positions past segment.recordCount are not visible to readers until the write below is done.
     for (let k = from; k < to; k++) this.activePositions.push(segment.logBytes + batch.frameStarts[k]! - chunkStart);
     const entries = this.activePositions.encode(firstEntry, this.activePositions.length);
     const zeroFill = (files.zeroFill ??= new ZeroFill({
@@ -511,9 +559,8 @@ export class PartitionLog {
     // Data only ever overwrites zeros that are synced, or grows the file: never races a fill.
     await zeroFill.reserve(segment.logBytes + chunk.byteLength);
     // The active .idx is rebuilt from the .log at every open, so it needs no sync of its own and may be written
-    // alongside the .log: the high watermark then waits for one write and one sync, not a further write.
+    // alongside the .log: the high watermark then waits for the two writes only.
     await Promise.all([writeAll(files.log, chunk, segment.logBytes), writeAll(files.idx, entries, segment.idxBytes)]);
-    await files.log.datasync();
     this.tail = chunk.byteLength <= tailChunkBytesMax
       ? { firstOffset: segment.baseOffset + segment.recordCount, count: to - from, logStart: segment.logBytes, bytes: chunk.slice() }
       : null;
@@ -543,8 +590,9 @@ export class PartitionLog {
 
   private async segmentRoll(baseOffset: number): Promise<void> {
     const files = this.active!;
-    // open() trusts a sealed segment's .idx when consistent, so it must be durable before the roll.
-    await files.idx.sync();
+    // Only the active segment may hold unsynced records (sync() relies on it), and open() trusts a sealed segment's
+    // .idx when consistent, so both must be durable before the roll.
+    await Promise.all([files.log.datasync(), files.idx.sync()]);
     // A sealed segment ends at its last frame (open() takes its size for the end of its data), and the cut must be
     // durable before the next segment exists.
     await this.activeFilesRetire(this.segments.at(-1)!.logBytes);
@@ -558,11 +606,12 @@ export class PartitionLog {
     if (files === null) return;
     this.active = null;
     this.tail = null;
-    files.retired = true;
     if (files.zeroFill !== null) {
       if (cutZerosAt !== null) await files.zeroFill.closeAndCut(files.log, cutZerosAt);
       else await files.zeroFill.close();
     }
+    // Only now: a read that ends while the cut runs would otherwise close the handle the cut still uses.
+    files.retired = true;
     await files.idx.close();
     if (files.readsInFlight === 0) await files.log.close();
   }

@@ -179,6 +179,8 @@ export interface PartitionWorkerData {
   ackFlushIntervalMs: number;
   /** config storage.partition_flush_interval. */
   flushIntervalMs: number;
+  /** config storage.partition_sync_interval. */
+  syncIntervalMs: number;
   /** Port on which FromMetadata messages arrive. */
   metadataPort: MessagePort;
 }
