@@ -72,6 +72,8 @@ class PartitionWorker {
   private unsyncedSeq: number | null = null;
   private syncDue = false;
   private syncTimer: NodeJS.Timeout | null = null;
+  /** The sync round in flight; it runs beside flush rounds (a partition log keeps its own sync apart from rolls). */
+  private syncRound: Promise<void> | null = null;
   /** Called once the next sync round ends (ack writes wait for the records they name to be synced). */
   private syncWaiters: (() => void)[] = [];
   private round: Promise<void> | null = null;
@@ -253,7 +255,9 @@ class PartitionWorker {
     if (this.roundTimer !== null) clearTimeout(this.roundTimer);
     if (this.syncTimer !== null) clearTimeout(this.syncTimer);
     // While shutting down a round starts at once; keep going until nothing staged or unsynced is left.
-    for (this.roundStart(); this.round !== null; this.roundStart()) await this.round;
+    for (this.roundStart(); this.round !== null || this.syncRound !== null; this.roundStart()) {
+      await Promise.all([this.round, this.syncRound]);
+    }
     assert(this.uncoveredSeq === null, 'staged dispatches left without a round');
     assert(this.unsynced.size === 0, 'written records left without a sync round');
     await this.deletions;
@@ -315,15 +319,15 @@ class PartitionWorker {
     });
   }
 
-  /** One round at a time: a flush round writes every dirty log concurrently and tells each partition's read path its
-   *  new high watermark (consumers see records only now); a sync round fdatasyncs every written log and only then
-   *  reports 'durable'. Retention runs as a round of its own. Rounds never overlap, so no two touch one log at once. */
+  /** A flush round writes every dirty log concurrently and tells each partition's read path its new high watermark
+   *  (consumers see records only now); retention runs as a round of its own, so it never overlaps a flush of the same
+   *  log. A sync round fdatasyncs every written log and only then reports 'durable'; one runs at a time, beside the
+   *  others, so consumers never wait for a sync. */
   private roundStart(): void {
+    const shutdownSyncDue = this.shuttingDown && this.round === null && this.uncoveredSeq === null &&
+      (this.unsynced.size > 0 || this.syncWaiters.length > 0);
+    if (this.syncRound === null && (this.syncDue || shutdownSyncDue)) this.syncRoundStart();
     if (this.round !== null) return;
-    if (this.syncDue || (this.shuttingDown && this.uncoveredSeq === null && (this.unsynced.size > 0 || this.syncWaiters.length > 0))) {
-      this.syncRoundStart();
-      return;
-    }
     if (this.retentionDue && !this.shuttingDown) {
       this.retentionDue = false;
       this.round = this.retentionRound().then(
@@ -360,15 +364,24 @@ class PartitionWorker {
           this.readPathOf(log)?.committed(log.highWatermark);
           if (log.unsynced) this.unsynced.add(log);
         }
-        if (this.unsynced.size === 0) this.post({ kind: 'durable', seqUpTo });
-        else {
-          this.unsyncedSeq = seqUpTo;
-          this.syncSchedule();
-        }
+        this.unsyncedSeq = seqUpTo;
+        this.durableReport();
         this.roundStart();
       },
       (err: unknown) => this.failStop('flush', err),
     );
+  }
+
+  /** Reports 'durable' for the last flushed dispatch when nothing written waits for a sync (nor is being synced: an
+   *  earlier dispatch's records may be), else makes sure a sync round comes. */
+  private durableReport(): void {
+    if (this.unsynced.size > 0) {
+      this.syncSchedule();
+      return;
+    }
+    if (this.syncRound !== null || this.unsyncedSeq === null) return;
+    this.post({ kind: 'durable', seqUpTo: this.unsyncedSeq });
+    this.unsyncedSeq = null;
   }
 
   /** A sync round at most syncIntervalMs after records were first written unsynced. */
@@ -397,11 +410,13 @@ class PartitionWorker {
     this.unsynced.clear();
     this.unsyncedSeq = null;
     this.syncWaiters = [];
-    this.round = Promise.all(logs.map((log) => log.sync())).then(
+    this.syncRound = Promise.all(logs.map((log) => log.sync())).then(
       () => {
-        this.round = null;
+        this.syncRound = null;
         if (seqUpTo !== null) this.post({ kind: 'durable', seqUpTo });
         for (const wake of waiters) wake();
+        // A flush round that ended meanwhile waited for this sync before reporting.
+        this.durableReport();
         this.roundStart();
       },
       (err: unknown) => this.failStop('sync', err),
@@ -565,10 +580,10 @@ class PartitionWorker {
       this.restoredAcks.delete(log);
       this.logKeys.delete(log);
     }
-    const round = this.round;
+    const rounds = Promise.all([this.round, this.syncRound]);
     this.deletions = this.deletions
       .then(async () => {
-        await round;
+        await rounds;
         await Promise.all([...paths.map((path) => path.discard()), ...restored.map((r) => r.log.close())]);
         await Promise.all(logs.map((log) => log.destroy()));
         await topicDirRemoveIfEmpty(topicDir(this.data.dataDir, topicId));

@@ -1,8 +1,8 @@
 // One partition's log on disk: segments <baseOffset>.log (frames [u32 len][u32 crc32][record]) and their
 // dense .idx (segment_index.ts), under the directory partition_dirs.ts names. Runs on the partition worker
 // thread that owns the partition; only partition_worker.ts calls it. Lifecycle: open (recovery) or
-// createEmpty, then stage/flush/sync/read/retain in any order (one of flush, sync and retain at a time), then close
-// or destroy. flush() writes and moves highWatermark, so readers see records once they are in the page cache; sync()
+// createEmpty, then stage/flush/sync/read/retain in any order (one flush or retain at a time; a sync may run beside
+// a flush, and what would close its handle waits for it), then close or destroy. flush() writes and moves highWatermark, so readers see records once they are in the page cache; sync()
 // fdatasyncs them (syncedHighWatermark). Offsets below highWatermark never change meaning, not even after a power
 // loss: every record came from this node's ingress log, which keeps it until a sync covers it and hands it over
 // again in the same order at restart, so a lost unsynced tail is stored again at the same offsets (DESIGN
@@ -11,6 +11,7 @@
 // While open, the active .log keeps zeros written and synced past its last frame (zeroFill*); a roll and a clean
 // close cut them, so sealed segments end at their last frame.
 import assert from 'node:assert/strict';
+import { writeSync } from 'node:fs';
 import { open, readdir, readFile, rename, rm, unlink, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Packr } from 'msgpackr';
@@ -141,7 +142,10 @@ export class PartitionLog {
   private stagingFrameStarts: number[] = [];
   private stagingTimestampsSec: number[] = [];
   private flushing = false;
-  private syncing = false;
+  /** The sync in flight: a roll, retain or close waits for it before closing the handle it syncs. */
+  private syncRun: Promise<void> | null = null;
+  /** A roll, retain, close or destroy in flight (they close handles): a sync waits for it. */
+  private handlesBusy: Promise<unknown> | null = null;
   private retaining = false;
   private closed = false;
 
@@ -259,7 +263,6 @@ export class PartitionLog {
    *  advances highWatermark to what was written. One flush at a time; records staged meanwhile wait. */
   async flush(): Promise<void> {
     assert(!this.flushing, 'one flush at a time per partition log');
-    assert(!this.syncing, 'flush during a sync');
     assert(!this.retaining, 'flush during a retain');
     assert(!this.closed, 'flush on a closed partition log');
     const count = this.stagingFrameStarts.length;
@@ -292,25 +295,30 @@ export class PartitionLog {
     }
   }
 
-  /** fdatasyncs what flush wrote: afterwards syncedHighWatermark is the highWatermark of the call. The .idx needs
+  /** fdatasyncs what flush wrote by the time of the call: afterwards syncedHighWatermark is at least the
+   *  highWatermark of the call. May run while a flush writes (both use positional I/O on the handle); the .idx needs
    *  no sync (open rebuilds the active one from the .log; a roll syncs the sealed one). */
   async sync(): Promise<void> {
-    assert(!this.flushing, 'sync during a flush');
-    assert(!this.syncing, 'one sync at a time per partition log');
-    assert(!this.retaining, 'sync during a retain');
     assert(!this.closed, 'sync on a closed partition log');
-    if (!this.unsynced) return;
+    for (let busy = this.syncRun ?? this.handlesBusy; busy !== null; busy = this.syncRun ?? this.handlesBusy) await busy;
+    if (this.closed || !this.unsynced) return;
     const highWatermark = this.highWatermarkValue;
     const lastIngress = this.writtenLastIngress;
-    this.syncing = true;
-    try {
-      // Sealed segments were synced by their roll: only the active one can hold unsynced records.
-      await this.active?.log.datasync();
-    } finally {
-      this.syncing = false;
-    }
-    this.syncedHighWatermarkValue = highWatermark;
+    // Sealed segments were synced by their roll: only the active one can hold unsynced records.
+    const run = this.active?.log.datasync() ?? Promise.resolve();
+    this.syncRun = run.finally(() => (this.syncRun = null));
+    await run;
+    this.syncedHighWatermarkValue = Math.max(this.syncedHighWatermarkValue, highWatermark);
     this.storedLastIngress = lastIngress;
+  }
+
+  /** Runs work that closes handles once no sync is in flight, and keeps new syncs waiting until it is done. */
+  private async withoutSync<T>(work: () => Promise<T>): Promise<T> {
+    while (this.syncRun !== null) await this.syncRun.catch(() => undefined);
+    assert(this.handlesBusy === null, 'two handle-closing operations at once');
+    const run = work();
+    this.handlesBusy = run.catch(() => undefined).finally(() => (this.handlesBusy = null));
+    return run;
   }
 
   /** The record at offset, read from disk and checked (length, crc, offset) after reading. */
@@ -413,11 +421,13 @@ export class PartitionLog {
       if (deletedSegments === this.segments.length) await this.sync();
       this.retaining = true;
       try {
-        // The mark must be durable before the last segment, which knows the tail, is gone.
-        if (deletedSegments === this.segments.length) {
-          await markWrite(this.dir, { nextOffset: this.highWatermarkValue, lastIngress: this.storedLastIngress });
-        }
-        for (let k = 0; k < deletedSegments; k++) await this.retainOldestDelete();
+        await this.withoutSync(async () => {
+          // The mark must be durable before the last segment, which knows the tail, is gone.
+          if (deletedSegments === this.segments.length) {
+            await markWrite(this.dir, { nextOffset: this.highWatermarkValue, lastIngress: this.storedLastIngress });
+          }
+          for (let k = 0; k < deletedSegments; k++) await this.retainOldestDelete();
+        });
       } finally {
         this.retaining = false;
       }
@@ -445,12 +455,12 @@ export class PartitionLog {
    *  flushes first unless destroying. */
   async close(): Promise<void> {
     if (!this.closed) await this.sync();
-    await this.closeFiles(true);
+    await this.withoutSync(() => this.closeFiles(true));
   }
 
   /** Closes and removes the partition directory (topic deleted). */
   async destroy(): Promise<void> {
-    await this.closeFiles(false);
+    await this.withoutSync(() => this.closeFiles(false));
     await rm(this.dir, { recursive: true, force: true });
   }
 
@@ -461,7 +471,7 @@ export class PartitionLog {
 
   private async closeFiles(cutZeros: boolean): Promise<void> {
     assert(!this.flushing, 'close during a flush');
-    assert(!this.syncing, 'close during a sync');
+    assert(this.syncRun === null, 'close during a sync');
     assert(!this.retaining, 'close during a retain');
     if (this.closed) return;
     this.closed = true;
@@ -558,9 +568,11 @@ export class PartitionLog {
     }));
     // Data only ever overwrites zeros that are synced, or grows the file: never races a fill.
     await zeroFill.reserve(segment.logBytes + chunk.byteLength);
-    // The active .idx is rebuilt from the .log at every open, so it needs no sync of its own and may be written
-    // alongside the .log: the high watermark then waits for the two writes only.
-    await Promise.all([writeAll(files.log, chunk, segment.logBytes), writeAll(files.idx, entries, segment.idxBytes)]);
+    // Written synchronously: this is a partition worker, which may block, and a write into the page cache takes
+    // microseconds where a thread-pool round trip takes two thread wake-ups (the tail of a long-poll wake-up). The
+    // active .idx is rebuilt from the .log at every open, so it needs no sync of its own.
+    writeAllSync(files.log.fd, chunk, segment.logBytes);
+    writeAllSync(files.idx.fd, entries, segment.idxBytes);
     this.tail = chunk.byteLength <= tailChunkBytesMax
       ? { firstOffset: segment.baseOffset + segment.recordCount, count: to - from, logStart: segment.logBytes, bytes: chunk.slice() }
       : null;
@@ -589,14 +601,16 @@ export class PartitionLog {
   }
 
   private async segmentRoll(baseOffset: number): Promise<void> {
-    const files = this.active!;
-    // Only the active segment may hold unsynced records (sync() relies on it), and open() trusts a sealed segment's
-    // .idx when consistent, so both must be durable before the roll.
-    await Promise.all([files.log.datasync(), files.idx.sync()]);
-    // A sealed segment ends at its last frame (open() takes its size for the end of its data), and the cut must be
-    // durable before the next segment exists.
-    await this.activeFilesRetire(this.segments.at(-1)!.logBytes);
-    await this.segmentCreate(baseOffset);
+    await this.withoutSync(async () => {
+      const files = this.active!;
+      // Only the active segment may hold unsynced records (sync() relies on it), and open() trusts a sealed segment's
+      // .idx when consistent, so both must be durable before the roll.
+      await Promise.all([files.log.datasync(), files.idx.sync()]);
+      // A sealed segment ends at its last frame (open() takes its size for the end of its data), and the cut must be
+      // durable before the next segment exists.
+      await this.activeFilesRetire(this.segments.at(-1)!.logBytes);
+      await this.segmentCreate(baseOffset);
+    });
   }
 
   /** Closes the active files. cutZerosAt: the .log's data end, to cut the zero tail at (a roll, a clean close);
@@ -675,6 +689,16 @@ export class PartitionLog {
     }
     // No record is kept, so none was synced since the mark: everything synced after it would still be here.
     if (mark !== null) this.lastIngressValue = mark.lastIngress;
+  }
+}
+
+/** Writes all of bytes at position, blocking the calling thread (never the front thread). */
+function writeAllSync(fd: number, bytes: Uint8Array, position: number): void {
+  let done = 0;
+  while (done < bytes.byteLength) {
+    const written = writeSync(fd, bytes, done, bytes.byteLength - done, position + done);
+    if (written <= 0) throw new Error(`write made no progress at byte ${position + done}`);
+    done += written;
   }
 }
 

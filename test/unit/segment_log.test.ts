@@ -321,3 +321,34 @@ t.test('destroy removes the partition directory', async (t) => {
   await log.destroy();
   await t.rejects(stat(dir), { code: 'ENOENT' });
 });
+
+t.test('flush makes records readable without a sync; sync runs beside flushes and rolls, never behind one', async (t) => {
+  const dir = await tempDir(t);
+  const log = await PartitionLog.open({ dir, segmentBytesMax: segmentBytesSmall });
+  t.teardown(() => log.close());
+  log.stage(record(0));
+  await log.flush();
+  t.equal(log.highWatermark, 1, 'readable once written');
+  t.equal(log.syncedHighWatermark, 0, 'not synced by the flush');
+  t.ok(log.unsynced);
+  await expectRecord(t, log, 0, 0);
+  // Every other flush rolls (two records per segment) while a sync of the segment it seals is in flight: both end
+  // without an error, and the sync covers at least what was written when it began.
+  for (let i = 1; i < 9; i++) {
+    log.stage(record(i));
+    const highWatermarkBefore = log.highWatermark;
+    const sync = log.sync();
+    await Promise.all([log.flush(), sync]);
+    t.ok(log.syncedHighWatermark >= highWatermarkBefore, `sync ${i} covers what was written when it began`);
+    t.ok(log.syncedHighWatermark <= log.highWatermark);
+  }
+  await log.sync();
+  t.equal(log.syncedHighWatermark, 9);
+  t.notOk(log.unsynced);
+  for (let i = 0; i < 9; i++) await expectRecord(t, log, i, i);
+  await log.close();
+  const reopened = await PartitionLog.open({ dir, segmentBytesMax: segmentBytesSmall });
+  t.teardown(() => reopened.close());
+  t.equal(reopened.highWatermark, 9);
+  t.equal(reopened.syncedHighWatermark, 9, 'what a restart finds on disk counts as synced');
+});
