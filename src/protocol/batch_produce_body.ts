@@ -1,8 +1,10 @@
 // Parses and checks a batch produce body (spec §4 POST .../produce/batch, §8) into ingress records, all or
 // none: the first failing message decides the answer, prefixed `message <i>:`. Pure; runs on the front
 // thread for bodies up to 1 MiB and on a pool thread for bigger or compressed ones.
+import { isUtf8 } from 'node:buffer';
 import { PayloadKind, type IngressRecord } from './ingress_frame.js';
-import { findPayloadSpans } from './json_spans.js';
+import { findPayloadSpans, type Span } from './json_spans.js';
+import { lastStringEscaped, scanNumber, scanString, scanValue, skipJsonSpace } from './json_scan.js';
 import { classifyPayload, decodeBase64 } from './payload.js';
 import { fnv1a32 } from './ownership.js';
 
@@ -23,6 +25,21 @@ const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 const textEncoder = new TextEncoder();
 
 export function parseBatchBody(body: Uint8Array, partitions: number, limits: BatchLimits): BatchParse {
+  const scanned = scanBatchBody(body, limits.messagesMax);
+  if (scanned === null) return parseBatchBodyParsed(body, partitions, limits);
+  const records: IngressRecord[] = new Array(scanned.length);
+  for (let i = 0; i < scanned.length; i++) {
+    const message = scanned[i]!;
+    const record = parseMessage(message.fields, body, message.payloadSpan, partitions, limits);
+    if (typeof record === 'string') return messageFailure(i, record);
+    records[i] = record;
+  }
+  return { ok: true, records };
+}
+
+/** The general path: JSON.parse, then the payloads' exact bytes found again in the body (json_spans.ts). Exported for
+ *  the test that checks the scanned path answers exactly as this one does. */
+export function parseBatchBodyParsed(body: Uint8Array, partitions: number, limits: BatchLimits): BatchParse {
   let document: unknown;
   try {
     document = JSON.parse(utf8.decode(body));
@@ -43,7 +60,7 @@ export function parseBatchBody(body: Uint8Array, partitions: number, limits: Bat
   const records: IngressRecord[] = new Array(messages.length);
   for (let i = 0; i < messages.length; i++) {
     const record = parseMessage(messages[i], body, spans[i] ?? null, partitions, limits);
-    if (typeof record === 'string') return fail(record.startsWith('413 ') ? 413 : 400, `message ${i}: ${record.replace(/^413 /, '')}`);
+    if (typeof record === 'string') return messageFailure(i, record);
     records[i] = record;
   }
   return { ok: true, records };
@@ -117,4 +134,126 @@ export function partitionForKey(key: Uint8Array, partitions: number): number {
 
 function fail(status: number, error: string): BatchParse {
   return { ok: false, status, error };
+}
+
+function messageFailure(index: number, error: string): BatchParse {
+  return fail(error.startsWith('413 ') ? 413 : 400, `message ${index}: ${error.replace(/^413 /, '')}`);
+}
+
+/** A message as JSON.parse would give its fields (payload only as far as parseMessage reads it), and its payload's
+ *  exact bytes. */
+interface ScannedMessage {
+  fields: Record<string, unknown>;
+  payloadSpan: Span | null;
+}
+
+const utf8Loose = new TextDecoder('utf-8', { ignoreBOM: true });
+
+/**
+ * The common shape, read in one pass over the bytes without JSON.parse: `{"messages":[{...}, ...]}` holding 1 to
+ * messagesMax objects whose keys are known message fields, unescaped, each once, with string values for
+ * payload_encoding, key and key_encoding and a number for partition. Anything else (invalid JSON, another top-level
+ * key, an empty or over-long array, a duplicate or unknown field, a value of another type, nesting too deep) answers
+ * null and the body takes the JSON.parse path, which words the error.
+ */
+function scanBatchBody(body: Uint8Array, messagesMax: number): ScannedMessage[] | null {
+  if (!isUtf8(body)) return null;
+  try {
+    let at = skipJsonSpace(body, 0);
+    if (body[at] !== 0x7b) return null;
+    at = skipJsonSpace(body, at + 1);
+    const keyEnd = plainKeyEnd(body, at);
+    if (keyEnd < 0 || !bytesAre(body, at + 1, keyEnd - 1, 'messages')) return null;
+    at = skipJsonSpace(body, keyEnd);
+    if (body[at] !== 0x3a) return null;
+    at = skipJsonSpace(body, at + 1);
+    if (body[at] !== 0x5b) return null;
+    at = skipJsonSpace(body, at + 1);
+    const messages: ScannedMessage[] = [];
+    for (;;) {
+      if (messages.length === messagesMax) return null;
+      const message: ScannedMessage = { fields: {}, payloadSpan: null };
+      at = scanMessage(body, at, message);
+      if (at < 0) return null;
+      messages.push(message);
+      at = skipJsonSpace(body, at);
+      if (body[at] === 0x5d) break;
+      if (body[at] !== 0x2c) return null;
+      at = skipJsonSpace(body, at + 1);
+    }
+    at = skipJsonSpace(body, at + 1);
+    if (body[at] !== 0x7d) return null;
+    return skipJsonSpace(body, at + 1) === body.length ? messages : null;
+  } catch (error) {
+    if (error instanceof RangeError) return null;
+    throw error;
+  }
+}
+
+/** One message object from at (its '{'); the index past its '}', or -1 for anything scanBatchBody leaves alone. */
+function scanMessage(body: Uint8Array, at: number, message: ScannedMessage): number {
+  if (body[at] !== 0x7b) return -1;
+  at = skipJsonSpace(body, at + 1);
+  if (body[at] === 0x7d) return at + 1;
+  const fields = message.fields;
+  let payloadIsString = false;
+  for (;;) {
+    const keyEnd = plainKeyEnd(body, at);
+    if (keyEnd < 0) return -1;
+    const field = knownField(body, at + 1, keyEnd - 1);
+    if (field === null || field in fields) return -1;
+    at = skipJsonSpace(body, keyEnd);
+    if (body[at] !== 0x3a) return -1;
+    const valueStart = skipJsonSpace(body, at + 1);
+    if (field === 'payload') {
+      at = scanValue(body, valueStart);
+      if (at < 0) return -1;
+      message.payloadSpan = { start: valueStart, end: at };
+      payloadIsString = body[valueStart] === 0x22;
+      fields.payload = true;
+    } else if (field === 'partition') {
+      at = scanNumber(body, valueStart);
+      if (at < 0) return -1;
+      fields.partition = Number(utf8Loose.decode(body.subarray(valueStart, at)));
+    } else {
+      if (body[valueStart] !== 0x22) return -1;
+      at = scanString(body, valueStart);
+      if (at < 0) return -1;
+      fields[field] = stringValue(body, valueStart, at);
+    }
+    at = skipJsonSpace(body, at);
+    if (body[at] === 0x7d) break;
+    if (body[at] !== 0x2c) return -1;
+    at = skipJsonSpace(body, at + 1);
+  }
+  // parseMessage reads the payload's value only to decode base64, and only when it is a string.
+  if (fields.payload_encoding !== undefined && message.payloadSpan !== null) {
+    fields.payload = payloadIsString ? stringValue(body, message.payloadSpan.start, message.payloadSpan.end) : null;
+  }
+  return at + 1;
+}
+
+/** The text of the string token [start, end) (quotes included). */
+function stringValue(body: Uint8Array, start: number, end: number): string {
+  scanString(body, start);
+  if (lastStringEscaped) return JSON.parse(utf8Loose.decode(body.subarray(start, end))) as string;
+  return utf8Loose.decode(body.subarray(start + 1, end - 1));
+}
+
+/** A key token at at without escapes: the index past its closing quote, or -1. */
+function plainKeyEnd(body: Uint8Array, at: number): number {
+  if (body[at] !== 0x22) return -1;
+  const end = scanString(body, at);
+  return end < 0 || lastStringEscaped ? -1 : end;
+}
+
+function knownField(body: Uint8Array, start: number, end: number): string | null {
+  for (const field of messageFields) if (bytesAre(body, start, end, field)) return field;
+  return null;
+}
+
+function bytesAre(body: Uint8Array, start: number, end: number, text: string): boolean {
+  if (end - start !== text.length) return false;
+  for (let i = 0; i < text.length; i++) if (body[start + i] !== text.charCodeAt(i)) return false;
+  return true;
 }

@@ -2,6 +2,7 @@
 // pool threads that parse big batch bodies.
 import { isUtf8 } from 'node:buffer';
 import { PayloadKind } from './ingress_frame.js';
+import { isJsonText } from './json_scan.js';
 
 // ignoreBOM keeps a leading byte-order mark in the text: it is part of the payload, and it is not JSON.
 const utf8 = new TextDecoder('utf-8', { ignoreBOM: true });
@@ -9,6 +10,9 @@ const utf8 = new TextDecoder('utf-8', { ignoreBOM: true });
 /** A payload's kind is a property of its bytes: one JSON text, other UTF-8, or anything else. */
 export function classifyPayload(bytes: Uint8Array): PayloadKind {
   if (!isUtf8(bytes)) return PayloadKind.Binary;
+  // The byte validator answers as JSON.parse would, without building the value; JSON.parse only for deep nesting.
+  const json = isJsonText(bytes);
+  if (json !== null) return json ? PayloadKind.Json : PayloadKind.Text;
   try {
     JSON.parse(utf8.decode(bytes));
     return PayloadKind.Json;

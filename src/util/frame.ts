@@ -5,21 +5,33 @@ import { crc32 } from 'node:zlib';
 
 export const frameHeaderBytes = 8;
 
-const crcTable = new Int32Array(256);
+/** Slicing-by-8 tables: crcTables[0] is the bytewise table, crcTables[k][n] the crc of n followed by k zero bytes. */
+const crcTables = Array.from({ length: 8 }, () => new Int32Array(256));
 for (let n = 0; n < 256; n++) {
   let c = n;
   for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1;
-  crcTable[n] = c;
+  crcTables[0]![n] = c;
 }
-/** Below this many bytes a table loop in JS beats zlib.crc32 (measured: 0.8 vs 1.2 us at 140 B; at 1,200 B zlib
- *  takes 1 us and the loop 9 us), whose call and view cost dominate for small records. */
+for (let n = 0; n < 256; n++) {
+  for (let k = 1; k < 8; k++) crcTables[k]![n] = (crcTables[k - 1]![n]! >>> 8) ^ crcTables[0]![crcTables[k - 1]![n]! & 0xff]!;
+}
+const [crc0, crc1, crc2, crc3, crc4, crc5, crc6, crc7] = crcTables as [Int32Array, Int32Array, Int32Array, Int32Array, Int32Array, Int32Array, Int32Array, Int32Array];
+/** Up to this many bytes a slicing-by-8 loop in JS beats zlib.crc32, whose call and view cost dominate for small
+ *  records (measured: 194 ns against 262 ns at 140 B, 324 ns for a bytewise loop; zlib wins from about 300 B). */
 const crcJsBytesMax = 256;
 
 /** The crc32 (zlib's) of bytes[start..end). */
 export function crc32Range(bytes: Uint8Array, start: number, end: number): number {
   if (end - start > crcJsBytesMax) return crc32(bytes.subarray(start, end));
   let c = -1;
-  for (let i = start; i < end; i++) c = crcTable[(c ^ bytes[i]!) & 0xff]! ^ (c >>> 8);
+  let i = start;
+  for (; i + 8 <= end; i += 8) {
+    const low = c ^ (bytes[i]! | (bytes[i + 1]! << 8) | (bytes[i + 2]! << 16) | (bytes[i + 3]! << 24));
+    const high = bytes[i + 4]! | (bytes[i + 5]! << 8) | (bytes[i + 6]! << 16) | (bytes[i + 7]! << 24);
+    c = crc7[low & 0xff]! ^ crc6[(low >>> 8) & 0xff]! ^ crc5[(low >>> 16) & 0xff]! ^ crc4[low >>> 24]! ^
+      crc3[high & 0xff]! ^ crc2[(high >>> 8) & 0xff]! ^ crc1[(high >>> 16) & 0xff]! ^ crc0[high >>> 24]!;
+  }
+  for (; i < end; i++) c = crc0[(c ^ bytes[i]!) & 0xff]! ^ (c >>> 8);
   return (c ^ -1) >>> 0;
 }
 
