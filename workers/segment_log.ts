@@ -11,7 +11,7 @@
 // While open, the active .log keeps zeros written and synced past its last frame (zeroFill*); a roll and a clean
 // close cut them, so sealed segments end at their last frame.
 import assert from 'node:assert/strict';
-import { writeSync } from 'node:fs';
+import { readSync, writeSync } from 'node:fs';
 import { open, readdir, readFile, rename, rm, unlink, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Packr } from 'msgpackr';
@@ -378,7 +378,10 @@ export class PartitionLog {
         frameStarts = this.activeFrameStarts(segment, k, count);
         files.readsInFlight += 1;
         try {
-          bytes = await readExact(files.log, frameStarts[0]!, frameStarts[count]! - frameStarts[0]!);
+          // The active segment holds the newest records, almost always in the page cache: a blocking read (this is
+          // a partition worker) costs microseconds, a thread-pool read two thread wake-ups. Sealed segments, older and
+          // maybe on disk only, are read through the pool.
+          bytes = readExactSync(files.log.fd, frameStarts[0]!, frameStarts[count]! - frameStarts[0]!);
         } finally {
           files.readsInFlight -= 1;
           if (files.retired && files.readsInFlight === 0) await files.log.close();
@@ -958,6 +961,18 @@ function recordDecode(body: Uint8Array): StoredRecord {
   return { offset, timestampSec, key, payload, payloadKind, ingressSeq, ingressIndex };
 }
 
+
+/** Reads exactly length bytes at position, blocking the calling thread (never the front thread). */
+function readExactSync(fd: number, position: number, length: number): Uint8Array {
+  const out = new Uint8Array(length);
+  let done = 0;
+  while (done < length) {
+    const bytesRead = readSync(fd, out, done, length - done, position + done);
+    if (bytesRead === 0) throw new Error(`short read: ${done} of ${length} bytes at ${position}`);
+    done += bytesRead;
+  }
+  return out;
+}
 
 async function readExact(handle: FileHandle, position: number, length: number): Promise<Uint8Array> {
   const out = new Uint8Array(length);
