@@ -523,7 +523,8 @@ export class PartitionLog {
     if (needed <= this.staging.byteLength) return;
     let capacity = Math.max(this.staging.byteLength * 2, this.stagingCapacityHint);
     while (capacity < needed) capacity *= 2;
-    const grown = new Uint8Array(capacity);
+    // Not zeroed (only the staged bytes are ever read), and a view of its own memory, not of Node's shared pool.
+    const grown = new Uint8Array(Buffer.allocUnsafeSlow(capacity).buffer, 0, capacity);
     grown.set(this.staging.subarray(0, this.stagingBytes));
     this.staging = grown;
   }

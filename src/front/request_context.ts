@@ -21,7 +21,7 @@ export class RequestContext {
   identity = '';
   bodyReader: BodyReader | undefined;
   /** Work to undo when the reply is written (budget shares, in-flight counts). */
-  private readonly cleanups: (() => void)[] = [];
+  private cleanups: (() => void)[] | null = null;
 
   constructor(
     readonly method: string,
@@ -65,11 +65,13 @@ export class RequestContext {
   }
 
   onDone(cleanup: () => void): void {
-    this.cleanups.push(cleanup);
+    (this.cleanups ??= []).push(cleanup);
   }
 
   finish(): void {
-    for (const cleanup of this.cleanups.splice(0)) cleanup();
+    const cleanups = this.cleanups;
+    this.cleanups = null;
+    if (cleanups !== null) for (const cleanup of cleanups) cleanup();
     this.bodyReader?.release();
   }
 }

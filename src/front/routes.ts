@@ -40,7 +40,9 @@ const matchCacheEntriesMax = 4096;
 
 export class RouteTable<H> {
   private readonly routes: CompiledRoute<H>[] = [];
-  private readonly matchCache = new Map<string, RouteMatch<H>>();
+  /** method -> path -> match: no key string is built per request. */
+  private readonly matchCache = new Map<string, Map<string, RouteMatch<H>>>();
+  private matchCacheEntries = 0;
 
   constructor(entries: RouteEntry<H>[]) {
     for (const entry of entries) {
@@ -51,12 +53,18 @@ export class RouteTable<H> {
 
   /** The match of a method and path; the same (immutable) object for the same request line while cached. */
   match(method: string, path: string): RouteMatch<H> {
-    const cacheKey = `${method} ${path}`;
-    const cached = this.matchCache.get(cacheKey);
+    let byPath = this.matchCache.get(method);
+    const cached = byPath?.get(path);
     if (cached !== undefined) return cached;
     const match = this.matchUncached(method, path);
-    if (this.matchCache.size >= matchCacheEntriesMax) this.matchCache.clear();
-    this.matchCache.set(cacheKey, match);
+    if (this.matchCacheEntries >= matchCacheEntriesMax) {
+      this.matchCache.clear();
+      this.matchCacheEntries = 0;
+      byPath = undefined;
+    }
+    if (byPath === undefined) this.matchCache.set(method, (byPath = new Map()));
+    byPath.set(path, match);
+    this.matchCacheEntries += 1;
     return match;
   }
 

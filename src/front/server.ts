@@ -185,7 +185,7 @@ export class FrontServer {
   }
 
   private onRequest(routes: RouteTable<Handler>, res: HttpResponse, req: HttpRequest): void {
-    const method = req.getMethod().toUpperCase();
+    const method = methodName(req.getMethod());
     const path = req.getUrl();
     const rawQuery = req.getQuery() ?? '';
     const headers: RequestHeaders = { authorization: '', contentType: '', contentEncoding: '', svcClient: null };
@@ -303,5 +303,20 @@ export class FrontServer {
     this.services.metrics.countRequest(route, method, reply.status);
     // A body we never read must not be taken for the next request: close after answering.
     writeReply(res, reply, hasBody);
+  }
+}
+
+/** uWS gives the method in lower case: the usual ones map to constant strings (a Map lookup of a constant needs no
+ *  hashing per request), any other is upper-cased. */
+function methodName(lower: string): string {
+  switch (lower) {
+    case 'get': return 'GET';
+    case 'post': return 'POST';
+    case 'put': return 'PUT';
+    case 'patch': return 'PATCH';
+    case 'delete': return 'DELETE';
+    case 'head': return 'HEAD';
+    case 'options': return 'OPTIONS';
+    default: return lower.toUpperCase();
   }
 }
