@@ -364,6 +364,8 @@ class PartitionWorker {
           this.readPathOf(log)?.committed(log.highWatermark);
           if (log.unsynced) this.unsynced.add(log);
         }
+        // Waiting consumers hear of the new records now, not a loop phase later (the scheduled post then finds none).
+        this.availablePost();
         this.unsyncedSeq = seqUpTo;
         this.durableReport();
         this.roundStart();
