@@ -5,15 +5,10 @@
 //               (consume?wait=10s&max=--max, batch ack). Latency: the produce's 202 -> a consumer has the message.
 //   soak        the same flow at a steady --rate (default 5,000 msg/s) for --duration (default 10m), with a row per
 //               --interval (10 s): server RSS, produced and delivered msgs/s, p99 latency.
-// Each payload carries its message id and the client's send time (epoch µs). The open-loop producer runs on a
-// worker thread of the bench process (bench/end_to_end_producer.ts) and the consumers on its main thread, so
-// neither's backlog delays the other's timestamps; both threads read one clock, performance.timeOrigin +
-// performance.now(), and meet in a ledger ring in shared memory (the producer writes each id's send and 202, the
-// main thread its receipt). Bench process main thread, except SharedLedger's producer methods; every loop ends by
-// itself (flags, deadlines) and closes its sockets.
+// Each payload carries its message id and the client's send time (epoch µs); both ends run in this process, on the
+// same clock. Bench process main thread; every loop ends by itself (flags, deadlines) and closes its sockets.
 import os from 'node:os';
 import { performance } from 'node:perf_hooks';
-import { Worker } from 'node:worker_threads';
 import type { Histogram } from 'hdr-histogram-js';
 import {
   cleanups, CpuWindow, createTopic, deleteTopic, errorText, fixed, formatErrors, formatInt, latencySummaryMs,
@@ -33,29 +28,22 @@ const soakRateDefault = 5000;
 const consumeCapDefault = 1024;
 const clientHeader = 'bench';
 /** A produce sent later than this after its scheduled time counts as late (the scheduler's timer runs about every ms). */
-export const lateThresholdMs = 2;
+const lateThresholdMs = 2;
 /** After the window, how long messages already accepted may take to reach a consumer. */
-export const deliveryGraceMs = 5_000;
+const deliveryGraceMs = 5_000;
 /** The ledger keeps this many seconds of messages (at the rate); older undelivered ones count as lost. */
 const ledgerSeconds = 60;
 /** end-to-end's progress line period; soak uses --interval. */
 const endToEndProgressSec = 2;
-/** Also what keeps ids below 2^31, so they fit the ledger's Int32Arrays. */
 const idDigits = 9;
-/** The producer thread's start (module loading, first tick) and, after the window, its report. */
-const producerStartTimeoutMs = 10_000;
-const producerReportTimeoutMs = deliveryGraceMs + 10_000;
-/** The producer thread stops by itself this long after the window should have ended without the main thread's word. */
-const producerStopSlackMs = 30_000;
 
 const produceOnlyOptions = ['topic', 'batch', 'client', 'skipFloor', 'compareSecurity', 'prefill', 'batchPrefill',
   'prefillTimeoutSec', 'pollers', 'wakeRate', 'phases', 'topics', 'polls', 'redisConsumers', 'argv', 'batchConnections'];
 
 type Phase = 'warmup' | 'measure' | 'drain';
-const phases: readonly Phase[] = ['warmup', 'measure', 'drain'];
 
 /** {"id":"000000123","t":1795358795603123,"d":"xx..."}: id, send time in epoch µs, filler to exactly bytes. */
-export function flowPayload(id: number, sentEpochUs: number, bytes: number): Buffer {
+function flowPayload(id: number, sentEpochUs: number, bytes: number): Buffer {
   const head = `{"id":"${String(id).padStart(idDigits, '0')}","t":${sentEpochUs},"d":"`;
   const fill = bytes - head.length - 2;
   if (fill < 0) throw new Error(`--message-bytes ${bytes} is too small for the id and timestamp (${head.length + 2})`);
@@ -84,163 +72,19 @@ function scanMessages(body: Buffer): Array<{ id: number; sentEpochUs: number }> 
   return found;
 }
 
-/** Epoch ms (sub-ms precision) of a performance.now() value taken on this thread: the clock both threads share. */
-export function epochMs(threadMs: number): number {
-  return performance.timeOrigin + threadMs;
-}
-
-export function failureCode(error: unknown): string {
-  return error instanceof HttpFailure ? error.code : errorText(error);
-}
-
-export function summary(histogram: Histogram): LatencySummaryMs & { count: number } {
-  return { count: histogram.totalCount, ...latencySummaryMs(histogram) };
+function epochUsNow(): number {
+  return Math.round((performance.timeOrigin + performance.now()) * 1000);
 }
 
 // ---------------------------------------------------------------------------------------------------------------
-// The ledger: per message id, when its 202 came and when a consumer had it, in a ring of ledgerSeconds. The
-// producer thread writes the send and the answer of each id, the main thread the receipt; a slot's plain fields
-// are written before its id is published with Atomics.store, and read after Atomics.load saw that id.
+// The ledger: per message id, when its 202 came and when a consumer had it, in a ring of ledgerSeconds.
 
-export interface SharedLedgerBuffers {
-  size: number;
-  /** Int32 per slot: the id last sent into it (-1: none); its answer's id; the id a consumer last had from it. */
-  sentIds: SharedArrayBuffer;
-  answeredIds: SharedArrayBuffer;
-  receivedIds: SharedArrayBuffer;
-  /** Float64 per slot: the 202's epoch ms, NaN when the answer was not a 202. */
-  acceptedMs: SharedArrayBuffer;
-  /** Uint8 per slot: scheduled inside the window. */
-  inWindow: SharedArrayBuffer;
-  /** Int32 [phase index, messages answered 202 so far]. */
-  control: SharedArrayBuffer;
-  /** Float64 [the window's start, epoch ms]. */
-  windowStart: SharedArrayBuffer;
-}
-
-const controlPhase = 0;
-const controlAccepted = 1;
-
-export class SharedLedger {
-  readonly size: number;
-  private readonly sentIds: Int32Array;
-  private readonly answeredIds: Int32Array;
-  private readonly receivedIds: Int32Array;
-  private readonly acceptedMs: Float64Array;
-  private readonly inWindow: Uint8Array;
-  private readonly control: Int32Array;
-  private readonly windowStart: Float64Array;
-
-  constructor(readonly buffers: SharedLedgerBuffers) {
-    this.size = buffers.size;
-    this.sentIds = new Int32Array(buffers.sentIds);
-    this.answeredIds = new Int32Array(buffers.answeredIds);
-    this.receivedIds = new Int32Array(buffers.receivedIds);
-    this.acceptedMs = new Float64Array(buffers.acceptedMs);
-    this.inWindow = new Uint8Array(buffers.inWindow);
-    this.control = new Int32Array(buffers.control);
-    this.windowStart = new Float64Array(buffers.windowStart);
-  }
-
-  static create(ratePerSec: number): SharedLedger {
-    const size = Math.max(1024, Math.ceil(ratePerSec * ledgerSeconds));
-    const ids = (): SharedArrayBuffer => {
-      const buffer = new SharedArrayBuffer(size * Int32Array.BYTES_PER_ELEMENT);
-      new Int32Array(buffer).fill(-1);
-      return buffer;
-    };
-    return new SharedLedger({ size, sentIds: ids(), answeredIds: ids(), receivedIds: ids(),
-      acceptedMs: new SharedArrayBuffer(size * Float64Array.BYTES_PER_ELEMENT),
-      inWindow: new SharedArrayBuffer(size), control: new SharedArrayBuffer(2 * Int32Array.BYTES_PER_ELEMENT),
-      windowStart: new SharedArrayBuffer(Float64Array.BYTES_PER_ELEMENT) });
-  }
-
-  phase(): Phase {
-    return phases[Atomics.load(this.control, controlPhase)]!;
-  }
-
-  /** Main thread. */
-  openWindow(startEpochMs: number): void {
-    this.windowStart[0] = startEpochMs;
-    Atomics.store(this.control, controlPhase, phases.indexOf('measure'));
-  }
-
-  /** Main thread: the producer stops scheduling. */
-  drain(): void {
-    Atomics.store(this.control, controlPhase, phases.indexOf('drain'));
-  }
-
-  windowStartEpochMs(): number {
-    return this.windowStart[0]!;
-  }
-
-  /** 202s so far, any phase (the soak rows' produced/s). */
-  acceptedTotal(): number {
-    return Atomics.load(this.control, controlAccepted);
-  }
-
-  /** Producer thread: id goes out now. True when it takes the slot of a message accepted and never received. */
-  sent(id: number, counting: boolean): boolean {
-    const slot = id % this.size;
-    const previous = this.sentIds[slot]!;
-    const lost = previous >= 0 && !Number.isNaN(this.acceptedAt(previous)) &&
-      Atomics.load(this.receivedIds, slot) !== previous;
-    this.inWindow[slot] = counting ? 1 : 0;
-    Atomics.store(this.sentIds, slot, id);
-    return lost;
-  }
-
-  /** Producer thread: id's answer came, a 202 at atEpochMs or (NaN) anything else. */
-  answered(id: number, atEpochMs: number): void {
-    const slot = id % this.size;
-    if (this.sentIds[slot] !== id) return;
-    this.acceptedMs[slot] = atEpochMs;
-    Atomics.store(this.answeredIds, slot, id);
-    if (!Number.isNaN(atEpochMs)) Atomics.add(this.control, controlAccepted, 1);
-  }
-
-  isCurrent(id: number): boolean {
-    return Atomics.load(this.sentIds, id % this.size) === id;
-  }
-
-  isAnswered(id: number): boolean {
-    return Atomics.load(this.answeredIds, id % this.size) === id;
-  }
-
-  /** The 202's epoch ms of id, NaN when none (yet). */
-  acceptedAt(id: number): number {
-    return this.isAnswered(id) ? this.acceptedMs[id % this.size]! : NaN;
-  }
-
-  countsForWindow(id: number): boolean {
-    return this.inWindow[id % this.size] === 1;
-  }
-
-  isReceived(id: number): boolean {
-    return Atomics.load(this.receivedIds, id % this.size) === id;
-  }
-
-  /** Main thread. */
-  markReceived(id: number): void {
-    Atomics.store(this.receivedIds, id % this.size, id);
-  }
-
-  /** Messages produced in the window that were accepted and not yet received. */
-  undelivered(): number {
-    let count = 0;
-    for (let slot = 0; slot < this.size; slot++) {
-      const id = Atomics.load(this.sentIds, slot);
-      if (id >= 0 && this.inWindow[slot] === 1 && !Number.isNaN(this.acceptedAt(id)) && !this.isReceived(id)) count++;
-    }
-    return count;
-  }
-}
-
-/** The main thread's side: receipts, and the figures settled when a message has both its 202 and its receipt. */
 class Ledger {
+  private readonly size: number;
+  private readonly ids: Float64Array;
+  private readonly acceptedMs: Float64Array;
   private readonly receivedMs: Float64Array;
-  /** Received before the producer thread had their answer: settled when it comes (or when the slot moves on). */
-  private pending: number[] = [];
+  private readonly inWindow: Uint8Array;
   /** 202 -> consumer has it, for messages produced in the window; and per interval (soak rows). */
   readonly deliveryUs = newHistogram();
   intervalUs = newHistogram();
@@ -250,144 +94,95 @@ class Ledger {
   deliveredTotal = 0;
   duplicates = 0;
   before202 = 0;
+  /** Accepted, then overwritten in the ring before any consumer had them (older than ledgerSeconds). */
+  lost = 0;
   unknown = 0;
 
-  constructor(readonly shared: SharedLedger) {
-    this.receivedMs = new Float64Array(shared.size).fill(NaN);
+  constructor(ratePerSec: number) {
+    this.size = Math.max(1024, Math.ceil(ratePerSec * ledgerSeconds));
+    this.ids = new Float64Array(this.size).fill(-1);
+    this.acceptedMs = new Float64Array(this.size).fill(NaN);
+    this.receivedMs = new Float64Array(this.size).fill(NaN);
+    this.inWindow = new Uint8Array(this.size);
   }
 
-  received(id: number, sentEpochUs: number, atEpochMs: number): void {
-    const shared = this.shared;
-    if (!Number.isInteger(id) || !shared.isCurrent(id)) {
+  sent(id: number, counting: boolean): void {
+    const slot = id % this.size;
+    if (this.ids[slot]! >= 0 && !Number.isNaN(this.acceptedMs[slot]!) && Number.isNaN(this.receivedMs[slot]!)) this.lost++;
+    this.ids[slot] = id;
+    this.acceptedMs[slot] = NaN;
+    this.receivedMs[slot] = NaN;
+    this.inWindow[slot] = counting ? 1 : 0;
+  }
+
+  accepted(id: number, atMs: number): void {
+    const slot = id % this.size;
+    if (this.ids[slot] !== id) return;
+    this.acceptedMs[slot] = atMs;
+    this.settle(slot);
+  }
+
+  received(id: number, sentEpochUs: number, atMs: number): void {
+    const slot = id % this.size;
+    if (!Number.isInteger(id) || this.ids[slot] !== id) {
       this.unknown++;
       return;
     }
-    if (shared.isReceived(id)) {
+    if (!Number.isNaN(this.receivedMs[slot]!)) {
       this.duplicates++;
       return;
     }
-    this.receivedMs[id % shared.size] = atEpochMs;
-    shared.markReceived(id);
+    this.receivedMs[slot] = atMs;
     this.deliveredTotal++;
-    if (shared.countsForWindow(id) && Number.isFinite(sentEpochUs)) {
-      recordUs(this.sendToReceiptUs, (Math.round(atEpochMs * 1000) - sentEpochUs) / 1000);
+    if (this.inWindow[slot] && Number.isFinite(sentEpochUs)) {
+      recordUs(this.sendToReceiptUs, (Math.round((performance.timeOrigin + atMs) * 1000) - sentEpochUs) / 1000);
     }
-    if (!this.settle(id)) this.pending.push(id);
+    this.settle(slot);
   }
 
-  settlePending(): void {
-    if (this.pending.length > 0) this.pending = this.pending.filter((id) => !this.settle(id));
+  /** Messages produced in the window that were accepted and not yet received. */
+  undelivered(): number {
+    let count = 0;
+    for (let slot = 0; slot < this.size; slot++) {
+      if (this.inWindow[slot] && !Number.isNaN(this.acceptedMs[slot]!) && Number.isNaN(this.receivedMs[slot]!)) count++;
+    }
+    return count;
   }
 
-  /** False while id's answer has not come yet. */
-  private settle(id: number): boolean {
-    const shared = this.shared;
-    if (!shared.isCurrent(id)) return true;
-    if (!shared.isAnswered(id)) return false;
-    const accepted = shared.acceptedAt(id);
-    if (Number.isNaN(accepted)) return true;
-    const received = this.receivedMs[id % shared.size]!;
+  private settle(slot: number): void {
+    const accepted = this.acceptedMs[slot]!;
+    const received = this.receivedMs[slot]!;
+    if (Number.isNaN(accepted) || Number.isNaN(received)) return;
     if (received < accepted) this.before202++;
     recordUs(this.intervalUs, received - accepted);
-    if (!shared.countsForWindow(id)) return true;
+    if (!this.inWindow[slot]) return;
     this.deliveredInWindow++;
     recordUs(this.deliveryUs, received - accepted);
-    return true;
   }
 }
 
 // ---------------------------------------------------------------------------------------------------------------
-// The producer thread (bench/end_to_end_producer.ts): what it is given, what it reports, and its handle here.
-
-export interface ProducerSetup {
-  url: string;
-  path: string;
-  headers: Record<string, string>;
-  messageBytes: number;
-  ratePerSec: number;
-  connections: number;
-  ledger: SharedLedgerBuffers;
-  /** How long it may produce before it gives up waiting for the drain phase. */
-  stopWithinMs: number;
-}
-
-/** The producer's counts and latencies, as FlowReport's fields of the same names. */
-export interface ProducerTotals {
-  due: number;
-  sentLate: number;
-  notSent: number;
-  acceptedInWindow: number;
-  /** Accepted, then overwritten in the ring before any consumer had them (older than ledgerSeconds). */
-  lost: number;
-  produceMs: LatencySummaryMs & { count: number };
-  sendLatenessMs: LatencySummaryMs;
-  produceStatusCounts: Record<string, number>;
-  errorCounts: Record<string, number>;
-}
-
-export type ProducerMessage = { kind: 'started' } | { kind: 'done'; totals: ProducerTotals };
-
-class ProducerThread {
-  private readonly worker: Worker;
-  /** Rejects when the thread throws, or exits before its report. */
-  readonly failure: Promise<never>;
-  private readonly started: Promise<void>;
-  private readonly done: Promise<ProducerTotals>;
-
-  constructor(setup: ProducerSetup) {
-    this.worker = new Worker(new URL('./end_to_end_producer.js', import.meta.url), { workerData: setup });
-    let reported = false;
-    this.failure = new Promise<never>((_, reject) => {
-      this.worker.once('error', (error) => {
-        reject(new Error(`end-to-end producer thread failed: ${error.stack ?? error.message}`));
-      });
-      this.worker.once('exit', (code) => {
-        if (!reported) reject(new Error(`end-to-end producer thread exited (code ${code}) before its report`));
-      });
-    });
-    // Races hand the rejection on; this keeps one nobody is racing from being unhandled.
-    this.failure.catch(() => undefined);
-    this.started = new Promise((resolve) => this.worker.on('message', (message: ProducerMessage) => {
-      if (message.kind === 'started') resolve();
-    }));
-    this.done = new Promise((resolve) => this.worker.on('message', (message: ProducerMessage) => {
-      if (message.kind !== 'done') return;
-      reported = true;
-      resolve(message.totals);
-    }));
-  }
-
-  whenStarted(): Promise<void> {
-    return within(Promise.race([this.started, this.failure]), producerStartTimeoutMs, 'end-to-end producer thread start');
-  }
-
-  whenDone(): Promise<ProducerTotals> {
-    return within(Promise.race([this.done, this.failure]), producerReportTimeoutMs, 'end-to-end producer thread report');
-  }
-
-  async terminate(): Promise<void> {
-    await this.worker.terminate();
-  }
-}
-
-function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`${what}: nothing within ${ms / 1000} s`)), ms);
-  });
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
-}
-
-// ---------------------------------------------------------------------------------------------------------------
-// The consumers, on the main thread.
+// The open-loop producer: message i is due at start + i / rate; it goes out on an idle connection or waits in a
+// bounded backlog; its produce latency counts from the scheduled time.
 
 class FlowState {
   phase: Phase = 'warmup';
+  /** performance.now() when the window opened; a message counts for the window when it was scheduled inside it. */
+  windowStartMs = Infinity;
+  producing = true;
   consuming = true;
+  due = 0;
+  sentLate = 0;
+  notSent = 0;
+  accepted = 0;
+  acceptedInWindow = 0;
   acked = 0;
   ackedInWindow = 0;
   consumesWaiting = 0;
+  readonly produceUs = newHistogram();
   readonly ackUs = newHistogram();
+  readonly latenessUs = newHistogram();
+  readonly produceStatus = new Map<string, number>();
   readonly consumeStatus = new Map<string, number>();
   readonly errors = new Map<string, number>();
 
@@ -400,6 +195,10 @@ class FlowState {
   }
 }
 
+function failureCode(error: unknown): string {
+  return error instanceof HttpFailure ? error.code : errorText(error);
+}
+
 interface Flow {
   options: BenchOptions;
   target: BrokerTarget;
@@ -407,6 +206,76 @@ interface Flow {
   ratePerSec: number;
   state: FlowState;
   ledger: Ledger;
+}
+
+function startProducer(flow: Flow, connections: HttpConnection[]): Promise<void> {
+  const { options, target, state, ledger } = flow;
+  const headers = { ...(target.authorization === null ? {} : { authorization: target.authorization }),
+    'content-type': 'application/json' };
+  const path = topicPath(flow.topic, 'produce');
+  const intervalMs = 1000 / flow.ratePerSec;
+  const backlogMax = Math.max(1000, Math.ceil(flow.ratePerSec * 5));
+  const idle: HttpConnection[] = [...connections];
+  const backlog: Array<{ id: number; scheduledMs: number }> = [];
+  let backlogHead = 0;
+  const send = (connection: HttpConnection, id: number, scheduledMs: number): void => {
+    // Messages scheduled during the warm-up and sent late into the window stay out of the window's figures.
+    const counting = state.counting && scheduledMs >= state.windowStartMs;
+    const latenessMs = performance.now() - scheduledMs;
+    if (counting) {
+      recordUs(state.latenessUs, latenessMs);
+      if (latenessMs > lateThresholdMs) state.sentLate++;
+    }
+    ledger.sent(id, counting);
+    const request = requestBuffer(target.url, 'POST', path, headers, flowPayload(id, epochUsNow(), options.messageBytes));
+    connection.request(request).then((reply) => {
+      state.bump(state.produceStatus, String(reply.status));
+      if (reply.status === 202) {
+        state.accepted++;
+        ledger.accepted(id, reply.endedMs);
+        if (counting) {
+          state.acceptedInWindow++;
+          recordUs(state.produceUs, reply.endedMs - scheduledMs);
+        }
+      } else {
+        state.bump(state.errors, `produce ${reply.status}`);
+      }
+    }, (error: unknown) => state.bump(state.errors, `produce ${failureCode(error)}`)).finally(() => {
+      // The connection is free: the oldest waiting message goes next, else it parks as idle.
+      if (backlogHead < backlog.length && state.producing) {
+        const next = backlog[backlogHead++]!;
+        if (backlogHead > 4096 && backlogHead * 2 > backlog.length) {
+          backlog.splice(0, backlogHead);
+          backlogHead = 0;
+        }
+        send(connection, next.id, next.scheduledMs);
+      } else {
+        idle.push(connection);
+      }
+    });
+  };
+  const startMs = performance.now();
+  let next = 0;
+  return new Promise<void>((resolve) => {
+    const tick = (): void => {
+      if (!state.producing) {
+        if (state.counting || state.phase === 'drain') state.notSent += backlog.length - backlogHead;
+        return resolve();
+      }
+      const now = performance.now();
+      const dueNow = Math.min(Math.floor((now - startMs) / intervalMs) + 1, next + Math.ceil(flow.ratePerSec));
+      for (; next < dueNow; next++) {
+        const scheduledMs = startMs + next * intervalMs;
+        if (state.counting) state.due++;
+        const connection = idle.pop();
+        if (connection !== undefined) send(connection, next, scheduledMs);
+        else if (backlog.length - backlogHead < backlogMax) backlog.push({ id: next, scheduledMs });
+        else if (state.counting) state.notSent++;
+      }
+      setTimeout(tick, Math.max(0, startMs + next * intervalMs - performance.now()));
+    };
+    tick();
+  });
 }
 
 /** One long-polling batch consumer: consume?wait=10s&max, record what arrived, batch ack, poll again. */
@@ -432,9 +301,7 @@ async function consumeLoop(flow: Flow, connection: HttpConnection, poll: Buffer,
     const messages = scanMessages(reply.body);
     const handles = scanHandles(reply.body);
     if (messages.length !== handles.length) state.bump(state.errors, 'consume bad-body');
-    const receivedEpochMs = epochMs(reply.endedMs);
-    ledger.settlePending();
-    for (const message of messages) ledger.received(message.id, message.sentEpochUs, receivedEpochMs);
+    for (const message of messages) ledger.received(message.id, message.sentEpochUs, reply.endedMs);
     if (handles.length === 0) continue;
     const ack = await connection.request(acks.batch(handles)).catch((error: unknown) => failureCode(error));
     if (typeof ack === 'string') {
@@ -484,20 +351,18 @@ function startIntervals(flow: Flow, periodSec: number, label: string, serverPid:
     cpu.end();
     const seconds = (now - lastMs) / 1000;
     const figures = cpu.figures(now - lastMs);
-    ledger.settlePending();
-    const accepted = ledger.shared.acceptedTotal();
     const histogram = ledger.intervalUs;
     ledger.intervalUs = newHistogram();
     const row: FlowInterval = {
       atSec: state.phase === 'warmup' ? -1 : (now - windowStartMs()) / 1000, seconds,
       serverRssBytes: serverPid === null ? null : readRssBytes(serverPid),
-      producedPerSec: (accepted - lastAccepted) / seconds,
+      producedPerSec: (state.accepted - lastAccepted) / seconds,
       deliveredPerSec: (ledger.deliveredTotal - lastDelivered) / seconds,
       p50Ms: histogram.getValueAtPercentile(50) / 1000, p99Ms: histogram.getValueAtPercentile(99) / 1000,
       maxMs: histogram.maxValue / 1000, serverCpuPercent: figures.serverCpuPercent, clientCpuPercent: figures.clientCpuPercent,
     };
     if (state.phase === 'measure') rows.push(row);
-    [lastMs, lastAccepted, lastDelivered] = [now, accepted, ledger.deliveredTotal];
+    [lastMs, lastAccepted, lastDelivered] = [now, state.accepted, ledger.deliveredTotal];
     cpu = new CpuWindow(serverPid);
     cpu.start();
     const rss = row.serverRssBytes === null ? 'n/a' : `${fixed(row.serverRssBytes / 2 ** 20, 0)} MiB`;
@@ -562,6 +427,10 @@ export interface FlowReport {
   failures: string[];
 }
 
+function summary(histogram: Histogram): LatencySummaryMs & { count: number } {
+  return { count: histogram.totalCount, ...latencySummaryMs(histogram) };
+}
+
 function nodeEnvFor(options: BenchOptions): Record<string, string> {
   const needed = options.consumers * options.max;
   if (needed <= consumeCapDefault) return {};
@@ -591,8 +460,7 @@ export async function runFlow(options: BenchOptions): Promise<FlowReport> {
     rateSource = `50% of the peak single produce rate measured first (${formatInt(peak.reqPerSec)} req/s)`;
     await sleep(1000);
   }
-  const flow: Flow = { options, target, topic, ratePerSec, state: new FlowState(),
-    ledger: new Ledger(SharedLedger.create(ratePerSec)) };
+  const flow: Flow = { options, target, topic, ratePerSec, state: new FlowState(), ledger: new Ledger(ratePerSec) };
   const { state, ledger } = flow;
   const address = HttpConnection.forUrl(target.url);
   const authorization: Record<string, string> = target.authorization === null ? {} : { authorization: target.authorization };
@@ -600,49 +468,38 @@ export async function runFlow(options: BenchOptions): Promise<FlowReport> {
     { ...authorization, 'x-svc-client': clientHeader });
   const acks = new AckRequests(target, topic);
   const consumers = Array.from({ length: options.consumers }, () => new HttpConnection(address));
+  const producers = Array.from({ length: options.connections }, () => new HttpConnection(address));
   process.stderr.write(`${scenario}: ${formatInt(ratePerSec)} msg/s open loop (${rateSource}) on up to ` +
     `${options.connections} connections, ${options.consumers} consumers long-polling (wait=10s, max=${options.max}), ` +
     `${options.warmupSec}s warm-up + ${options.durationSec}s, ${target.url}\n`);
   const loops = consumers.map((connection) => consumeLoop(flow, connection, poll, acks));
   const deadline = performance.now() + 3000;
   while (state.consumesWaiting < options.consumers && performance.now() < deadline) await sleep(10);
-  const producer = new ProducerThread({ url: target.url, path: topicPath(topic, 'produce'),
-    headers: { ...authorization, 'content-type': 'application/json' }, messageBytes: options.messageBytes, ratePerSec,
-    connections: options.connections, ledger: ledger.shared.buffers,
-    stopWithinMs: (options.warmupSec + options.durationSec) * 1000 + producerStopSlackMs });
+  const producer = startProducer(flow, producers);
   const serverExited = target.server === null ? new Promise<void>(() => undefined) : target.server.exited.then(() => undefined);
   const intervals: FlowInterval[] = [];
   let windowStartMs = 0;
-  let stopIntervals = (): void => undefined;
+  const stopIntervals = startIntervals(flow, scenario === 'soak' ? options.intervalSec : endToEndProgressSec, scenario,
+    target.serverPid, () => windowStartMs, intervals);
   const cpu = new CpuWindow(target.serverPid);
   let windowMs = 0;
-  let totals: ProducerTotals;
   try {
-    await producer.whenStarted();
-    stopIntervals = startIntervals(flow, scenario === 'soak' ? options.intervalSec : endToEndProgressSec, scenario,
-      target.serverPid, () => windowStartMs, intervals);
-    await Promise.race([sleep(options.warmupSec * 1000), serverExited, producer.failure]);
+    await Promise.race([sleep(options.warmupSec * 1000), serverExited]);
     [state.phase, windowStartMs] = ['measure', performance.now()];
-    ledger.shared.openWindow(epochMs(windowStartMs));
+    state.windowStartMs = windowStartMs;
     cpu.start();
-    await Promise.race([sleep(options.durationSec * 1000), serverExited, producer.failure]);
+    await Promise.race([sleep(options.durationSec * 1000), serverExited]);
     cpu.end();
     windowMs = performance.now() - windowStartMs;
-    state.phase = 'drain';
-    ledger.shared.drain();
+    [state.phase, state.producing] = ['drain', false];
+    await producer;
     const graceEnd = performance.now() + deliveryGraceMs;
-    totals = await producer.whenDone();
-    while (ledger.shared.undelivered() > 0 && performance.now() < graceEnd) {
-      ledger.settlePending();
-      await sleep(20);
-    }
-    ledger.settlePending();
+    while (ledger.undelivered() > 0 && performance.now() < graceEnd) await sleep(20);
   } finally {
     stopIntervals();
     state.consuming = false;
-    ledger.shared.drain();
-    for (const connection of consumers) connection.destroy();
-    await producer.terminate();
+    state.producing = false;
+    for (const connection of [...consumers, ...producers]) connection.destroy();
   }
   await Promise.allSettled(loops);
   if (target.server?.hasExited()) failures.push(`broker exited during ${scenario}; its output:\n${target.server.outputTail()}`);
@@ -651,15 +508,15 @@ export async function runFlow(options: BenchOptions): Promise<FlowReport> {
   const report: FlowReport = {
     scenario, startedAt, target: target.url, topic, options: reportedOptions(options, produceOnlyOptions), nodeEnv, peak,
     ratePerSec, rateSource, windowSec: seconds, producers: options.connections, consumers: options.consumers,
-    due: totals.due, sentLate: totals.sentLate, notSent: totals.notSent, lateThresholdMs, accepted: totals.acceptedInWindow,
+    due: state.due, sentLate: state.sentLate, notSent: state.notSent, lateThresholdMs, accepted: state.acceptedInWindow,
     delivered: ledger.deliveredInWindow, msgsPerSec: seconds > 0 ? ledger.deliveredInWindow / seconds : 0,
     payloadMBPerSec: seconds > 0 ? (ledger.deliveredInWindow * options.messageBytes) / seconds / 1e6 : 0,
-    undelivered: ledger.shared.undelivered(), lost: totals.lost, duplicates: ledger.duplicates,
+    undelivered: ledger.undelivered(), lost: ledger.lost, duplicates: ledger.duplicates,
     deliveredBefore202: ledger.before202, acked: state.ackedInWindow,
     latencyMs: summary(ledger.deliveryUs), sendToReceiptMs: summary(ledger.sendToReceiptUs),
-    produceMs: totals.produceMs, sendLatenessMs: totals.sendLatenessMs, ackMs: summary(state.ackUs),
-    produceStatusCounts: totals.produceStatusCounts, consumeStatusCounts: Object.fromEntries(state.consumeStatus),
-    errorCounts: { ...totals.errorCounts, ...Object.fromEntries(state.errors) }, clientCpuPercent: figures.clientCpuPercent,
+    produceMs: summary(state.produceUs), sendLatenessMs: latencySummaryMs(state.latenessUs), ackMs: summary(state.ackUs),
+    produceStatusCounts: Object.fromEntries(state.produceStatus), consumeStatusCounts: Object.fromEntries(state.consumeStatus),
+    errorCounts: Object.fromEntries(state.errors), clientCpuPercent: figures.clientCpuPercent,
     serverCpuPercent: figures.serverCpuPercent, serverThreads: figures.serverThreads, otherCpuPercent: figures.otherCpuPercent,
     serverRssBytesEnd: target.serverPid === null ? null : readRssBytes(target.serverPid), intervals, failures,
   };
@@ -763,9 +620,8 @@ export function printFlowTable(report: FlowReport): void {
       `(${report.consumers} consumers x max ${(report.options['max'] as number | undefined) ?? '?'}; a batch consume counts as ` +
       `its max against the per-user consume cap, default ${consumeCapDefault})`);
   }
-  out.push(`msgs/s = messages produced in the window that a consumer received, per second; latencies on one clock ` +
-    `across the bench's producer and consumer threads (performance.timeOrigin + performance.now); CPU % is of one core ` +
-    `(${os.cpus().length} cores here; client CPU counts both threads)`);
+  out.push(`msgs/s = messages produced in the window that a consumer received, per second; latencies on this process's ` +
+    `clock (performance.now); CPU % is of one core (${os.cpus().length} cores here)`);
   for (const failure of report.failures) out.push(`FAILED: ${failure}`);
   process.stdout.write(`\n${out.join('\n')}\n`);
 }

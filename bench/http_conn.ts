@@ -2,7 +2,7 @@
 // (bench/consume.ts: consume, then ack the handles it returned). request() writes one pre-built request buffer and
 // resolves with the status and the whole body; one request at a time. Connects on first use and again after a
 // close. Responses are parsed by bench/http_response_parser.ts (shared with bench/load.ts's NetConnection), which
-// keeps the bodies here. Bench process main thread, and end-to-end's producer thread (bench/end_to_end_producer.ts).
+// keeps the bodies here. Bench process main thread.
 import net from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { ResponseParser } from './http_response_parser.js';
