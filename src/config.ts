@@ -230,8 +230,9 @@ export const settings = {
   /** How often each partition worker deletes segments older than their topic's retention_ms (spec §1.12). */
   'storage.retention_check_interval': durationSetting(30 * secondMs, 100, 1 * hourMs),
   /** Shortest time between two flush rounds of a partition worker (each round is one write per partition it
-   *  touched): longer coalesces more records per write under load, and delays when consumers see them by as much. */
-  'storage.partition_flush_interval': durationSetting(2, 0, 1 * secondMs),
+   *  touched): longer coalesces more records per write under load, and delays when consumers see them by as much.
+   *  0: a round starts as soon as the previous one ends (a write into the page cache costs microseconds). */
+  'storage.partition_flush_interval': durationSetting(0, 0, 1 * secondMs),
   /** Longest time a partition's written records wait for their fdatasync. The ingress log keeps every record until
    *  that sync (and hands them over again after a crash), so longer means fewer syncs, more ingress log kept and a
    *  longer replay at restart; consumers never wait for it. */

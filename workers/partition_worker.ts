@@ -340,8 +340,8 @@ class PartitionWorker {
       return;
     }
     if (this.uncoveredSeq === null) return;
-    // A flush round costs one fdatasync per touched partition: rounds start at most once per flush interval so
-    // that, under load, each sync covers many dispatches. Only consumers wait for it; producers had their 202.
+    // A flush round costs one write per touched partition: with a flush interval set, rounds start at most once per
+    // interval so that each write covers more dispatches. Only consumers wait for it; producers had their 202.
     const waitMs = this.lastRoundStartMs + this.data.flushIntervalMs - Date.now();
     if (waitMs > 0 && !this.shuttingDown) {
       this.roundTimer ??= setTimeout(() => {

@@ -67,7 +67,7 @@ t.test('defaults', async (t) => {
     'storage.ingress_segment_bytes': 64 * 1024 * 1024,
     'storage.retention_check_interval': 30_000,
     'storage.ack_flush_interval': 100,
-    'storage.partition_flush_interval': 2,
+    'storage.partition_flush_interval': 0,
     'storage.partition_sync_interval': 200,
     'cluster.node_id': 0,
     'cluster.internal_port': 7943,
