@@ -2,8 +2,9 @@
 // dense .idx (segment_index.ts), under the directory partition_dirs.ts names. Runs on the partition worker
 // thread that owns the partition; only partition_worker.ts calls it. Lifecycle: open (recovery) or
 // createEmpty, then stage/flush/sync/read/retain in any order (one flush or retain at a time; a sync may run beside
-// a flush, and what would close its handle waits for it), then close or destroy. flush() writes and moves highWatermark, so readers see records once they are in the page cache; sync()
-// fdatasyncs them (syncedHighWatermark). Offsets below highWatermark never change meaning, not even after a power
+// a flush, and what would close its handle waits for it), then close or destroy. flush() writes and moves
+// highWatermark, so readers see records once they are in the page cache; sync() fdatasyncs them
+// (syncedHighWatermark). Offsets below highWatermark never change meaning, not even after a power
 // loss: every record came from this node's ingress log, which keeps it until a sync covers it and hands it over
 // again in the same order at restart, so a lost unsynced tail is stored again at the same offsets (DESIGN
 // deviation, docs/decisions.md "Partition logs: written, then synced in the background"). Retention removes whole
@@ -142,7 +143,8 @@ export class PartitionLog {
   private stagingFrameStarts: number[] = [];
   private stagingTimestampsSec: number[] = [];
   private flushing = false;
-  /** The sync in flight: a roll, retain or close waits for it before closing the handle it syncs. */
+  /** Settles (never rejects) when the sync in flight ends: a roll, retain or close waits for it before closing the
+   *  handle it syncs. */
   private syncRun: Promise<void> | null = null;
   /** A roll, retain, close or destroy in flight (they close handles): a sync waits for it. */
   private handlesBusy: Promise<unknown> | null = null;
@@ -306,7 +308,8 @@ export class PartitionLog {
     const lastIngress = this.writtenLastIngress;
     // Sealed segments were synced by their roll: only the active one can hold unsynced records.
     const run = this.active?.log.datasync() ?? Promise.resolve();
-    this.syncRun = run.finally(() => (this.syncRun = null));
+    this.syncRun = run.then(nothing, nothing).finally(() => (this.syncRun = null));
+    // A failed sync rejects here, to the caller (the worker fail-stops); waiters only need it to have ended.
     await run;
     this.syncedHighWatermarkValue = Math.max(this.syncedHighWatermarkValue, highWatermark);
     this.storedLastIngress = lastIngress;
@@ -314,10 +317,10 @@ export class PartitionLog {
 
   /** Runs work that closes handles once no sync is in flight, and keeps new syncs waiting until it is done. */
   private async withoutSync<T>(work: () => Promise<T>): Promise<T> {
-    while (this.syncRun !== null) await this.syncRun.catch(() => undefined);
+    while (this.syncRun !== null) await this.syncRun;
     assert(this.handlesBusy === null, 'two handle-closing operations at once');
     const run = work();
-    this.handlesBusy = run.catch(() => undefined).finally(() => (this.handlesBusy = null));
+    this.handlesBusy = run.then(nothing, nothing).finally(() => (this.handlesBusy = null));
     return run;
   }
 
@@ -695,6 +698,8 @@ export class PartitionLog {
     if (mark !== null) this.lastIngressValue = mark.lastIngress;
   }
 }
+
+function nothing(): void {}
 
 /** Writes all of bytes at position, blocking the calling thread (never the front thread). */
 function writeAllSync(fd: number, bytes: Uint8Array, position: number): void {
