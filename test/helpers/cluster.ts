@@ -1,7 +1,7 @@
 // Starts a cluster of real broker node processes on loopback for test/cluster: each with its own data dir, API
-// port 0 (logged), an internal port picked free beforehand (the bootstrap list must name it), one shared cluster
-// secret file. Nodes are started, SIGKILLed and restarted for real; the test's teardown kills every process and
-// removes every dir. Imports nothing from src/.
+// port 0 (logged), an internal port picked free beforehand outside the ephemeral range (the bootstrap list must name
+// it), one shared cluster secret file. Nodes are started, SIGKILLed and restarted for real; the test's teardown kills
+// every process and removes every dir. Imports nothing from src/.
 import { writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
@@ -9,17 +9,30 @@ import { randomBytes } from 'node:crypto';
 import { Client, pollUntil, type HttpResponse } from './http.js';
 import { adminPassword, basicAuth, makeDataDir, removeDataDir, startNode, type StartedNode, type Teardown } from './node.js';
 
-/** A free loopback TCP port (closed again before it is returned; the test binds it right after). */
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
+/** Ports handed out below the kernel's ephemeral range (32768 and up on Linux): a port taken from that range with
+ *  listen(0) and released could be given to any other socket (another test's node binding port 0, an outgoing
+ *  connection) before the node binds it, which made a cluster start fail with EADDRINUSE under parallel tests. Each
+ *  test process walks its own stride of 10,000-31,999 from a pid-derived start, and checks every candidate. */
+const portRangeFirst = 10_000;
+const portRangeSize = 22_000;
+let portCursor = (process.pid * 97) % portRangeSize;
+
+function portFree(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
     const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      const port = typeof address === 'object' && address !== null ? address.port : 0;
-      server.close(() => resolve(port));
-    });
+    server.once('error', () => resolve(false));
+    server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
   });
+}
+
+/** A loopback TCP port that was free just now and that the kernel does not hand out by itself. */
+export async function freePort(): Promise<number> {
+  for (let attempt = 0; attempt < 200; attempt++) {
+    portCursor = (portCursor + 1) % portRangeSize;
+    const port = portRangeFirst + portCursor;
+    if (await portFree(port)) return port;
+  }
+  throw new Error('freePort: no free port in 200 tries');
 }
 
 export interface ClusterNodeSpec {
