@@ -75,7 +75,7 @@ export class ZeroFill {
     if (dataEnd > this.preparedBytes) this.preparedBytes = dataEnd;
   }
 
-  /** Call after a data sync: starts the next fill when less than half the last fill's zeros is left past dataEnd. */
+  /** Call after a data write: starts the next fill when less than half the last fill's zeros is left past dataEnd. */
   extendIfLow(dataEnd: number): void {
     if (this.stopped || this.fill !== null) return;
     if (this.lastChunkBytes > 0 && this.preparedBytes - dataEnd >= this.lastChunkBytes / 2) return;
