@@ -13,7 +13,7 @@ import { encodeIngressEntry, type IngressEntry } from '../../src/protocol/ingres
 import { workerForPartition } from '../../src/protocol/ownership.js';
 import type { FromMetadata, FromWorker, PartitionWorkerData, StoredRecordView, ToWorker } from '../../src/protocol/thread_messages.js';
 import { emptyMetadataState, type MetadataState, type TopicRecord } from '../../src/raft/metadata/state.js';
-import { encodeFrame } from '../../src/util/frame.js';
+import { encodeFrame, scanFrames } from '../../src/util/frame.js';
 
 const topicA: TopicRecord = {
   name: 'orders',
@@ -274,10 +274,8 @@ t.test('a record that fails its check on disk answers failed 500', async (t) => 
   await w.durable(1);
   const segment = join(dataDir, 'topics', topicA.id, '0', '00000000000000000000.log');
   const bytes = await readFile(segment);
-  // The active segment may carry zeros past its records: corrupt the last record itself ([u32 length][u32 crc][body]
-  // frames until a length of 0).
-  let dataEnd = 0;
-  while (dataEnd + 8 <= bytes.length && bytes.readUInt32LE(dataEnd) > 0) dataEnd += 8 + bytes.readUInt32LE(dataEnd);
+  // The active segment may carry zeros past its records: corrupt the last record itself (scanFrames stops at the zeros).
+  const dataEnd = scanFrames(bytes).validBytes;
   bytes[dataEnd - 2] = bytes[dataEnd - 2]! ^ 0xff;
   await writeFile(segment, bytes);
   const result = await w.read(topicA.id, 0, 1);
@@ -385,9 +383,7 @@ t.test('a lost unsynced tail is stored again at the same offsets when the ingres
   // record's frame, and zeros (the fill) follow.
   const segment = join(dataDir, 'topics', topicA.id, String(p), '00000000000000000000.log');
   const bytes = await readFile(segment);
-  let end = 0;
-  for (let frame = 0; frame < 3; frame++) end += 8 + bytes.readUInt32LE(end);
-  bytes.fill(0, end);
+  bytes.fill(0, scanFrames(bytes).positions[3]);
   await writeFile(segment, bytes);
   const second = await started(t, dataDir, stateWith(topicA), 1, { syncIntervalMs: 60_000 });
   t.same((await second.stats(topicA.id, [p]))[0]!.highWatermark, 3, 'recovery kept the three records that reached the disk');
