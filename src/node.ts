@@ -8,7 +8,9 @@ import { availableParallelism } from 'node:os';
 import { join, resolve } from 'node:path';
 import { MessageChannel, Worker } from 'node:worker_threads';
 import { Piscina } from 'piscina';
-import { ConfigError, formatHostPort, loadConfig, parseAdvertise, parseBootstrap, parseHostPort, type Config, type LoadedConfig } from './config.js';
+import {
+  ConfigError, formatHostPort, loadConfig, parseAdvertise, parseBootstrap, parseHostPort, parseListenAddress, type Config, type LoadedConfig,
+} from './config.js';
 import { ByteBudget } from './front/body.js';
 import { PartitionWorkers } from './front/dispatch.js';
 import type { NodeLifecycle } from './front/handlers/health.js';
@@ -120,8 +122,9 @@ async function main(): Promise<void> {
   const port = await server.listen(config['node.host'], config['node.port']);
   lifecycle.startupDone = true;
   if (cluster.advertiseApi === '') {
-    const host = cluster.advertiseInternal.replace(/:\d+$/, '');
-    metadataThread.postMessage({ kind: 'apiAddress', address: `${host}:${port}` } satisfies ToMetadata);
+    // node.ts built advertiseInternal with formatHostPort: its host is the API's too when --advertise was not given.
+    const { host } = parseListenAddress(cluster.advertiseInternal)!;
+    metadataThread.postMessage({ kind: 'apiAddress', address: formatHostPort(host, port) } satisfies ToMetadata);
   }
   log.info({ port, host: config['node.host'], dataDir, nodeId, workers: workers.count }, 'listening');
   if (loginHint !== null) log.info(loginHint);

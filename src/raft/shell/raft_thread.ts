@@ -14,6 +14,7 @@ import { createLogger } from '../../util/log.js';
 import { MetadataShell } from './metadata_shell.js';
 import { SqliteRaftStorage } from './storage_sqlite.js';
 import { PeerTransport } from './transport/peer_transport.js';
+import { formatHostPort, parseListenAddress } from '../../config.js';
 
 /** Every command type, so a stored entry is recognised before it is applied; the Record type makes the
  *  compiler demand a new variant here too. */
@@ -81,7 +82,10 @@ async function start(): Promise<void> {
       log: logger,
     });
     for (const [id, address] of config.bootstrap) if (id !== config.nodeId) transport.setPeer(id, address);
-    if (config.listen.port === 0) config.advertiseInternal = `${config.advertiseInternal.replace(/:\d+$/, '')}:${transport.port}`;
+    // Only a port the node was not told to advertise is replaced by the bound one: an explicit --advertise (NAT, port
+    // mapping) stands as given.
+    const advertised = parseListenAddress(config.advertiseInternal);
+    if (advertised !== null && advertised.port === 0) config.advertiseInternal = formatHostPort(advertised.host, transport.port);
     log('info', { port: transport.port }, 'metadata: node-to-node listener open');
   }
   shell = new MetadataShell({
