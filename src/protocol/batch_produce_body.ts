@@ -96,7 +96,7 @@ function parseMessage(
     payloadKind = PayloadKind.Json;
   }
   if (payload.byteLength === 0) return 'payload: must not be empty';
-  if (payload.byteLength > limits.payloadBytesMax) return `413 payload: larger than ${limits.payloadBytesMax} bytes`;
+  if (payload.byteLength > limits.payloadBytesMax) return '413 message too large';
 
   const keyEncoding = fields.key_encoding;
   let key: Uint8Array | null = null;

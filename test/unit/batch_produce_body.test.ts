@@ -71,7 +71,7 @@ t.test('every failure names its message and nothing is returned', async (t) => {
     }
   }
   const big = parseBatchBody(enc(JSON.stringify({ messages: [{ payload: 1 }, { payload: 'x'.repeat(2000) }] })), 3, { messagesMax: 1000, payloadBytesMax: 1000 });
-  t.same(big, { ok: false, status: 413, error: 'message 1: payload: larger than 1000 bytes' });
+  t.same(big, { ok: false, status: 413, error: 'message 1: message too large' });
   const notJson = parseBatchBody(enc('{"messages":'), 3, limits);
   t.same(notJson, { ok: false, status: 400, error: 'body: invalid JSON' });
 });
