@@ -62,8 +62,8 @@ export class BodyReader {
         });
         return;
       }
-      // Node's shared buffer pool for small bodies (no allocation or zeroing per request); only the bytes received
-      // are ever handed on.
+      // Node's shared buffer pool for small bodies (no allocation or zeroing per request). Handlers get a view of the
+      // bytes received only; what crosses to another thread goes through util/owned_bytes.ts.
       let buffer: Uint8Array = Buffer.allocUnsafe(contentLength ?? 0);
       let length = 0;
       res.onData((chunk, isLast) => {

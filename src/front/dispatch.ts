@@ -4,6 +4,7 @@
 import type { Worker } from 'node:worker_threads';
 import { BrokerError } from '../errors.js';
 import { workerForPartition } from '../protocol/ownership.js';
+import { ownedBytes } from '../util/owned_bytes.js';
 import { assertNever, type FromWorker, type ToWorker } from '../protocol/thread_messages.js';
 
 type Reply = Extract<FromWorker, { reqId: number }>;
@@ -64,7 +65,7 @@ export class PartitionWorkers {
     for (let i = 0; i < this.workers.length; i++) {
       const last = i === this.workers.length - 1;
       // The last worker takes the bytes themselves; the others get copies (a transferred buffer is gone).
-      const bytes = last && frames.byteOffset === 0 && frames.byteLength === frames.buffer.byteLength ? frames : frames.slice();
+      const bytes = last ? ownedBytes(frames) : frames.slice();
       const message: ToWorker = { kind: 'dispatch', metaIndex, frames: bytes, lastSeq };
       this.workers[i]!.postMessage(message, [bytes.buffer as ArrayBuffer]);
     }

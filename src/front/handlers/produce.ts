@@ -12,6 +12,7 @@ import type { BatchTask, BodyEncoding } from '../../pool/batch_task.js';
 import { requireTopic } from '../access.js';
 import { InFlightPerIdentity } from '../in_flight.js';
 import { jsonReply, type Reply } from '../respond.js';
+import { ownedBytes } from '../../util/owned_bytes.js';
 import type { RequestContext } from '../request_context.js';
 import type { FrontServices } from '../services.js';
 
@@ -104,7 +105,8 @@ export function produceHandlers(services: FrontServices) {
     if (encoding === 'identity' && body.byteLength <= limits.request_body_bytes_max) {
       parsed = parseBatchBody(body, topic.partitions, batchLimits);
     } else {
-      const task: BatchTask = { body, encoding, partitions: topic.partitions, limits: batchLimits, decodedBytesMax: limits.batch_produce_body_bytes_max };
+      // The pool clones the body's whole ArrayBuffer: only the body's own bytes may go (a small one shares Node's pool).
+      const task: BatchTask = { body: ownedBytes(body), encoding, partitions: topic.partitions, limits: batchLimits, decodedBytesMax: limits.batch_produce_body_bytes_max };
       parsed = (await services.workPool.run(task)) as BatchParse;
     }
     if (!parsed.ok) throw new BrokerError(parsed.status, parsed.error);
