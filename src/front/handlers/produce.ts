@@ -106,7 +106,10 @@ export function produceHandlers(services: FrontServices) {
       parsed = parseBatchBody(body, topic.partitions, batchLimits);
     } else {
       // The pool clones the body's whole ArrayBuffer: only the body's own bytes may go (a small one shares Node's pool).
-      const task: BatchTask = { body: ownedBytes(body), encoding, partitions: topic.partitions, limits: batchLimits, decodedBytesMax: limits.batch_produce_body_bytes_max };
+      const task: BatchTask = {
+        body: ownedBytes(body), encoding, partitions: topic.partitions, limits: batchLimits,
+        decodedBytesMax: limits.batch_produce_body_bytes_max,
+      };
       parsed = (await services.workPool.run(task)) as BatchParse;
     }
     if (!parsed.ok) throw new BrokerError(parsed.status, parsed.error);
