@@ -5,7 +5,7 @@ import { isUtf8 } from 'node:buffer';
 import { PayloadKind, type IngressRecord } from './ingress_frame.js';
 import { findPayloadSpans, type Span } from './json_spans.js';
 import { lastStringEscaped, scanNumber, scanString, scanValue, skipJsonSpace } from './json_scan.js';
-import { classifyPayload, decodeBase64 } from './payload.js';
+import { classifyPayload, decodeBase64, utf8Text } from './payload.js';
 import { fnv1a32 } from './ownership.js';
 
 export interface BatchLimits {
@@ -147,8 +147,6 @@ interface ScannedMessage {
   payloadSpan: Span | null;
 }
 
-const utf8Loose = new TextDecoder('utf-8', { ignoreBOM: true });
-
 /**
  * The common shape, read in one pass over the bytes without JSON.parse: `{"messages":[{...}, ...]}` holding 1 to
  * messagesMax objects whose keys are known message fields, unescaped, each once, with string values for
@@ -156,7 +154,7 @@ const utf8Loose = new TextDecoder('utf-8', { ignoreBOM: true });
  * key, an empty or over-long array, a duplicate or unknown field, a value of another type, nesting too deep) answers
  * null and the body takes the JSON.parse path, which words the error.
  */
-function scanBatchBody(body: Uint8Array, messagesMax: number): ScannedMessage[] | null {
+export function scanBatchBody(body: Uint8Array, messagesMax: number): ScannedMessage[] | null {
   if (!isUtf8(body)) return null;
   try {
     let at = skipJsonSpace(body, 0);
@@ -196,7 +194,8 @@ function scanMessage(body: Uint8Array, at: number, message: ScannedMessage): num
   at = skipJsonSpace(body, at + 1);
   if (body[at] === 0x7d) return at + 1;
   const fields = message.fields;
-  let payloadIsString = false;
+  /** Whether the payload is one string token, and whether it holds an escape (read right after its scan). */
+  let payloadString: { escaped: boolean } | null = null;
   for (;;) {
     const keyEnd = plainKeyEnd(body, at);
     if (keyEnd < 0) return -1;
@@ -209,17 +208,17 @@ function scanMessage(body: Uint8Array, at: number, message: ScannedMessage): num
       at = scanValue(body, valueStart);
       if (at < 0) return -1;
       message.payloadSpan = { start: valueStart, end: at };
-      payloadIsString = body[valueStart] === 0x22;
+      payloadString = body[valueStart] === 0x22 ? { escaped: lastStringEscaped } : null;
       fields.payload = true;
     } else if (field === 'partition') {
       at = scanNumber(body, valueStart);
       if (at < 0) return -1;
-      fields.partition = Number(utf8Loose.decode(body.subarray(valueStart, at)));
+      fields.partition = Number(utf8Text(body.subarray(valueStart, at)));
     } else {
       if (body[valueStart] !== 0x22) return -1;
       at = scanString(body, valueStart);
       if (at < 0) return -1;
-      fields[field] = stringValue(body, valueStart, at);
+      fields[field] = stringValue(body, valueStart, at, lastStringEscaped);
     }
     at = skipJsonSpace(body, at);
     if (body[at] === 0x7d) break;
@@ -228,16 +227,16 @@ function scanMessage(body: Uint8Array, at: number, message: ScannedMessage): num
   }
   // parseMessage reads the payload's value only to decode base64, and only when it is a string.
   if (fields.payload_encoding !== undefined && message.payloadSpan !== null) {
-    fields.payload = payloadIsString ? stringValue(body, message.payloadSpan.start, message.payloadSpan.end) : null;
+    const { start, end } = message.payloadSpan;
+    fields.payload = payloadString !== null ? stringValue(body, start, end, payloadString.escaped) : null;
   }
   return at + 1;
 }
 
 /** The text of the string token [start, end) (quotes included). */
-function stringValue(body: Uint8Array, start: number, end: number): string {
-  scanString(body, start);
-  if (lastStringEscaped) return JSON.parse(utf8Loose.decode(body.subarray(start, end))) as string;
-  return utf8Loose.decode(body.subarray(start + 1, end - 1));
+function stringValue(body: Uint8Array, start: number, end: number, escaped: boolean): string {
+  if (escaped) return JSON.parse(utf8Text(body.subarray(start, end))) as string;
+  return utf8Text(body.subarray(start + 1, end - 1));
 }
 
 /** A key token at at without escapes: the index past its closing quote, or -1. */

@@ -2,6 +2,7 @@
 // stored as written (spec §4: "stored exactly as written") instead of re-serialised by JSON.stringify,
 // which would change number spellings and lose digits of big integers. Runs only on a body that
 // JSON.parse already accepted, so it can skip values without validating them. Pure.
+import { skipJsonSpace } from './json_scan.js';
 
 const quote = 0x22, backslash = 0x5c, comma = 0x2c;
 const openBrace = 0x7b, closeBrace = 0x7d, openBracket = 0x5b, closeBracket = 0x5d;
@@ -14,14 +15,14 @@ export interface Span {
 /** For each element of the top-level "messages" array: the span of its payload value, or null. */
 export function findPayloadSpans(bytes: Uint8Array): (Span | null)[] {
   let spans: (Span | null)[] = [];
-  let at = skipSpace(bytes, 0);
+  let at = skipJsonSpace(bytes, 0);
   if (bytes[at] !== openBrace) return spans;
-  at = skipSpace(bytes, at + 1);
+  at = skipJsonSpace(bytes, at + 1);
   while (at < bytes.length && bytes[at] !== closeBrace) {
     const keyEnd = skipString(bytes, at);
     const isMessages = keyIs(bytes, at, keyEnd, 'messages');
-    at = skipSpace(bytes, keyEnd);
-    at = skipSpace(bytes, at + 1); // past ':'
+    at = skipJsonSpace(bytes, keyEnd);
+    at = skipJsonSpace(bytes, at + 1); // past ':'
     if (isMessages && bytes[at] === openBracket) {
       // Duplicate keys: JSON.parse keeps the last, and so does this scan.
       spans = [];
@@ -29,27 +30,27 @@ export function findPayloadSpans(bytes: Uint8Array): (Span | null)[] {
     } else {
       at = skipValue(bytes, at);
     }
-    at = skipSpace(bytes, at);
-    if (bytes[at] === comma) at = skipSpace(bytes, at + 1);
+    at = skipJsonSpace(bytes, at);
+    if (bytes[at] === comma) at = skipJsonSpace(bytes, at + 1);
   }
   return spans;
 }
 
 function scanMessages(bytes: Uint8Array, at: number, spans: (Span | null)[]): number {
-  at = skipSpace(bytes, at + 1);
+  at = skipJsonSpace(bytes, at + 1);
   while (at < bytes.length && bytes[at] !== closeBracket) {
     if (bytes[at] === openBrace) {
       let span: Span | null = null;
-      at = skipSpace(bytes, at + 1);
+      at = skipJsonSpace(bytes, at + 1);
       while (at < bytes.length && bytes[at] !== closeBrace) {
         const keyEnd = skipString(bytes, at);
         const isPayload = keyIs(bytes, at, keyEnd, 'payload');
-        at = skipSpace(bytes, keyEnd);
-        at = skipSpace(bytes, at + 1);
+        at = skipJsonSpace(bytes, keyEnd);
+        at = skipJsonSpace(bytes, at + 1);
         const valueEnd = skipValue(bytes, at);
         if (isPayload) span = { start: at, end: valueEnd };
-        at = skipSpace(bytes, valueEnd);
-        if (bytes[at] === comma) at = skipSpace(bytes, at + 1);
+        at = skipJsonSpace(bytes, valueEnd);
+        if (bytes[at] === comma) at = skipJsonSpace(bytes, at + 1);
       }
       spans.push(span);
       at += 1;
@@ -57,8 +58,8 @@ function scanMessages(bytes: Uint8Array, at: number, spans: (Span | null)[]): nu
       spans.push(null);
       at = skipValue(bytes, at);
     }
-    at = skipSpace(bytes, at);
-    if (bytes[at] === comma) at = skipSpace(bytes, at + 1);
+    at = skipJsonSpace(bytes, at);
+    if (bytes[at] === comma) at = skipJsonSpace(bytes, at + 1);
   }
   return at + 1;
 }
@@ -83,14 +84,6 @@ function keyIs(bytes: Uint8Array, start: number, end: number, name: string): boo
   return true;
 }
 
-function skipSpace(bytes: Uint8Array, at: number): number {
-  while (at < bytes.length) {
-    const b = bytes[at]!;
-    if (b !== 0x20 && b !== 0x0a && b !== 0x0d && b !== 0x09) break;
-    at++;
-  }
-  return at;
-}
 
 /** at points at an opening quote; returns the index after the closing quote. The native indexOf finds each
  *  candidate quote; one preceded by an odd run of backslashes is escaped and the search goes on. */
