@@ -38,10 +38,10 @@ export class BodyReader {
   receiving = true;
   private takenBytes = 0;
   private rejectDone: (error: BrokerError) => void = () => undefined;
-  /** A failure known before `done` exists, rejected once it does. */
-  private rejectSoon: BrokerError | null = null;
 
   constructor(res: HttpResponse, contentLength: number | null, rule: BodyRule, private readonly share?: BudgetShare) {
+    /** A failure known before `done` exists, rejected once it does. */
+    let failedEarly: BrokerError | null = null;
     this.done = new Promise<Uint8Array>((resolve, reject) => {
       this.rejectDone = reject;
       const tooLarge = (): BrokerError =>
@@ -56,7 +56,7 @@ export class BodyReader {
       }
       if (failed !== null) {
         // Answer without reading: the caller closes the connection so the rest of the body is never parsed.
-        this.rejectSoon = failed;
+        failedEarly = failed;
         res.onData((_chunk, isLast) => {
           if (isLast) this.receiving = false;
         });
@@ -90,7 +90,7 @@ export class BodyReader {
         }
       });
     });
-    if (this.rejectSoon !== null) this.reject(this.rejectSoon);
+    if (failedEarly !== null) this.reject(failedEarly);
   }
 
   /** The client went away: a handler waiting for the body stops, so its request ends and gives back its shares. */
