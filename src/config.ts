@@ -236,7 +236,7 @@ export const settings = {
   /** Longest time a partition's written records wait for their fdatasync. The ingress log keeps every record until
    *  that sync (and hands them over again after a crash), so longer means fewer syncs, more ingress log kept and a
    *  longer replay at restart; consumers never wait for it. */
-  'storage.partition_sync_interval': durationSetting(200, 0, 10 * secondMs),
+  'storage.partition_sync_interval': durationSetting(200, 0, 1 * minuteMs),
   /** How long a partition's changed ack state may wait before it is written to its ack log: what a kill -9 can
    *  forget of acks (those messages are delivered again, at least once). */
   'storage.ack_flush_interval': durationSetting(100, 1, 10 * secondMs),

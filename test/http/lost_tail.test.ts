@@ -2,14 +2,14 @@
 // then synced in the background"), so a power loss may take an unsynced tail of a partition log: after the restart
 // every offset a consumer could read must name the same message as before (spec 1.2, 1.4), with nothing lost or stored
 // twice, because the node hands the ingress log's frames over again. Method: a real node with
-// storage.partition_sync_interval 10s (no partition sync during the test), batch produces enough to roll the ingress
+// storage.partition_sync_interval 1m, its bound (no partition sync during the test, which takes seconds), batch produces enough to roll the ingress
 // log (test_min: 256 KiB segments) so that a 'durable' report sent too early would let it delete frames the
 // partitions have not synced, every offset read back by replay, SIGKILL, then each partition's .log cut to the first half of its frames with zeros after (what a power loss
 // that kept only that prefix leaves; sealed segments were synced by their roll), a restart on the same data dir and the same reads again.
 import t from 'tap';
 import { readdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { NodeWithClient, nextOffsets, readAllUntil, topicNamer, topicPath } from '../helpers/replay.js';
+import { NodeWithClient, createTopic, nextOffsets, readAllUntil, topicNamer, topicPath } from '../helpers/replay.js';
 import { produceBatch, waitReady } from '../helpers/consume.js';
 
 const nextTopic = topicNamer('losttail');
@@ -31,18 +31,17 @@ function frameEnds(bytes: Buffer): number[] {
 }
 
 t.test('an unsynced partition tail lost at a crash is stored again at the same offsets', async (t) => {
-  const started = await NodeWithClient.start(t, { env: { SVC_STORAGE_PARTITION_SYNC_INTERVAL: '10s' } });
+  const started = await NodeWithClient.start(t, { env: { SVC_STORAGE_PARTITION_SYNC_INTERVAL: '1m' } });
   let { client } = started;
   const topic = nextTopic();
-  const created = await client.postJson('/v1/topics', { name: topic, partitions });
-  t.equal(created.status, 201);
+  await createTopic(client, topic, partitions);
   for (let b = 0; b < batches; b++) {
     await produceBatch(client, topic, Array.from({ length: batchSize }, (_, i) => ({ payload: { id: `m${b * batchSize + i}`, pad } })));
   }
   // Another topic's produces roll the ingress log past every frame of this one: those frames now lie in sealed
   // segments, which the node deletes once every partition reports them durable.
   const other = nextTopic();
-  t.equal((await client.postJson('/v1/topics', { name: other, partitions })).status, 201);
+  await createTopic(client, other, partitions);
   for (let b = 0; b < 3; b++) {
     await produceBatch(client, other, Array.from({ length: batchSize }, (_, i) => ({ payload: { other: i, pad } })));
   }
