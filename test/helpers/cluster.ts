@@ -2,6 +2,7 @@
 // port 0 (logged), an internal port picked free beforehand outside the ephemeral range (the bootstrap list must name
 // it), one shared cluster secret file. Nodes are started, SIGKILLed and restarted for real; the test's teardown kills
 // every process and removes every dir. Imports nothing from src/.
+import { readFileSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
@@ -9,13 +10,23 @@ import { randomBytes } from 'node:crypto';
 import { Client, pollUntil, type HttpResponse } from './http.js';
 import { adminPassword, basicAuth, makeDataDir, removeDataDir, startNode, type StartedNode, type Teardown } from './node.js';
 
-/** Ports handed out below the kernel's ephemeral range (32768 and up on Linux): a port taken from that range with
- *  listen(0) and released could be given to any other socket (another test's node binding port 0, an outgoing
+/** Ports handed out below the kernel's ephemeral range (ip_local_port_range, 32768 and up by default): a port taken
+ *  with listen(0) and released could be given to any other socket (another test's node binding port 0, an outgoing
  *  connection) before the node binds it, which made a cluster start fail with EADDRINUSE under parallel tests. Each
- *  test process walks its own stride of 10,000-31,999 from a pid-derived start, and checks every candidate. */
-const portRangeFirst = 10_000;
-const portRangeSize = 22_000;
-let portCursor = (process.pid * 97) % portRangeSize;
+ *  test process walks a block of 1,000 ports of its own (by pid) from 10,000, and checks every candidate. */
+const portBlockPorts = 1000;
+const portBlocks = Math.max(1, Math.floor((ephemeralPortsFirst() - 10_000) / portBlockPorts));
+const portBlockFirst = 10_000 + (process.pid % portBlocks) * portBlockPorts;
+// Two processes whose pids share a block still start at different places in it.
+let portCursor = (process.pid * 7) % portBlockPorts;
+
+function ephemeralPortsFirst(): number {
+  try {
+    return Number(readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/)[0]) || 32_768;
+  } catch {
+    return 32_768;
+  }
+}
 
 function portFree(port: number): Promise<boolean> {
   return new Promise((resolve) => {
@@ -28,8 +39,8 @@ function portFree(port: number): Promise<boolean> {
 /** A loopback TCP port that was free just now and that the kernel does not hand out by itself. */
 export async function freePort(): Promise<number> {
   for (let attempt = 0; attempt < 200; attempt++) {
-    portCursor = (portCursor + 1) % portRangeSize;
-    const port = portRangeFirst + portCursor;
+    portCursor = (portCursor + 1) % portBlockPorts;
+    const port = portBlockFirst + portCursor;
     if (await portFree(port)) return port;
   }
   throw new Error('freePort: no free port in 200 tries');
