@@ -1,6 +1,7 @@
 // Health and metrics routes (spec §4 Health and metrics). /healthz answers while the process runs and 503
 // once graceful shutdown begins; /readyz answers ready once startup is done, a Raft leader was heard from within
-// 5 seconds (or this node leads), and this node's metadata copy caught up with the leader since start. Front thread.
+// 5 seconds (or this node leads), this node's metadata copy caught up with the leader since start, and its own member
+// record is applied. Front thread.
 import { jsonReply, type Reply } from '../respond.js';
 import type { FrontServices } from '../services.js';
 
@@ -28,6 +29,9 @@ export function healthHandlers(services: FrontServices, lifecycle: NodeLifecycle
       if (Date.now() - status.leaderHeardAtMs > leaderHeardWithinMs) return jsonReply(503, { error: 'Raft leader not heard from within 5 seconds' });
     }
     if (!status.caughtUp) return jsonReply(503, { error: 'metadata copy not caught up with the leader since start' });
+    // Partitions are placed on members with a record only: before this node's own is applied, a create could find no
+    // live member to place on, so a node is not ready before it.
+    if (!services.replica.state.members.has(services.nodeId)) return jsonReply(503, { error: 'member record of this node not applied yet' });
     return jsonReply(200, { status: 'ready' });
   }
 
