@@ -26,6 +26,8 @@ import type { SqliteRaftStorage } from './storage_sqlite.js';
 import { TransportError, type PeerTransport } from './transport/peer_transport.js';
 
 const statusRepostMs = 1_000;
+/** How long a follower waits for the leader's answer to what its commit index is. */
+const commitIndexAskMs = 2_000;
 
 type ProposalSettle = (reply: ProposeReply) => void;
 
@@ -392,16 +394,21 @@ export class MetadataShell {
     }
     if (status.role === 'leader' || status.leader === 0 || this.transport === null || this.catchUpAsking) return;
     this.catchUpAsking = true;
-    this.transport.request(status.leader, { kind: 'commitIndex' } satisfies PeerRequest, 2_000).then(
-      (raw) => {
-        this.catchUpAsking = false;
-        const reply = raw as CommitIndexReply;
-        if (reply.ok) this.catchUpTarget = reply.commit;
-      },
-      () => {
-        this.catchUpAsking = false;
-      },
-    );
+    void this.leaderCommitIndex(status.leader).then((commit) => {
+      this.catchUpAsking = false;
+      if (commit !== null) this.catchUpTarget = commit;
+    });
+  }
+
+  /** The leader's commit index, or null when it cannot be asked or does not answer in time. */
+  private async leaderCommitIndex(leader: number): Promise<number | null> {
+    if (this.transport === null) return null;
+    try {
+      const reply = (await this.transport.request(leader, { kind: 'commitIndex' } satisfies PeerRequest, commitIndexAskMs)) as CommitIndexReply;
+      return reply.ok ? reply.commit : null;
+    } catch {
+      return null;
+    }
   }
 
   /** Spec §5: a topic a change names but this replica lacks is looked up again after catching up with the leader.
@@ -410,15 +417,9 @@ export class MetadataShell {
   private async catchUpWithLeader(): Promise<boolean> {
     const status = this.core.status();
     if (status.role === 'leader') return true;
-    if (status.leader === 0 || this.transport === null) return false;
-    let target: number;
-    try {
-      const reply = (await this.transport.request(status.leader, { kind: 'commitIndex' } satisfies PeerRequest, 2_000)) as CommitIndexReply;
-      if (!reply.ok) return false;
-      target = reply.commit;
-    } catch {
-      return false;
-    }
+    if (status.leader === 0) return false;
+    const target = await this.leaderCommitIndex(status.leader);
+    if (target === null) return false;
     const deadlineMs = Date.now() + proposalTimeoutMs;
     // Bounded by the deadline; applied entries arrive through the ready loop meanwhile.
     while (this.appliedIndex < target) {
