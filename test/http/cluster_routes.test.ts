@@ -86,8 +86,8 @@ t.test('forget takes no fields: empty or {} only; a leading-zero id is audited a
   const auditLines = (): string[] => node.output().split('\n').filter((line) => line.includes('"event":"cluster.forget"'));
   const before = auditLines().length;
   assertError(t, await root.post(url, { x: 1 }), 400, 'x', 'an unknown field');
-  assertError(t, await root.post(url, 'not json', { contentType: 'application/json' }), 400, undefined, 'a body that is not JSON');
-  assertError(t, await root.post(url, [], {}), 400, undefined, 'a JSON array');
+  assertError(t, await root.post(url, 'not json', { contentType: 'application/json' }), 400, 'body: invalid JSON', 'a body that is not JSON');
+  assertError(t, await root.post(url, [], {}), 400, 'body: must be a JSON object', 'a JSON array');
   assertError(t, await root.post(url, undefined, { contentType: 'application/json' }), 404, 'member 7 not found', 'an empty body');
   assertError(t, await root.post('/v1/cluster/members/0007/forget', {}), 404, 'member 7 not found');
   const lines = await pollUntil(async () => (auditLines().length >= before + 2 ? auditLines() : undefined), 5_000);
@@ -109,7 +109,7 @@ t.test('security off: cluster routes answer without credentials', async (t) => {
   t.equal(members.status, 200, members.text);
   t.equal((members.json() as { members: unknown[] }).members.length, 1);
   t.equal((await anon.post('/v1/topics', { name: 'cr-open' })).status, 201, 'a topic create right after start finds this node as a member');
-  assertError(t, await anon.post('/v1/cluster/members/9/forget', {}), 404);
+  assertError(t, await anon.post('/v1/cluster/members/9/forget', {}), 404, 'member 9 not found');
   const line = await pollUntil(async () => open.output().split('\n').find((l) => l.includes('"event":"cluster.forget"')), 5_000);
   t.ok(line, 'the forget is audited with security off too');
   const record = JSON.parse(line ?? '{}') as Record<string, unknown>;
@@ -121,13 +121,13 @@ t.test('cluster routes are admin only: 401 without credentials, 403 for a non-ad
   const anon = new Client(node.url, null);
   const plain = new Client(node.url, basicAuth('cr-plain', 'plain-pass'));
   const before = node.output().split('\n').filter((line) => line.includes('"event":"cluster.forget"')).length;
-  assertError(t, await anon.get('/v1/cluster/members'), 401, undefined, 'members without credentials');
-  assertError(t, await anon.post('/v1/cluster/members/7/forget', {}), 401, undefined, 'forget without credentials');
-  assertError(t, await new Client(node.url, basicAuth('admin', 'wrong-password')).get('/v1/cluster/members'), 401, undefined, 'members, wrong password');
-  assertError(t, await plain.get('/v1/cluster/members'), 403, undefined, 'members as a non-admin');
-  assertError(t, await plain.get('/v1/cluster/members?detail=true'), 403, undefined, 'members detail as a non-admin');
-  assertError(t, await plain.post('/v1/cluster/members/7/forget', {}), 403, undefined, 'forget as a non-admin');
-  assertError(t, await plain.post('/v1/cluster/members/abc/forget', {}), 403, undefined, 'forget as a non-admin, malformed id: access first');
+  assertError(t, await anon.get('/v1/cluster/members'), 401, 'missing or wrong credentials', 'members without credentials');
+  assertError(t, await anon.post('/v1/cluster/members/7/forget', {}), 401, 'missing or wrong credentials', 'forget without credentials');
+  assertError(t, await new Client(node.url, basicAuth('admin', 'wrong-password')).get('/v1/cluster/members'), 401, 'missing or wrong credentials', 'members, wrong password');
+  assertError(t, await plain.get('/v1/cluster/members'), 403, 'needs the admin grant', 'members as a non-admin');
+  assertError(t, await plain.get('/v1/cluster/members?detail=true'), 403, 'needs the admin grant', 'members detail as a non-admin');
+  assertError(t, await plain.post('/v1/cluster/members/7/forget', {}), 403, 'needs the admin grant', 'forget as a non-admin');
+  assertError(t, await plain.post('/v1/cluster/members/abc/forget', {}), 403, 'needs the admin grant', 'forget as a non-admin, malformed id: access first');
   await new Promise((resolve) => setTimeout(resolve, 200));
   t.equal(node.output().split('\n').filter((line) => line.includes('"event":"cluster.forget"')).length, before,
     'a caller who is not admin writes no audit line (spec §6: checks before the audited part)');

@@ -48,19 +48,15 @@ t.test('1,000 topics of 3 partitions spread evenly over 3 members, each topic ov
 
 t.test('uneven counts stay within one of each other, growth included', async (t) => {
   const state = withMembers(1, 2, 3);
-  let widest = 0;
-  let steps = 0;
+  const uneven: string[] = [];
   for (let i = 0; i < 200; i++) {
     const name = `t${i}`;
     const created = propose(state, { type: 'topic.create', topic: topic(name, 1 + (i % 5)) }, [1, 2, 3]);
     if (i % 3 === 0) propose(state, { type: 'topic.update', name, id: created.id, changes: { partitions: created.partitions + 2 } }, [1, 2, 3]);
     const counts = spread(state, [1, 2, 3]);
-    if (Math.max(...counts) - Math.min(...counts) > 1) t.fail(`after ${name}: ${counts.join(',')}`);
-    widest = Math.max(widest, Math.max(...counts) - Math.min(...counts));
-    steps += 1;
+    if (Math.max(...counts) - Math.min(...counts) > 1) uneven.push(`after ${name}: ${counts.join(',')}`);
   }
-  t.equal(steps, 200, 'every step was checked');
-  t.ok(widest <= 1, `max - min <= 1 after every step (widest ${widest})`);
+  t.same(uneven, [], 'max - min <= 1 after every step');
   t.same(spread(state, [1, 2, 3]).reduce((a, b) => a + b, 0), Array.from({ length: 200 }, (_, i) => 1 + (i % 5) + (i % 3 === 0 ? 2 : 0)).reduce((a, b) => a + b, 0), 'every partition has an owner');
 });
 
