@@ -129,6 +129,11 @@ export class PartitionActor {
     return this.table.ackState();
   }
 
+  /** Offsets a take could lease as of the last command (a cheap look, without the expiry a command runs first). */
+  deliverable(): number {
+    return this.table.deliverable();
+  }
+
   /** svc_consumer_lag_messages: highWatermark - frontier. */
   lag(): number {
     return this.table.lag();

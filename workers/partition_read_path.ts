@@ -66,6 +66,12 @@ export class PartitionReadPath {
     return leased?.kind === 'leased' ? leased.leases : [];
   }
 
+  /** Offsets a take could lease now, leaving out leases that ran out since the last command (their timer counts
+   *  them when it fires). */
+  deliverable(): number {
+    return this.actor.deliverable();
+  }
+
   settle(offset: number, nonce: string, mode: SettleMode): 204 | 410 {
     const effects = this.run({ kind: 'settle', offset, nonce, mode });
     const settled = effects.find((e) => e.kind === 'settled');

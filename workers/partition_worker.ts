@@ -27,15 +27,21 @@ import { scanFrames } from '../src/util/frame.js';
 import { parsePartitionDirName, parseTopicDirName, partitionDir, topicDir, topicsDir } from './partition_dirs.js';
 import { AckLog, type AckState } from './ack_log.js';
 import type { ActorConfig, Lease } from './partition_actor.js';
+import { ParkedTakes, type TakeRequest } from './parked_takes.js';
 import { PartitionReadPath } from './partition_read_path.js';
 import { PartitionLog } from './segment_log.js';
 
 type Dispatch = Extract<ToWorker, { kind: 'dispatch' }>;
 type ReadRequest = Extract<ToWorker, { kind: 'read' }>;
 type StatsRequest = Extract<ToWorker, { kind: 'stats' }>;
-type TakeRequest = Extract<ToWorker, { kind: 'take' }>;
 type SettleRequest = Extract<ToWorker, { kind: 'settle' }>;
 type ReleaseRequest = Extract<ToWorker, { kind: 'release' }>;
+/** Leases of one partition taken for one consume. */
+interface Leased {
+  partition: number;
+  path: PartitionReadPath;
+  leases: Lease[];
+}
 
 /** Partitions opened at once at start: each open reads up to a 4 MiB window, so this bounds memory. */
 const startOpenConcurrency = 8;
@@ -54,6 +60,8 @@ class PartitionWorker {
   private restoredAcks = new Map<PartitionLog, { log: AckLog; state: AckState | null }>();
   /** Deliverable counts per topic id gathered during one turn of the event loop, posted once. */
   private available = new Map<string, number>();
+  /** Long polls waiting here for their topic's records. */
+  private parked = new ParkedTakes();
   private retentionDue = false;
   /** topic id -> partition -> whether this worker owns it (see owns()). */
   private ownedByTopic = new Map<string, boolean[]>();
@@ -125,6 +133,8 @@ class PartitionWorker {
         return this.onStats(msg);
       case 'take':
         return this.onTake(msg);
+      case 'unpark':
+        return this.onUnpark(msg.takeReqId);
       case 'settle':
         return this.onSettle(msg);
       case 'release':
@@ -246,6 +256,7 @@ class PartitionWorker {
   private onShutdown(): void {
     if (this.shuttingDown) return;
     this.shuttingDown = true;
+    for (const take of this.parked.removeAll()) this.postShuttingDown(take.reqId);
     // Dispatches still waiting for metadata were never answered 'durable'; the ingress log keeps them.
     this.held = [];
     this.shutdownFinish().catch((err: unknown) => this.failStop('shutdown', err));
@@ -456,18 +467,55 @@ class PartitionWorker {
 
   private onTake(msg: TakeRequest): void {
     if (this.logsClosed) return this.postShuttingDown(msg.reqId);
-    const taken: { partition: number; path: PartitionReadPath; leases: Lease[] }[] = [];
+    const taken = this.lease(msg);
+    if (taken.length > 0 || msg.park !== true) return this.answerTaken(msg, taken);
+    // Nothing would unpark it once shutdown has begun.
+    if (this.shuttingDown) return this.postShuttingDown(msg.reqId);
+    this.parked.park(msg);
+  }
+
+  private onUnpark(takeReqId: number): void {
+    const take = this.parked.remove(takeReqId);
+    if (take !== undefined) this.answerTaken(take, []);
+  }
+
+  /** Answers the topic's parked takes, oldest first, that can lease something now. */
+  private serveParked(topicId: string): void {
+    for (const take of this.parked.ofTopic(topicId)) {
+      if (!take.partitions.some((partition) => (this.readPathOfPartition(topicId, partition)?.deliverable() ?? 0) > 0)) continue;
+      const taken = this.lease(take);
+      if (taken.length === 0) continue;
+      this.parked.remove(take.reqId);
+      this.answerTaken(take, taken);
+    }
+  }
+
+  /** Leases up to take.max messages from its partitions, in its order; the records are read by answerTaken. */
+  private lease(take: TakeRequest): Leased[] {
+    const taken: Leased[] = [];
     let count = 0;
-    for (const partition of msg.partitions) {
-      if (count >= msg.max) break;
-      assert(this.owns(msg.topicId, partition), `take of ${msg.topicId}/${partition} sent to the wrong worker`);
-      const log = this.logs.get(msg.topicId)?.get(partition);
-      const path = log === undefined ? null : this.readPathOf(log);
+    for (const partition of take.partitions) {
+      if (count >= take.max) break;
+      assert(this.owns(take.topicId, partition), `take of ${take.topicId}/${partition} sent to the wrong worker`);
+      const path = this.readPathOfPartition(take.topicId, partition);
       if (path === null) continue;
-      const leases = path.take(msg.max - count);
+      const leases = path.take(take.max - count);
       if (leases.length === 0) continue;
       taken.push({ partition, path, leases });
       count += leases.length;
+    }
+    return taken;
+  }
+
+  private readPathOfPartition(topicId: string, partition: number): PartitionReadPath | null {
+    const log = this.logs.get(topicId)?.get(partition);
+    return log === undefined ? null : this.readPathOf(log);
+  }
+
+  private answerTaken(msg: TakeRequest, taken: Leased[]): void {
+    if (taken.length === 0) {
+      this.post({ kind: 'taken', reqId: msg.reqId, count: 0, messagesJson: '', handles: '' });
+      return;
     }
     const topicName = this.topicsById.get(msg.topicId)?.name ?? '';
     Promise.all(taken.map((t) => t.path.readMany(t.leases.map((l) => l.offset)))).then(
@@ -561,6 +609,7 @@ class PartitionWorker {
   private availablePost(): void {
     const topics = [...this.available].map(([topicId, count]) => ({ topicId, count }));
     this.available.clear();
+    if (this.parked.size > 0) for (const { topicId } of topics) this.serveParked(topicId);
     if (topics.length > 0 && !this.logsClosed) this.post({ kind: 'available', topics });
   }
 
@@ -568,6 +617,8 @@ class PartitionWorker {
    *  once the round that may be flushing them ends. */
   private topicForget(topicId: string): void {
     this.ownedByTopic.delete(topicId);
+    // Their consumes answer 404 now (the front checks the topic when a wait ends without messages).
+    for (const take of this.parked.removeTopic(topicId)) this.answerTaken(take, []);
     const partitions = this.logs.get(topicId);
     this.logs.delete(topicId);
     const logs = partitions === undefined ? [] : [...partitions.values()];

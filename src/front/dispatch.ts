@@ -79,6 +79,23 @@ export class PartitionWorkers {
     });
   }
 
+  /** A take that may park on the worker (a long poll): the reply comes once it leases something, or empty after
+   *  unpark() (which may be called any number of times, and after the reply too). */
+  requestParked(workerIndex: number, body: Omit<Extract<ToWorker, { kind: 'take' }>, 'reqId' | 'park'>): { reply: Promise<Reply>; unpark: () => void } {
+    const reqId = this.nextReqId++;
+    let unparked = false;
+    const reply = new Promise<Reply>((resolve) => {
+      this.pending.set(reqId, resolve);
+      this.workers[workerIndex]!.postMessage({ ...body, reqId, park: true } satisfies ToWorker);
+    });
+    const unpark = (): void => {
+      if (unparked || !this.pending.has(reqId)) return;
+      unparked = true;
+      this.workers[workerIndex]!.postMessage({ kind: 'unpark', takeReqId: reqId } satisfies ToWorker);
+    };
+    return { reply, unpark };
+  }
+
   /** A message that needs no answer. */
   send(workerIndex: number, message: Extract<ToWorker, { kind: 'release' }>): void {
     this.workers[workerIndex]!.postMessage(message);

@@ -116,8 +116,13 @@ export type ToWorker =
   /** Front -> worker: statistics of these partitions of a topic. Answered by 'statsResult'. */
   | { kind: 'stats'; reqId: number; topicId: string; partitions: number[] }
   /** Front -> worker: lease up to max messages, trying the partitions in the order given (each must be owned by
-   *  this worker). Answered by 'taken' (maybe empty). A lost answer leaves leases that simply expire. */
-  | { kind: 'take'; reqId: number; topicId: string; partitions: number[]; max: number }
+   *  this worker). Answered by 'taken' (maybe empty). A lost answer leaves leases that simply expire. With park
+   *  (a long poll), a take that finds nothing waits on the worker (workers/parked_takes.ts) and is answered once
+   *  it leases something, or empty on 'unpark' or when its topic is deleted; never twice. */
+  | { kind: 'take'; reqId: number; topicId: string; partitions: number[]; max: number; park?: boolean }
+  /** Front -> worker: the parked take takeReqId is no longer wanted (its wait ended, its client went away, the node
+   *  shuts down). Answered through that take: an empty 'taken' if it was still parked, nothing if it was answered. */
+  | { kind: 'unpark'; takeReqId: number }
   /** Front -> worker: ack, extend or nack leases of one topic; answered by 'settledResult' with one status per
    *  handle, in order (204, or 410 when the lease is gone). handles: receipt handles the front checked
    *  (parseReceiptHandle), joined by ',' (receipt_handle.ts): one string crosses a port in one copy, where 100

@@ -164,6 +164,56 @@ t.test('with http.max_consume_wait=1s a wait of 10s is clamped: 204 after about 
   t.equal(exact.headers['x-svc-wait-clamped'], undefined, 'a wait equal to the maximum is not clamped');
 });
 
+t.test('a topic deleted while a long poll waits on it: the poll answers 404 at once', async (t) => {
+  const topic = nextTopic();
+  await createTopicWith(client, topic);
+  const waiting = consume(client, topic, '?wait=10s');
+  await sleep(300);
+  t.equal((await client.req(`/v1/topics/${topic}`, { method: 'DELETE' })).status, 204, 'the topic is deleted');
+  const answer = await waiting;
+  t.equal(answer.status, 404, `404 (body ${answer.text.slice(0, 200)})`);
+  t.same(JSON.parse(answer.text), { error: `topic ${topic} not found` }, 'the error names the topic');
+  t.ok(answer.elapsedMs < 5_000, `well before its 10 s wait (${answer.elapsedMs} ms)`);
+});
+
+t.test('a long poll on one partition is woken by a message of that partition only', async (t) => {
+  const topic = nextTopic();
+  await createTopicWith(client, topic);
+  const waiting = consume(client, topic, '?partition=2&wait=5s');
+  await sleep(300);
+  await produce(client, topic, '{"on":0}', '?partition=0');
+  await sleep(500);
+  await produce(client, topic, '{"on":2}', '?partition=2');
+  const answer = await waiting;
+  t.equal(answer.status, 200, `200 (body ${answer.text.slice(0, 200)})`);
+  t.same(answer.message?.payload, { on: 2 }, "its own partition's message");
+  t.equal(answer.message?.partition, 2);
+  t.ok(answer.elapsedMs >= 700, `not woken by the other partition's message (${answer.elapsedMs} ms)`);
+  const other = await consume(client, topic, '?partition=0&wait=2s');
+  t.same(other.message?.payload, { on: 0 }, "the other partition's message is still there for its own consumer");
+});
+
+t.test('with two partition workers, long polls over the whole topic and on each partition are woken by produces', async (t) => {
+  const { client: ownClient } = await NodeWithClient.start(t, { args: ['--workers', '2'] });
+  const topic = nextTopic();
+  // Eight partitions: over two workers they are all on one only with probability 2/256.
+  await createTopicWith(ownClient, topic, { partitions: 8 });
+  const perPartition = Array.from({ length: 8 }, (_, p) => consume(ownClient, topic, `?partition=${p}&wait=5s`));
+  await sleep(300);
+  for (let p = 0; p < 8; p++) await produce(ownClient, topic, JSON.stringify({ p }), `?partition=${p}`);
+  const partitionAnswers = await Promise.all(perPartition);
+  t.same(partitionAnswers.map((a) => a.status), Array(8).fill(200), 'every partition poll answered 200');
+  t.same(partitionAnswers.map((a) => a.message?.payload), Array.from({ length: 8 }, (_, p) => ({ p })), 'each with its partition\'s message');
+  t.ok(partitionAnswers.every((a) => a.elapsedMs < 4_000), `all before their wait ended (${partitionAnswers.map((a) => a.elapsedMs).join(', ')} ms)`);
+  const wholeTopic = Array.from({ length: 3 }, () => consume(ownClient, topic, '?wait=5s'));
+  await sleep(300);
+  for (let i = 0; i < 3; i++) await produce(ownClient, topic, JSON.stringify({ i }), `?partition=${5 + i}`);
+  const topicAnswers = await Promise.all(wholeTopic);
+  t.same(topicAnswers.map((a) => a.status), [200, 200, 200], 'every whole-topic poll answered 200');
+  t.same(topicAnswers.map((a) => (a.message?.payload as { i: number } | undefined)?.i).sort(), [0, 1, 2], 'the three messages, one each');
+  t.ok(topicAnswers.every((a) => a.elapsedMs < 4_000), `all before their wait ended (${topicAnswers.map((a) => a.elapsedMs).join(', ')} ms)`);
+});
+
 t.test('graceful shutdown answers a waiting long poll at once with 204, then exits 0', async (t) => {
   const { node: own, client: ownClient } = await NodeWithClient.start(t);
   const topic = nextTopic();

@@ -28,11 +28,16 @@ export function consumeHandlers(services: FrontServices) {
   const waitMsMax = config['http.max_consume_wait'];
   /** Per topic id: the partition the next consume starts from, so no partition starves. */
   const startIndex = new Map<string, number>();
+  /** Per topic id: how to end each long poll parked on a worker. */
+  const parkedByTopic = new Map<string, Set<() => void>>();
+  /** Set by graceful shutdown: long polls answer now and no new one parks. */
+  let closing = false;
   workers.onAvailable = (topicId, count) => waiters.notify(topicId, count);
   replica.onApplied((command) => {
     if (command.type === 'topic.delete') {
       startIndex.delete(command.id);
       waiters.notifyAll(command.id);
+      unparkTopic(command.id);
     }
   });
 
@@ -66,9 +71,13 @@ export function consumeHandlers(services: FrontServices) {
     }
     ctx.onDone(() => consumeInFlight.give(ctx.identity, taken));
     const deadlineMs = Date.now() + waitMs;
-    // Bounded: every round either answers or waits for a wake-up, the deadline or an abort.
+    // Bounded: every round either answers or waits for messages, the deadline or an abort.
     for (;;) {
-      const messages = await take(topic, partition, max ?? 1);
+      const order = partitionOrder(topic, partition);
+      // A long poll whose partitions all live on one worker waits there (workers/parked_takes.ts): the flush that
+      // brings its records answers it. Spread over several workers, it waits here for their 'available' reports.
+      const parkOn = waitMs > 0 && !closing ? soleOwner(topic.id, order) : null;
+      const messages = parkOn === null ? await take(topic, order, max ?? 1) : await takeParked(ctx, topic, parkOn, order, max ?? 1, deadlineMs);
       if (ctx.aborted) {
         release(topic, messages);
         return emptyAnswer;
@@ -78,27 +87,35 @@ export function consumeHandlers(services: FrontServices) {
         return { status: 200, contentType: jsonType, headers, body };
       }
       const leftMs = deadlineMs - Date.now();
-      if (leftMs <= 0) return { ...emptyAnswer, headers };
-      const reason = await waiters.wait(topic.id, leftMs, (listener) => ctx.onAbort(listener));
-      if (reason === 'aborted') return emptyAnswer;
-      if (reason === 'closed') return { ...emptyAnswer, headers };
+      if (leftMs <= 0 || closing) return { ...emptyAnswer, headers };
+      if (parkOn === null) {
+        const reason = await waiters.wait(topic.id, leftMs, (listener) => ctx.onAbort(listener));
+        if (reason === 'aborted') return emptyAnswer;
+        if (reason === 'closed') return { ...emptyAnswer, headers };
+      }
       const current = replica.state.topics.get(topic.name);
       if (current === undefined || current.id !== topic.id) throw errors.topicNotFound(topic.name);
     }
   }
 
-  /** Leases up to max messages: partitions in round-robin order from a per-topic start, one message per worker. */
-  async function take(topic: TopicRecord, partition: number | undefined, max: number): Promise<Taken> {
-    let order: number[];
-    if (partition !== undefined) {
-      order = [partition];
-    } else {
-      // Only this node's partitions: the others are served by their owners.
-      const local = localPartitions(topic, services.nodeId);
-      const start = (startIndex.get(topic.id) ?? 0) % local.length;
-      startIndex.set(topic.id, start + 1);
-      order = Array.from({ length: local.length }, (_, i) => local[(start + i) % local.length]!);
-    }
+  /** The partitions a consume tries, in order: the one asked for, or this node's in round-robin order from a
+   *  per-topic start (the others are served by their owners). */
+  function partitionOrder(topic: TopicRecord, partition: number | undefined): number[] {
+    if (partition !== undefined) return [partition];
+    const local = localPartitions(topic, services.nodeId);
+    const start = (startIndex.get(topic.id) ?? 0) % local.length;
+    startIndex.set(topic.id, start + 1);
+    return Array.from({ length: local.length }, (_, i) => local[(start + i) % local.length]!);
+  }
+
+  /** The worker owning every partition of order, or null when they are spread over several. */
+  function soleOwner(topicId: string, order: number[]): number | null {
+    const owner = workers.ownerOf(topicId, order[0]!);
+    return order.every((p) => workers.ownerOf(topicId, p) === owner) ? owner : null;
+  }
+
+  /** Leases up to max messages from the partitions in order, one message per worker. */
+  async function take(topic: TopicRecord, order: number[], max: number): Promise<Taken> {
     const taken: Taken = { count: 0, json: '', handles: '' };
     for (const [worker, partitions] of workers.groupByOwner(topic.id, order, (p) => p)) {
       const reply = await workers.request(worker, { kind: 'take', topicId: topic.id, partitions, max: max - taken.count });
@@ -116,6 +133,35 @@ export function consumeHandlers(services: FrontServices) {
       if (taken.count >= max) break;
     }
     return taken;
+  }
+
+  /** A take that waits on its worker until it leases something, or is unparked: at the deadline, when the client
+   *  goes away, when the topic is deleted or when the node shuts down. It then comes back empty, or with what the
+   *  worker leased just before the unpark arrived (the caller answers with it, or releases it). */
+  async function takeParked(ctx: RequestContext, topic: TopicRecord, worker: number, partitions: number[], max: number, deadlineMs: number): Promise<Taken> {
+    const { reply, unpark } = workers.requestParked(worker, { kind: 'take', topicId: topic.id, partitions, max });
+    const timer = setTimeout(unpark, deadlineMs - Date.now());
+    const removeAbort = ctx.onAbort(unpark);
+    let unparks = parkedByTopic.get(topic.id);
+    if (unparks === undefined) parkedByTopic.set(topic.id, (unparks = new Set()));
+    unparks.add(unpark);
+    let answer: Awaited<typeof reply>;
+    try {
+      answer = await reply;
+    } finally {
+      clearTimeout(timer);
+      removeAbort();
+      unparks.delete(unpark);
+      if (unparks.size === 0 && parkedByTopic.get(topic.id) === unparks) parkedByTopic.delete(topic.id);
+    }
+    const failure = workerFailure(answer);
+    if (failure !== null) throw failure;
+    if (answer.kind !== 'taken') throw errors.internal('unexpected worker answer');
+    return { count: answer.count, json: answer.messagesJson, handles: answer.handles };
+  }
+
+  function unparkTopic(topicId: string): void {
+    for (const unpark of parkedByTopic.get(topicId) ?? []) unpark();
   }
 
   /** Ends the leases of a consume whose client went away (rare: the handles are parsed only here). */
@@ -189,7 +235,9 @@ export function consumeHandlers(services: FrontServices) {
 
   /** Graceful shutdown: long polls answer now instead of holding the node until their wait ends. */
   function closeWaiters(): void {
+    closing = true;
     waiters.close();
+    for (const topicId of [...parkedByTopic.keys()]) unparkTopic(topicId);
   }
 
   return { onConsume, onAck, closeWaiters };
