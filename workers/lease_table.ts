@@ -121,46 +121,44 @@ export class DeadlineHeap {
   /** For invariant checks only: every parent sorts before its children. */
   isOrdered(): boolean {
     for (let i = 1; i < this.entries.length; i++) {
-      if (before(this.at(i), this.at((i - 1) >> 1))) return false;
+      if (before(this.entries[i]!, this.entries[(i - 1) >> 1]!)) return false;
     }
     return true;
   }
 
-  private at(i: number): DeadlineEntry {
-    const entry = this.entries[i];
-    assertLease(entry !== undefined, () => `deadline heap: no entry at ${i} of ${this.entries.length}`);
-    return entry;
-  }
-
+  // The sifts index only below entries.length, so every entry they read exists.
   private siftUp(start: number): void {
+    const entries = this.entries;
+    const entry = entries[start]!;
+    let i = start;
     // Bounded by the heap's depth: i halves every step.
-    for (let i = start; i > 0; ) {
-      const parent = (i - 1) >> 1;
-      if (!before(this.at(i), this.at(parent))) return;
-      this.swap(i, parent);
-      i = parent;
+    while (i > 0) {
+      const parentAt = (i - 1) >> 1;
+      const parent = entries[parentAt]!;
+      if (!before(entry, parent)) break;
+      entries[i] = parent;
+      i = parentAt;
     }
+    entries[i] = entry;
   }
 
   private siftDown(start: number): void {
-    const n = this.entries.length;
+    const entries = this.entries;
+    const n = entries.length;
+    const entry = entries[start]!;
+    let i = start;
     // Bounded by the heap's depth: i at least doubles every step.
-    for (let i = start; ; ) {
-      let smallest = i;
+    for (;;) {
       const left = 2 * i + 1;
+      if (left >= n) break;
       const right = left + 1;
-      if (left < n && before(this.at(left), this.at(smallest))) smallest = left;
-      if (right < n && before(this.at(right), this.at(smallest))) smallest = right;
-      if (smallest === i) return;
-      this.swap(i, smallest);
-      i = smallest;
+      const childAt = right < n && before(entries[right]!, entries[left]!) ? right : left;
+      const child = entries[childAt]!;
+      if (!before(child, entry)) break;
+      entries[i] = child;
+      i = childAt;
     }
-  }
-
-  private swap(a: number, b: number): void {
-    const entryA = this.at(a);
-    this.entries[a] = this.at(b);
-    this.entries[b] = entryA;
+    entries[i] = entry;
   }
 }
 
@@ -476,7 +474,9 @@ export class LeaseTable {
 
   private markAcked(offset: number): void {
     assertLease(offset >= this.frontier && offset < this.cursor, () => `ack ${offset} outside [${this.frontier}, ${this.cursor})`);
-    this.acked.add(offset);
+    // In-order acks, the common case, move the frontier without touching the set.
+    if (offset === this.frontier) this.frontier += 1;
+    else this.acked.add(offset);
     this.advanceFrontier();
     this.ackVersionValue += 1;
   }

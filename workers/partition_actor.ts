@@ -11,16 +11,24 @@ import {
   type Lease,
   type LeaseTableStats,
   type SettleMode,
+  type SettleStatus,
 } from './lease_table.js';
 
-export type { ActorConfig, AckState, Lease, SettleMode };
+export type { ActorConfig, AckState, Lease, SettleMode, SettleStatus };
+
+/** One delivery of one of the partition's offsets, as a receipt handle names it. */
+export interface HeldLease {
+  offset: number;
+  nonce: string;
+}
 
 /** Commands from the shell. Each is applied whole; expired leases are moved first, lazily, whatever the kind. */
 export type PartitionCommand =
   /** A consume asks for up to max leases (a single consume asks for 1). Answered by one 'leased'. */
   | { kind: 'take'; max: number }
-  /** An ack, extend or nack of the handle (offset, nonce). Answered by one 'settled'. */
-  | { kind: 'settle'; offset: number; nonce: string; mode: SettleMode }
+  /** An ack, extend or nack of each handle (offset, nonce), in order (a batch ack is one command). Answered by one
+   *  'settled'. */
+  | { kind: 'settle'; leases: readonly HeldLease[]; mode: SettleMode }
   /** The shell's one timer, armed by 'scheduleTimer', fired. Lost or early: lazy expiry and re-arming cover it. */
   | { kind: 'timer' }
   /** The segment log holds records up to highWatermark, exclusive (written; their offsets are final). Never goes back. */
@@ -34,8 +42,8 @@ export type PartitionCommand =
 export type PartitionEffect =
   /** The answer to 'take', maybe empty. The shell builds receipt handles `partition:offset:nonce` from it. */
   | { kind: 'leased'; leases: Lease[] }
-  /** The answer to 'settle': 204 settled, 410 lease gone (spec §4 ack). */
-  | { kind: 'settled'; status: 204 | 410 }
+  /** The answer to 'settle', one status per lease in order: 204 settled, 410 lease gone (spec §4 ack). */
+  | { kind: 'settled'; statuses: SettleStatus[] }
   /**
    * This many more offsets are deliverable than before the command (commit, expiry, nack, and also an ack, expiry
    * or PATCH that frees room under a cap while offsets wait behind it). Offsets a cap holds back are never counted,
@@ -94,7 +102,7 @@ export class PartitionActor {
         effects.push({ kind: 'leased', leases: this.table.take(cmd.max, now, this.nonceSource) });
         break;
       case 'settle':
-        effects.push({ kind: 'settled', status: this.table.settle(cmd.offset, cmd.nonce, cmd.mode, now) });
+        effects.push({ kind: 'settled', statuses: cmd.leases.map((lease) => this.table.settle(lease.offset, lease.nonce, cmd.mode, now)) });
         break;
       case 'timer':
         // The armed timer is spent; whatever deadline comes next must be armed again, even if it is the same.

@@ -5,7 +5,7 @@
 // closed when the partition's topic is deleted or the worker shuts down.
 import { randomBytes } from 'node:crypto';
 import { AckLog, type AckState } from './ack_log.js';
-import { PartitionActor, type ActorConfig, type Lease, type PartitionCommand, type PartitionEffect, type SettleMode } from './partition_actor.js';
+import { PartitionActor, type ActorConfig, type HeldLease, type Lease, type PartitionCommand, type PartitionEffect, type SettleMode, type SettleStatus } from './partition_actor.js';
 import type { PartitionLog } from './segment_log.js';
 
 export interface ReadPathHooks {
@@ -72,10 +72,11 @@ export class PartitionReadPath {
     return this.actor.deliverable();
   }
 
-  settle(offset: number, nonce: string, mode: SettleMode): 204 | 410 {
-    const effects = this.run({ kind: 'settle', offset, nonce, mode });
+  /** One status per lease, in order. */
+  settle(leases: readonly HeldLease[], mode: SettleMode): SettleStatus[] {
+    const effects = this.run({ kind: 'settle', leases, mode });
     const settled = effects.find((e) => e.kind === 'settled');
-    return settled?.kind === 'settled' ? settled.status : 410;
+    return settled?.kind === 'settled' ? settled.statuses : leases.map(() => 410);
   }
 
   committed(highWatermark: number): void {

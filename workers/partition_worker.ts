@@ -26,7 +26,7 @@ import { applyCommand, type MetadataState, type TopicRecord } from '../src/raft/
 import { scanFrames } from '../src/util/frame.js';
 import { parsePartitionDirName, parseTopicDirName, partitionDir, topicDir, topicsDir } from './partition_dirs.js';
 import { AckLog, type AckState } from './ack_log.js';
-import type { ActorConfig, Lease } from './partition_actor.js';
+import type { ActorConfig, HeldLease, Lease } from './partition_actor.js';
 import { ParkedTakes, type TakeRequest } from './parked_takes.js';
 import { PartitionReadPath } from './partition_read_path.js';
 import { PartitionLog } from './segment_log.js';
@@ -541,7 +541,7 @@ class PartitionWorker {
       },
       (err: unknown) => {
         process.stderr.write(`partition worker ${this.data.workerIndex}: read for consume of ${msg.topicId} failed: ${errorText(err)}\n`);
-        for (const t of taken) for (const l of t.leases) t.path.settle(l.offset, l.nonce, 'nack');
+        for (const t of taken) t.path.settle(t.leases, 'nack');
         this.post({ kind: 'failed', reqId: msg.reqId, status: 500, error: 'partition unreadable' });
       },
     );
@@ -549,10 +549,8 @@ class PartitionWorker {
 
   private onSettle(msg: SettleRequest): void {
     if (this.logsClosed) return this.postShuttingDown(msg.reqId);
-    const statuses: number[] = [];
-    forEachJoinedHandle(msg.handles, (partition, offset, nonce) => statuses.push(this.settleOne(msg.topicId, partition, offset, nonce, msg.mode)));
-    const answer = Uint16Array.from(statuses);
-    this.post({ kind: 'settledResult', reqId: msg.reqId, statuses: answer }, [answer.buffer]);
+    const statuses = this.settleJoined(msg.topicId, msg.handles, msg.mode);
+    this.post({ kind: 'settledResult', reqId: msg.reqId, statuses }, [statuses.buffer as ArrayBuffer]);
   }
 
   private onLags(reqId: number): void {
@@ -566,15 +564,31 @@ class PartitionWorker {
 
   private onRelease(msg: ReleaseRequest): void {
     if (this.logsClosed) return;
-    forEachJoinedHandle(msg.handles, (partition, offset, nonce) => this.settleOne(msg.topicId, partition, offset, nonce, 'nack'));
+    this.settleJoined(msg.topicId, msg.handles, 'nack');
   }
 
-  /** A lease of a partition this worker holds no log for, or of a topic it does not know, is gone: 410. */
-  private settleOne(topicId: string, partition: number, offset: number, nonce: string, mode: SettleMode): number {
-    if (!this.owns(topicId, partition)) return 410;
-    const log = this.logs.get(topicId)?.get(partition);
-    const path = log === undefined ? null : this.readPathOf(log);
-    return path === null ? 410 : path.settle(offset, nonce, mode);
+  /** Settles joined receipt handles, one status per handle in order: each run of handles of one partition is one
+   *  command of its actor. A lease of a partition this worker holds no log for, or of a topic it does not know, is
+   *  gone: 410. */
+  private settleJoined(topicId: string, handles: string, mode: SettleMode): Uint16Array {
+    const partitions: number[] = [];
+    const leases: HeldLease[] = [];
+    forEachJoinedHandle(handles, (partition, offset, nonce) => {
+      partitions.push(partition);
+      leases.push({ offset, nonce });
+    });
+    const statuses = new Uint16Array(leases.length);
+    // Bounded: every pass settles at least one handle.
+    for (let start = 0; start < leases.length; ) {
+      const partition = partitions[start]!;
+      let end = start + 1;
+      while (end < leases.length && partitions[end] === partition) end++;
+      const path = this.owns(topicId, partition) ? this.readPathOfPartition(topicId, partition) : null;
+      const run = path === null ? null : path.settle(leases.slice(start, end), mode);
+      for (let i = start; i < end; i++) statuses[i] = run === null ? 410 : run[i - start]!;
+      start = end;
+    }
+    return statuses;
   }
 
   /** The read path of an open log whose topic the replica knows, built on first use. */

@@ -51,8 +51,12 @@ export class PartitionWorkers {
    *  which workers first appear; one message per worker then carries its group. */
   groupByOwner<T>(topicId: string, items: readonly T[], partitionOf: (item: T) => number): Map<number, T[]> {
     const groups = new Map<number, T[]>();
+    // A batch ack names few partitions many times: each owner is hashed once.
+    const ownerByPartition = new Map<number, number>();
     for (const item of items) {
-      const owner = this.ownerOf(topicId, partitionOf(item));
+      const partition = partitionOf(item);
+      let owner = ownerByPartition.get(partition);
+      if (owner === undefined) ownerByPartition.set(partition, (owner = this.ownerOf(topicId, partition)));
       const group = groups.get(owner);
       if (group === undefined) groups.set(owner, [item]);
       else group.push(item);

@@ -249,18 +249,20 @@ class Simulation {
     return leases;
   }
 
+  /** Settles one to four held leases in one command (a batch ack), now and then one of them twice. */
   private settleHeld(): void {
     if (this.held.length === 0) return;
-    const index = this.rng.int(0, this.held.length - 1);
-    const lease = this.held[index];
-    if (lease === undefined) return;
     const roll = this.rng.next();
     const mode = roll < 0.6 ? 'ack' : roll < 0.8 ? 'extend' : 'nack';
-    const status = this.settle(lease, mode);
-    if (mode !== 'extend' || status === 410) {
+    const picked = Array.from({ length: this.rng.int(1, 4) }, () => this.held[this.rng.int(0, this.held.length - 1)]!);
+    if (this.rng.chance(0.1)) picked.push(picked[0]!);
+    const statuses = this.settle(picked, mode);
+    picked.forEach((lease, i) => {
+      const index = this.held.indexOf(lease);
+      if (index < 0 || (mode === 'extend' && statuses[i] === 204)) return;
       this.held.splice(index, 1);
       this.retire(lease);
-    }
+    });
   }
 
   /** Settles a handle that should be gone: one from earlier, or an invented one. */
@@ -268,26 +270,32 @@ class Simulation {
     const mode = this.rng.pick(['ack', 'extend', 'nack'] as const);
     const invented = { offset: this.rng.int(0, this.model.highWatermark + 2), nonce: `s${this.rng.int(1, this.nonces + 1)}` };
     const lease = this.stale.length > 0 && this.rng.chance(0.7) ? this.rng.pick(this.stale) : invented;
-    this.settle(lease, mode);
+    this.settle([lease], mode);
   }
 
-  private settle(lease: Pick<Lease, 'offset' | 'nonce'>, mode: 'ack' | 'extend' | 'nack'): number {
+  private settle(leases: Pick<Lease, 'offset' | 'nonce'>[], mode: 'ack' | 'extend' | 'nack'): number[] {
     const now = this.nowMs;
-    const { offset, nonce } = lease;
-    const modelLease = this.model.leases.get(offset);
-    const valid = modelLease !== undefined && modelLease.nonce === nonce && modelLease.deadlineMs > now;
-    const effects = this.handle({ kind: 'settle', offset, nonce, mode });
+    const effects = this.handle({ kind: 'settle', leases, mode });
     const settled = effects[0];
     check(settled?.kind === 'settled', `settle answered ${JSON.stringify(settled)}`);
-    check(settled.status === (valid ? 204 : 410), `${mode} of ${offset}:${nonce} answered ${settled.status}, model says ${valid ? 204 : 410}`);
-    if (valid) {
-      if (mode === 'ack') this.model.ack(offset);
-      else if (mode === 'nack') this.model.leases.delete(offset);
-      else this.model.leases.set(offset, { nonce, deadlineMs: now + this.config.visibilityTimeoutMs });
-    }
-    this.count(`${mode}${settled.status}`);
-    this.checkCommon(effects.slice(1), valid && mode === 'ack');
-    return settled.status;
+    check(settled.statuses.length === leases.length, `${leases.length} leases settled, ${settled.statuses.length} statuses`);
+    // The model settles them one by one, in order: a lease named twice is gone the second time unless extended.
+    let acked = false;
+    leases.forEach(({ offset, nonce }, i) => {
+      const modelLease = this.model.leases.get(offset);
+      const valid = modelLease !== undefined && modelLease.nonce === nonce && modelLease.deadlineMs > now;
+      const status = settled.statuses[i];
+      check(status === (valid ? 204 : 410), `${mode} of ${offset}:${nonce} answered ${status}, model says ${valid ? 204 : 410}`);
+      if (valid) {
+        if (mode === 'ack') this.model.ack(offset);
+        else if (mode === 'nack') this.model.leases.delete(offset);
+        else this.model.leases.set(offset, { nonce, deadlineMs: now + this.config.visibilityTimeoutMs });
+        acked ||= mode === 'ack';
+      }
+      this.count(`${mode}${status}`);
+    });
+    this.checkCommon(effects.slice(1), acked);
+    return settled.statuses;
   }
 
   /** Moves the clock, firing the shell's timer at its armed time on the way (bounded: each firing arms a later one). */
@@ -363,7 +371,7 @@ class Simulation {
       this.advanceTime(Math.max(...visibilityTimeoutChoicesMs) + 1);
       const leases = this.take(100);
       check(leases.length > 0, `nothing deliverable at lag ${this.actor.lag()}: a message is lost: ${JSON.stringify(this.actor.stats())}`);
-      for (const lease of leases) check(this.settle(lease, 'ack') === 204, `drain ack of ${lease.offset}`);
+      for (const lease of leases) check(this.settle([lease], 'ack')[0] === 204, `drain ack of ${lease.offset}`);
       this.held = [];
     }
     check(this.model.frontier === this.model.highWatermark, `model frontier ${this.model.frontier} != hw ${this.model.highWatermark}`);

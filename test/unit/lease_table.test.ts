@@ -34,6 +34,34 @@ t.test('deadline heap pops by deadline, then by offset, whatever the push order'
   t.equal(heap.peek()?.offset, 2);
 });
 
+t.test('deadline heap against a sorted list: 2,000 seeded pushes and pops, interleaved, then rebuilds', async (t) => {
+  let seed = 12345;
+  const random = (n: number): number => {
+    seed = (seed * 1103515245 + 12345) % 2147483648;
+    return seed % n;
+  };
+  const heap = new DeadlineHeap();
+  const reference: { deadlineMs: number; offset: number }[] = [];
+  const order = (a: { deadlineMs: number; offset: number }, b: { deadlineMs: number; offset: number }): number => a.deadlineMs - b.deadlineMs || a.offset - b.offset;
+  let mismatches = 0;
+  for (let step = 0; step < 2_000; step++) {
+    if (random(3) < 2) {
+      const entry = { deadlineMs: random(50), offset: random(1_000) };
+      heap.push({ ...entry, nonce: 'x' });
+      reference.push(entry);
+      reference.sort(order);
+    } else {
+      const popped = heap.pop();
+      const expected = reference.shift();
+      if (popped?.deadlineMs !== expected?.deadlineMs || popped?.offset !== expected?.offset) mismatches++;
+    }
+    if (step % 500 === 499) heap.rebuild(reference.map((e) => ({ ...e, nonce: 'y' })).reverse());
+  }
+  t.equal(mismatches, 0, 'every pop is the least (deadline, offset) left');
+  t.ok(heap.isOrdered(), 'still a heap');
+  t.equal(heap.size, reference.length);
+});
+
 t.test('extend churn leaves stale heap entries that compaction keeps bounded', async (t) => {
   const table = new LeaseTable({ oldestOffset: 0, highWatermark: 4, config });
   const leases = table.take(4, 0, counter());

@@ -42,9 +42,9 @@ function harness(init: Partial<Omit<ActorInit, 'config'>> & { config?: Partial<A
       return h.take(max).map((l) => l.offset);
     },
     settle(lease: Pick<Lease, 'offset' | 'nonce'>, mode: 'ack' | 'extend' | 'nack' = 'ack'): number {
-      const settled = h.handle({ kind: 'settle', offset: lease.offset, nonce: lease.nonce, mode }).find((e) => e.kind === 'settled');
+      const settled = h.handle({ kind: 'settle', leases: [{ offset: lease.offset, nonce: lease.nonce }], mode }).find((e) => e.kind === 'settled');
       if (settled?.kind !== 'settled') throw new Error('settle without a settled effect');
-      return settled.status;
+      return settled.statuses[0]!;
     },
   };
   return h;
@@ -82,8 +82,8 @@ t.test('§3 leased -> settled: an ack answers 204 and the message is never deliv
   const h = harness({ highWatermark: 2 });
   const [first, second] = h.take();
   if (first === undefined || second === undefined) throw new Error('two leases expected');
-  const effects = h.handle({ kind: 'settle', offset: first.offset, nonce: first.nonce, mode: 'ack' });
-  t.same(effects, [{ kind: 'settled', status: 204 }, { kind: 'ackStateChanged' }]);
+  const effects = h.handle({ kind: 'settle', leases: [{ offset: first.offset, nonce: first.nonce }], mode: 'ack' });
+  t.same(effects, [{ kind: 'settled', statuses: [204] }, { kind: 'ackStateChanged' }]);
   t.same(h.actor.ackState(), { frontier: 1, acked: [] });
   t.equal(h.settle(first), 410, 'a settled handle answers 410');
   t.equal(h.settle(first, 'extend'), 410);
@@ -99,8 +99,8 @@ t.test('§3 leased -> leased: extend renews for a full timeout from now, not fro
   if (held === undefined) throw new Error('lease expected');
   t.equal(held.deadlineMs, 1000);
   h.at(900);
-  const effects = h.handle({ kind: 'settle', offset: held.offset, nonce: held.nonce, mode: 'extend' });
-  t.same(effects, [{ kind: 'settled', status: 204 }, { kind: 'scheduleTimer', atMs: 1900 }], 'no ack state change; the timer moves');
+  const effects = h.handle({ kind: 'settle', leases: [{ offset: held.offset, nonce: held.nonce }], mode: 'extend' });
+  t.same(effects, [{ kind: 'settled', statuses: [204] }, { kind: 'scheduleTimer', atMs: 1900 }], 'no ack state change; the timer moves');
   h.at(1000);
   t.same(availableCount(h.handle({ kind: 'timer' })), 0, 'the old deadline passes without expiry');
   t.same(h.take(), []);
@@ -110,13 +110,29 @@ t.test('§3 leased -> leased: extend renews for a full timeout from now, not fro
   t.equal(h.settle(held), 204, 'acked just before the renewed deadline');
 });
 
+t.test('a batch settle is one command: a status per lease in order, one ack state change, one available count', async (t) => {
+  const h = harness({ highWatermark: 5 });
+  const leases = h.take(5);
+  h.at(10);
+  const acks = h.handle({ kind: 'settle', mode: 'ack', leases: [
+    lease(leases, 0), { offset: 1, nonce: 'not-its-nonce' }, lease(leases, 2), lease(leases, 2), { offset: 9, nonce: 'n1' },
+  ] });
+  t.same(acks, [{ kind: 'settled', statuses: [204, 410, 204, 410, 410] }, { kind: 'ackStateChanged' }],
+    'settled in order: a wrong nonce, a lease named twice and an offset never leased answer 410');
+  t.same(h.actor.ackState(), { frontier: 1, acked: [2] });
+  const nacks = h.handle({ kind: 'settle', mode: 'nack', leases: [lease(leases, 3), lease(leases, 4)] });
+  t.same(nacks, [{ kind: 'settled', statuses: [204, 204] }, { kind: 'available', count: 2 }],
+    'two nacks: one available effect counting both');
+  t.same(h.offsets(), [3, 4], 'both deliverable again');
+});
+
 t.test('§3 leased -> available by nack: the lease ends now and the message is deliverable at once', async (t) => {
   const h = harness({ highWatermark: 1 });
   const [held] = h.take();
   if (held === undefined) throw new Error('lease expected');
   h.at(10);
-  const effects = h.handle({ kind: 'settle', offset: held.offset, nonce: held.nonce, mode: 'nack' });
-  t.same(effects, [{ kind: 'settled', status: 204 }, { kind: 'available', count: 1 }]);
+  const effects = h.handle({ kind: 'settle', leases: [{ offset: held.offset, nonce: held.nonce }], mode: 'nack' });
+  t.same(effects, [{ kind: 'settled', statuses: [204] }, { kind: 'available', count: 1 }]);
   const [again] = h.take();
   t.same(again, { offset: 0, nonce: 'n2', deadlineMs: 1010 }, 'delivered again under a new handle, same instant');
   t.equal(h.settle(held), 410, 'the nacked handle is gone');
@@ -185,7 +201,7 @@ t.test('in-flight cap: nothing new at the cap, neither redelivery nor new offset
   t.equal(h.settle(lease(leases, 2), 'nack'), 204);
   h.handle({ kind: 'configure', config: { ...roomyConfig, maxInFlightPerPartition: 2 } });
   t.same(h.take(), [], 'a queued redelivery waits too while the partition is at the cap');
-  const effects = h.handle({ kind: 'settle', offset: 0, nonce: lease(leases, 0).nonce, mode: 'ack' });
+  const effects = h.handle({ kind: 'settle', leases: [{ offset: 0, nonce: lease(leases, 0).nonce }], mode: 'ack' });
   t.equal(availableCount(effects), 1, 'an ack that frees a slot wakes one waiter');
   t.same(h.offsets(), [2], 'the freed slot goes to the redelivery');
   t.same(h.take(), []);
@@ -200,13 +216,13 @@ t.test('acked-ahead cap: stops never-delivered offsets only; redelivery proceeds
   t.same(h.take(), [], 'two acked above the frontier: no new offset');
   t.equal(h.actor.stats().deliverable, 0);
   h.at(100);
-  const nack = h.handle({ kind: 'settle', offset: 3, nonce: lease(leases, 3).nonce, mode: 'nack' });
+  const nack = h.handle({ kind: 'settle', leases: [{ offset: 3, nonce: lease(leases, 3).nonce }], mode: 'nack' });
   t.equal(availableCount(nack), 1, 'the nacked message is deliverable');
   t.same(h.offsets(), [3], 'redelivery is never held by the acked-ahead cap');
   h.at(1000);
   const leased = h.take();
   t.same(leased.map((l) => l.offset), [0], 'nor is an expired lease; still no new offset');
-  const ack = h.handle({ kind: 'settle', offset: 0, nonce: lease(leased, 0).nonce, mode: 'ack' });
+  const ack = h.handle({ kind: 'settle', leases: [{ offset: 0, nonce: lease(leased, 0).nonce }], mode: 'ack' });
   t.same(h.actor.ackState(), { frontier: 3, acked: [] });
   t.equal(availableCount(ack), 6, 'the frontier moved past the acks: offsets 4..9 are deliverable');
   t.same(h.offsets(), [4, 5, 6, 7, 8, 9]);
@@ -288,9 +304,9 @@ t.test('scheduleTimer follows the earliest live deadline', async (t) => {
   h.at(200);
   const [third] = h.take(1);
   if (third === undefined) throw new Error('lease expected');
-  t.same(timers(h.handle({ kind: 'settle', offset: 0, nonce: 'n1', mode: 'ack' })), [1100], 'the earliest lease ended');
-  t.same(timers(h.handle({ kind: 'settle', offset: 1, nonce: 'n2', mode: 'nack' })), [1200]);
-  t.same(timers(h.handle({ kind: 'settle', offset: third.offset, nonce: third.nonce, mode: 'ack' })), [], 'no lease: nothing to arm');
+  t.same(timers(h.handle({ kind: 'settle', leases: [{ offset: 0, nonce: 'n1' }], mode: 'ack' })), [1100], 'the earliest lease ended');
+  t.same(timers(h.handle({ kind: 'settle', leases: [{ offset: 1, nonce: 'n2' }], mode: 'nack' })), [1200]);
+  t.same(timers(h.handle({ kind: 'settle', leases: [{ offset: third.offset, nonce: third.nonce }], mode: 'ack' })), [], 'no lease: nothing to arm');
   t.same(h.handle({ kind: 'timer' }), [], 'a timer with nothing due is harmless');
 });
 
