@@ -12,7 +12,7 @@
 // While open, the active .log keeps zeros written and synced past its last frame (zeroFill*); a roll and a clean
 // close cut them, so sealed segments end at their last frame.
 import assert from 'node:assert/strict';
-import { readSync, writeSync } from 'node:fs';
+import { readSync } from 'node:fs';
 import { open, readdir, readFile, rename, rm, unlink, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Packr } from 'msgpackr';
@@ -23,7 +23,7 @@ import { MsgpackReader, MsgpackShapeError } from '../src/protocol/msgpack_reader
 import { arrayHeaderBytes, binBytes, MsgpackWriter, uintBytes } from '../src/protocol/msgpack_writer.js';
 import { parseSegmentFileName, segmentPath } from './partition_dirs.js';
 import { indexEntryBytes, indexEntryRead, segmentPositionLimit, SegmentPositions } from './segment_index.js';
-import { dirCreateDurably, dirSync, writeAll } from '../src/util/durable_fs.js';
+import { dirCreateDurably, dirSync, writeAll, writeAllSync } from '../src/util/durable_fs.js';
 import { ZeroFill } from '../src/util/zero_fill.js';
 
 /** A record as answered (StoredRecordView) plus where it came from: ingress sequence of its frame and its position
@@ -571,9 +571,9 @@ export class PartitionLog {
       limitBytes: this.segmentBytesMax,
       chunkBytes: zeroFillChunkBytesMax,
       firstChunkBytes: zeroFillFirstChunkBytes,
-      handlePerFill: true,
+      blockingWrites: true,
     }));
-    // Data only ever overwrites zeros that are synced, or grows the file: never races a fill.
+    // Data only ever overwrites zeros already written, or grows the file: never races a fill's write.
     await zeroFill.reserve(segment.logBytes + chunk.byteLength);
     // Written synchronously: this is a partition worker, which may block, and a write into the page cache takes
     // microseconds where a thread-pool round trip takes two thread wake-ups (the tail of a long-poll wake-up). The
@@ -700,16 +700,6 @@ export class PartitionLog {
 }
 
 function nothing(): void {}
-
-/** Writes all of bytes at position, blocking the calling thread (never the front thread). */
-function writeAllSync(fd: number, bytes: Uint8Array, position: number): void {
-  let done = 0;
-  while (done < bytes.byteLength) {
-    const written = writeSync(fd, bytes, done, bytes.byteLength - done, position + done);
-    if (written <= 0) throw new Error(`write made no progress at byte ${position + done}`);
-    done += written;
-  }
-}
 
 function frameEnd(batch: StagedBatch, k: number): number {
   return k + 1 < batch.frameStarts.length ? batch.frameStarts[k + 1]! : batch.bytes.byteLength;

@@ -1,8 +1,19 @@
 // Durable-write helpers shared by every log on disk (ingress log, segment logs, ack logs): whole writes at a
-// position, and directory syncs so a new or renamed file's entry survives a power loss. Async fs only, so the
-// front thread may use them too. Shared by the front thread and the partition workers.
+// position, and directory syncs so a new or renamed file's entry survives a power loss. Async fs, so the front
+// thread may use them too, except writeAllSync, which blocks: partition workers only.
+import { writeSync } from 'node:fs';
 import { mkdir, open, type FileHandle } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
+
+/** Writes all of bytes at position, blocking the calling thread: a partition worker, never the front thread. */
+export function writeAllSync(fd: number, bytes: Uint8Array, position: number): void {
+  let done = 0;
+  while (done < bytes.byteLength) {
+    const written = writeSync(fd, bytes, done, bytes.byteLength - done, position + done);
+    if (written <= 0) throw new Error(`write made no progress at byte ${position + done}`);
+    done += written;
+  }
+}
 
 /** Writes all of bytes at position (a write may take less than asked). */
 export async function writeAll(handle: FileHandle, bytes: Uint8Array, position: number): Promise<void> {

@@ -3,17 +3,25 @@
 // filesystem journal; after an overwrite inside the file it only writes the data and flushes the device cache.
 // Measured on this project's virtio disk (ext4), a 15 KB write + fdatasync: 0.6-3.8 ms p50 appending, 0.23-0.26 ms
 // p50 overwriting preallocated zeros (docs/performance.md). Used by the ingress log (front thread) and the
-// segment logs (partition workers); one instance per active file, closed with it. Async fs only.
+// segment logs (partition workers); one instance per active file, closed with it. Async fs on the front thread;
+// partition workers write their fills with blocking calls (blockingWrites).
 //
 // Safety rules, which the callers' recovery relies on:
 // - Zeros are only ever written past every byte of data: a fill covers [preparedBytes, +chunk) and reserve()
-//   moves preparedBytes past a data write before that write is issued, waiting for a fill it would reach into.
+//   moves preparedBytes past a data write before that write is issued, waiting for the write of a fill it would
+//   reach into (not for that fill's fdatasync: data overwriting zeros not yet synced costs that data's own
+//   fdatasync a journal commit at worst).
 // - Readers treat a frame length of 0 as the end of the log (util/frame.ts), so a zero tail is no frame.
 // - The fill writes and syncs through its own file handle: a writeback error is then reported to the data
 //   handle's next fdatasync as well (Linux reports it once per open file), so a failed fill can never hide a
 //   data write's failure. A fill that fails only stops filling; appends then grow the file as before.
+import { close, fdatasync, openSync } from 'node:fs';
 import { open, type FileHandle } from 'node:fs/promises';
-import { writeAll } from './durable_fs.js';
+import { promisify } from 'node:util';
+import { writeAll, writeAllSync } from './durable_fs.js';
+
+const fdatasyncAsync = promisify(fdatasync);
+const closeAsync = promisify(close);
 
 export interface ZeroFillOptions {
   path: string;
@@ -26,9 +34,11 @@ export interface ZeroFillOptions {
   /** Bytes of the first fill (default chunkBytes); each later fill doubles the one before, up to chunkBytes, so a
    *  file written to once holds a small zero tail and a busy one a large one. */
   firstChunkBytes?: number;
-  /** Open the fill's handle for each fill and close it after (default: keep it open until close): for callers
-   *  with thousands of files, which must not hold a further descriptor each. */
-  handlePerFill?: boolean;
+  /** Open, write and close a descriptor of its own for each fill with blocking calls, leaving only the fdatasync to
+   *  libuv's thread pool (default: one async handle kept until close). For partition workers, which may block and
+   *  have thousands of files that must not hold a further descriptor each: an async fill's open and write waited in
+   *  the pool behind partition fdatasyncs, and held the data writes behind them for hundreds of milliseconds. */
+  blockingWrites?: boolean;
 }
 
 /** One buffer of zeros per largest chunk size for every fill of the thread (thousands of partitions may each have
@@ -44,9 +54,14 @@ function zerosOf(bytes: number): Uint8Array {
 export class ZeroFill {
   /** End of the data reserved and the zeros written so far: data may be written below it without growing the file. */
   private preparedBytes: number;
-  /** End of the zeros known written and synced; below it an overwrite needs no journal commit. */
-  private syncedBytes: number;
+  /** End of the zeros known written: data below it overwrites them and never races a fill's write. */
+  private writtenBytes: number;
+  /** The fill in flight, until its zeros are written and synced. */
   private fill: Promise<void> | null = null;
+  /** The fill in flight, until its zeros are written: what a data write that reaches into them waits for. Not the
+   *  sync: that fdatasync also flushes every unsynced byte of data in the file, which under a heavy append load
+   *  took hundreds of milliseconds, and only the overwrite's fast fdatasync depends on it, never correctness. */
+  private fillWritten: Promise<void> | null = null;
   private handle: FileHandle | null = null;
   private stopped = false;
   /** Size of the last fill (0 before the first): the next starts once less than half of it is left. */
@@ -56,7 +71,7 @@ export class ZeroFill {
     const first = options.firstChunkBytes ?? options.chunkBytes;
     if (!(first > 0 && first <= options.chunkBytes)) throw new Error(`zero fill: first chunk ${first} out of range`);
     this.preparedBytes = options.fileBytes;
-    this.syncedBytes = options.fileBytes;
+    this.writtenBytes = options.fileBytes;
   }
 
   /** Resolves once no fill is in flight (for tests: the file's size is then fileBytes). */
@@ -71,7 +86,7 @@ export class ZeroFill {
 
   /** Call before writing data that ends at dataEnd: waits for a fill that covers any of it, then reserves it. */
   async reserve(dataEnd: number): Promise<void> {
-    if (dataEnd > this.syncedBytes && this.fill !== null) await this.fill;
+    if (dataEnd > this.writtenBytes && this.fillWritten !== null) await this.fillWritten;
     if (dataEnd > this.preparedBytes) this.preparedBytes = dataEnd;
   }
 
@@ -87,15 +102,23 @@ export class ZeroFill {
     if (bytes <= 0) return;
     this.lastChunkBytes = chunkBytes;
     this.preparedBytes = from + bytes;
-    this.fill = this.fillRun(from, bytes).then(
+    let markWritten = (): void => undefined;
+    this.fillWritten = new Promise<void>((resolve) => (markWritten = resolve));
+    const written = (): void => {
+      this.writtenBytes = from + bytes;
+      this.fillWritten = null;
+      markWritten();
+    };
+    this.fill = this.fillRun(from, bytes, written).then(
       () => {
-        this.syncedBytes = from + bytes;
         this.fill = null;
       },
       () => {
         // Stop filling. The region may hold some zeros; nothing is in flight, so data may overwrite it.
         this.stopped = true;
         this.fill = null;
+        this.fillWritten = null;
+        markWritten();
       },
     );
   }
@@ -118,17 +141,23 @@ export class ZeroFill {
     }
   }
 
-  private async fillRun(from: number, bytes: number): Promise<void> {
-    const handle = (this.handle ??= await open(this.options.path, 'r+'));
-    try {
-      // Shared by concurrent fills: only ever read, never written.
-      await writeAll(handle, zerosOf(this.options.chunkBytes).subarray(0, bytes), from);
-      await handle.datasync();
-    } finally {
-      if (this.options.handlePerFill === true) {
-        this.handle = null;
-        await handle.close();
+  private async fillRun(from: number, bytes: number, written: () => void): Promise<void> {
+    // Shared by concurrent fills: only ever read, never written.
+    const zeros = zerosOf(this.options.chunkBytes).subarray(0, bytes);
+    if (this.options.blockingWrites === true) {
+      const fd = openSync(this.options.path, 'r+');
+      try {
+        writeAllSync(fd, zeros, from);
+        written();
+        await fdatasyncAsync(fd);
+      } finally {
+        await closeAsync(fd);
       }
+      return;
     }
+    const handle = (this.handle ??= await open(this.options.path, 'r+'));
+    await writeAll(handle, zeros, from);
+    written();
+    await handle.datasync();
   }
 }
