@@ -10,7 +10,8 @@
 // deviation, docs/decisions.md "Partition logs: written, then synced in the background"). Retention removes whole
 // segments from the old end, and next_offset.mark keeps the tail when none is left.
 // While open, the active .log keeps zeros written and synced past its last frame (zeroFill*); a roll and a clean
-// close cut them, so sealed segments end at their last frame.
+// close cut them, so sealed segments end at their last frame. The active .idx gets its entries at a roll or a clean
+// close (activeIdxComplete); until then readers take positions from memory, and open() rebuilds it from the .log.
 import assert from 'node:assert/strict';
 import { readSync } from 'node:fs';
 import { open, readdir, readFile, rename, rm, unlink, type FileHandle } from 'node:fs/promises';
@@ -96,6 +97,9 @@ interface ActiveFiles {
   idx: FileHandle;
   /** Built at the first flush into this segment: a partition never written to fills nothing. */
   zeroFill: ZeroFill | null;
+  /** Entries of activePositions in the .idx file so far: flushes leave it to a roll or a clean close, since readers
+   *  of the active segment use activePositions and open() rebuilds the active .idx from the .log. */
+  idxEntriesWritten: number;
   readsInFlight: number;
   retired: boolean;
 }
@@ -481,7 +485,18 @@ export class PartitionLog {
     assert(!this.retaining, 'close during a retain');
     if (this.closed) return;
     this.closed = true;
+    // A clean close leaves whole files (open() would rebuild the .idx from the .log all the same).
+    if (cutZeros) this.activeIdxComplete();
     await this.activeFilesRetire(cutZeros ? (this.segments.at(-1)?.logBytes ?? null) : null);
+  }
+
+  /** Writes the .idx entries that flushes left out, with a blocking call (a partition worker). */
+  private activeIdxComplete(): void {
+    const files = this.active;
+    if (files === null || files.idxEntriesWritten === this.activePositions.length) return;
+    const entries = this.activePositions.encode(files.idxEntriesWritten, this.activePositions.length);
+    writeAllSync(files.idx.fd, entries, files.idxEntriesWritten * indexEntryBytes);
+    files.idxEntriesWritten = this.activePositions.length;
   }
 
   private invariantsCheck(): void {
@@ -561,10 +576,8 @@ export class PartitionLog {
     const files = this.active!;
     const chunkStart = batch.frameStarts[from]!;
     const chunk = batch.bytes.subarray(chunkStart, frameEnd(batch, to - 1));
-    const firstEntry = this.activePositions.length;
     // Positions past segment.recordCount are not visible to readers until the write below is done.
     for (let k = from; k < to; k++) this.activePositions.push(segment.logBytes + batch.frameStarts[k]! - chunkStart);
-    const entries = this.activePositions.encode(firstEntry, this.activePositions.length);
     const zeroFill = (files.zeroFill ??= new ZeroFill({
       path: segmentPath(this.dir, segment.baseOffset, 'log'),
       fileBytes: segment.logBytes,
@@ -577,15 +590,14 @@ export class PartitionLog {
     await zeroFill.reserve(segment.logBytes + chunk.byteLength);
     // Written synchronously: this is a partition worker, which may block, and a write into the page cache takes
     // microseconds where a thread-pool round trip takes two thread wake-ups (the tail of a long-poll wake-up). The
-    // active .idx is rebuilt from the .log at every open, so it needs no sync of its own.
+    // .idx entries wait for the roll or clean close (activeIdxComplete).
     writeAllSync(files.log.fd, chunk, segment.logBytes);
-    writeAllSync(files.idx.fd, entries, segment.idxBytes);
     this.tail = chunk.byteLength <= tailChunkBytesMax
       ? { firstOffset: segment.baseOffset + segment.recordCount, count: to - from, logStart: segment.logBytes, bytes: chunk.slice() }
       : null;
     segment.recordCount += to - from;
     segment.logBytes += chunk.byteLength;
-    segment.idxBytes += entries.byteLength;
+    segment.idxBytes += (to - from) * indexEntryBytes;
     segment.timestampsSec = {
       first: segment.timestampsSec?.first ?? batch.timestampsSec[from]!,
       last: batch.timestampsSec[to - 1]!,
@@ -603,13 +615,15 @@ export class PartitionLog {
     const idx = await open(segmentPath(this.dir, baseOffset, 'idx'), 'wx+');
     await dirSync(this.dir);
     this.segments.push({ baseOffset, recordCount: 0, logBytes: 0, idxBytes: 0, timestampsSec: null });
-    this.active = { log, idx, zeroFill: null, readsInFlight: 0, retired: false };
+    this.active = { log, idx, zeroFill: null, idxEntriesWritten: 0, readsInFlight: 0, retired: false };
     this.activePositions = new SegmentPositions();
   }
 
   private async segmentRoll(baseOffset: number): Promise<void> {
     await this.withoutSync(async () => {
       const files = this.active!;
+      // Before anything can take the segment for sealed: sealed reads go through the .idx.
+      this.activeIdxComplete();
       // Only the active segment may hold unsynced records (sync() relies on it), and open() trusts a sealed segment's
       // .idx when consistent, so both must be durable before the roll.
       await Promise.all([files.log.datasync(), files.idx.sync()]);
@@ -677,7 +691,7 @@ export class PartitionLog {
       firstRecord === null || lastRecord === null ? null : { first: firstRecord.timestampSec, last: lastRecord.timestampSec };
     const recordCount = positions.length;
     this.segments.push({ baseOffset, recordCount, logBytes: validBytes, idxBytes: entries.byteLength, timestampsSec });
-    this.active = { log, idx, zeroFill: null, readsInFlight: 0, retired: false };
+    this.active = { log, idx, zeroFill: null, idxEntriesWritten: positions.length, readsInFlight: 0, retired: false };
     this.activePositions = positions;
     this.nextOffsetValue = baseOffset + positions.length;
     this.highWatermarkValue = this.nextOffsetValue;

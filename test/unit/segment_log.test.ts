@@ -103,6 +103,34 @@ t.test('one flush at a time, and records staged during a flush wait for the next
   await expectRecord(t, log, 1, 1);
 });
 
+t.test('a segment written by many flushes gets every .idx entry at its roll; a crash before it loses none', async (t) => {
+  const dir = await tempDir(t);
+  // About 60 B a frame: ten one-record flushes per 600 B segment.
+  const log = await PartitionLog.open({ dir, segmentBytesMax: 600 });
+  for (let i = 0; i < 25; i++) {
+    log.stage(record(i));
+    await log.flush();
+  }
+  const bases = (await readdir(dir)).filter((n) => n.endsWith('.log')).map((n) => parseSegmentFileName(n)!.baseOffset).sort((a, b) => a - b);
+  t.ok(bases.length >= 3, `rolled at least twice (segments ${bases.join(', ')})`);
+  for (const base of bases.slice(0, -1)) {
+    const idx = await readFile(join(dir, segmentFileName(base, 'idx')));
+    const next = bases[bases.indexOf(base) + 1]!;
+    t.equal(idx.byteLength, (next - base) * 4, `sealed segment ${base}: one entry per record of its ${next - base} flushes`);
+    const content = await readFile(join(dir, segmentFileName(base, 'log')));
+    const starts = Array.from({ length: next - base }, (_, k) => idx.readUInt32LE(4 * k));
+    t.same(starts, scanFrames(content).positions, `sealed segment ${base}: the entries name its frames`);
+  }
+  // kill -9 now: the active .idx holds no entry yet; open() rebuilds it from the .log.
+  const copy = await tempDir(t);
+  await cp(dir, copy, { recursive: true });
+  await log.close();
+  const reopened = await PartitionLog.open({ dir: copy, segmentBytesMax: 600 });
+  t.teardown(() => reopened.close());
+  t.equal(reopened.highWatermark, 25, 'every record back');
+  for (let i = 0; i < 25; i++) await expectRecord(t, reopened, i, i);
+});
+
 t.test('segments roll at segmentBytesMax and reads cross them', async (t) => {
   const dir = await tempDir(t);
   const log = await PartitionLog.open({ dir, segmentBytesMax: segmentBytesSmall });
@@ -116,11 +144,11 @@ t.test('segments roll at segmentBytesMax and reads cross them', async (t) => {
   const bases = names.filter((n) => n.endsWith('.log')).map((n) => parseSegmentFileName(n)!.baseOffset);
   t.same(bases, [0, 2, 4, 5, 6], 'two small records per segment; the big one alone');
   t.equal(names.length, 10, 'every .log has its .idx');
-  for (const base of bases) {
-    const idxBytes = (await stat(join(dir, segmentFileName(base, 'idx')))).size;
-    const next = bases[bases.indexOf(base) + 1] ?? 7;
-    t.equal(idxBytes, (next - base) * 4, `dense index of segment ${base}`);
+  const idxBytesOf = async (base: number): Promise<number> => (await stat(join(dir, segmentFileName(base, 'idx')))).size;
+  for (const base of bases.slice(0, -1)) {
+    t.equal(await idxBytesOf(base), (bases[bases.indexOf(base) + 1]! - base) * 4, `dense index of sealed segment ${base}`);
   }
+  t.equal(await idxBytesOf(6), 0, 'the active segment\'s .idx waits for its roll or a clean close');
   for (let i = 0; i < 7; i++) await expectRecord(t, log, i, i, i === 5 ? 300 : 40);
   for (const base of bases.slice(0, -1)) {
     const content = await readFile(join(dir, segmentFileName(base, 'log')));
@@ -130,6 +158,7 @@ t.test('segments roll at segmentBytesMax and reads cross them', async (t) => {
   t.equal(stats.segments, 5);
   t.equal(stats.nextOffset, 7);
   await log.close();
+  t.equal(await idxBytesOf(6), 4, 'a clean close writes the active segment\'s .idx');
   t.equal(stats.sizeBytes, await dirBytes(dir));
 });
 
