@@ -624,7 +624,8 @@ class PartitionWorker {
     const topics = [...this.available].map(([topicId, count]) => ({ topicId, count }));
     this.available.clear();
     if (this.parked.size > 0) for (const { topicId } of topics) this.serveParked(topicId);
-    if (topics.length > 0 && !this.logsClosed) this.post({ kind: 'available', topics });
+    // With one worker every long poll parks here, so no waiter on the front listens (protocol/README.md).
+    if (topics.length > 0 && !this.logsClosed && this.data.workerCount > 1) this.post({ kind: 'available', topics });
   }
 
   /** A deleted topic's logs leave the maps now (nothing stages or reads them again) and are destroyed

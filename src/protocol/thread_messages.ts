@@ -163,7 +163,8 @@ export type FromWorker =
   /** lag = high watermark - frontier (spec §4 metrics svc_consumer_lag_messages). */
   | { kind: 'lagsResult'; reqId: number; lags: { topicId: string; partition: number; lag: number }[] }
   /** Worker -> front, unasked: messages of these topics became deliverable (commit, lease expiry, nack, freed cap);
-   *  the front wakes up to count long-poll waiters per topic. Losing one only delays a waiter to its wait's end. */
+   *  the front wakes up to count long-poll waiters per topic. Losing one only delays a waiter to its wait's end.
+   *  Sent only when the node has several workers: with one, every long poll parks on it (protocol/README.md). */
   | { kind: 'available'; topics: { topicId: string; count: number }[] }
   /** Worker -> front: a request failed on the worker (status decided there: 500 unreadable, ...). */
   | { kind: 'failed'; reqId: number; status: number; error: string }

@@ -350,8 +350,9 @@ t.test('caps changed by a PATCH entry whose partitions group failed still reach 
 
 t.test('records are visible once written; durable is reported only after their sync, which an ack write forces', async (t) => {
   const dataDir = await tempDataDir(t);
-  const w = await started(t, dataDir, stateWith(topicA), 1, { syncIntervalMs: 60_000 });
-  const p = [...Array(topicA.partitions).keys()].find((i) => workerForPartition(topicA.id, i, 1) === 0)!;
+  // Two workers: 'available' reports go to the front's waiters only when long polls can span workers.
+  const w = await started(t, dataDir, stateWith(topicA), 1, { syncIntervalMs: 60_000, workerCount: 2 });
+  const p = [...Array(topicA.partitions).keys()].find((i) => workerForPartition(topicA.id, i, 2) === 0)!;
   w.send(dispatch(1, [entry(1, topicA.id, [[p, 'a'], [p, 'b']])]));
   const available = await w.take('available');
   t.same(available.topics, [{ topicId: topicA.id, count: 2 }], 'both records are deliverable before any sync');
@@ -370,9 +371,9 @@ t.test('records are visible once written; durable is reported only after their s
 
 t.test('a lost unsynced tail is stored again at the same offsets when the ingress log hands it over again', async (t) => {
   const dataDir = await tempDataDir(t);
-  const p = [...Array(topicA.partitions).keys()].find((i) => workerForPartition(topicA.id, i, 1) === 0)!;
+  const p = [...Array(topicA.partitions).keys()].find((i) => workerForPartition(topicA.id, i, 2) === 0)!;
   const entries = [entry(1, topicA.id, [[p, 'r0'], [p, 'r1']]), entry(2, topicA.id, [[p, 'r2']]), entry(3, topicA.id, [[p, 'r3'], [p, 'r4']])];
-  const first = await started(t, dataDir, stateWith(topicA), 1, { syncIntervalMs: 60_000 });
+  const first = await started(t, dataDir, stateWith(topicA), 1, { syncIntervalMs: 60_000, workerCount: 2 });
   first.send(dispatch(1, entries));
   await first.take('available');
   const before = await Promise.all([0, 1, 2, 3, 4].map(async (o) => recordText(t, await first.read(topicA.id, p, o)).payload));
@@ -385,7 +386,7 @@ t.test('a lost unsynced tail is stored again at the same offsets when the ingres
   const bytes = await readFile(segment);
   bytes.fill(0, scanFrames(bytes).positions[3]);
   await writeFile(segment, bytes);
-  const second = await started(t, dataDir, stateWith(topicA), 1, { syncIntervalMs: 60_000 });
+  const second = await started(t, dataDir, stateWith(topicA), 1, { syncIntervalMs: 60_000, workerCount: 2 });
   t.same((await second.stats(topicA.id, [p]))[0]!.highWatermark, 3, 'recovery kept the three records that reached the disk');
   second.send(dispatch(1, entries));
   await second.take('available');
@@ -414,6 +415,7 @@ t.test('a parked take waits on the worker: the flush that brings records answers
   w.send(dispatch(1, [entry(2, topicA.id, [[p!, 'p0'], [p!, 'p1'], [p!, 'p2']])]));
   const second = await w.take('taken', (m) => m.reqId === 910);
   t.equal(second.count, 3, 'every record of p, under its max of 5');
+  t.notOk(w.inbox.some((m) => m.kind === 'available'), 'a lone worker posts no available report: every long poll parks on it');
   w.send({ kind: 'unpark', takeReqId: 910 });
   await sleep(200);
   t.notOk(w.inbox.some((m) => m.kind === 'taken' && m.reqId === 910), 'an unpark after the answer answers nothing more');
