@@ -29,74 +29,88 @@ export interface BudgetShare {
 }
 
 /**
- * Collects one body. `done` settles once: with the bytes, or with the BrokerError that the handler answers
- * (413/400 over the cap, 503 budget full). Whatever was taken from the budget stays taken until release().
+ * Collects one body. It ends once: with the bytes, or with the BrokerError that the handler answers (413/400 over
+ * the cap, 503 budget full, the client gone). `whenDone` hears of it through callbacks (the single produce's path,
+ * with no promise per request); `done` is the same as a promise, made on first use. Whatever was taken from the
+ * budget stays taken until release().
  */
 export class BodyReader {
-  readonly done: Promise<Uint8Array>;
   /** True while the client is still sending: an early answer must then close the connection. */
   receiving = true;
   private takenBytes = 0;
-  private rejectDone: (error: BrokerError) => void = () => undefined;
+  private bytes: Uint8Array | null = null;
+  private failure: BrokerError | null = null;
+  private onBody: ((bytes: Uint8Array) => void) | null = null;
+  private onFailure: ((error: BrokerError) => void) | null = null;
+  private donePromise: Promise<Uint8Array> | null = null;
 
   constructor(res: HttpResponse, contentLength: number | null, rule: BodyRule, private readonly share?: BudgetShare) {
-    /** A failure known before `done` exists, rejected once it does. */
-    let failedEarly: BrokerError | null = null;
-    this.done = new Promise<Uint8Array>((resolve, reject) => {
-      this.rejectDone = reject;
-      const tooLarge = (): BrokerError =>
-        rule.oversizeStatus === 400 ? errors.bodyTooLargeAs400(rule.bytesMax) : errors.bodyTooLarge(rule.bytesMax);
-      let failed: BrokerError | null = null;
-      if (contentLength !== null && contentLength > rule.bytesMax) failed = tooLarge();
-      else if (contentLength !== null && !this.takeBudget(contentLength)) failed = errors.batchBudgetFull();
-      if (failed === null && contentLength === 0) {
-        this.receiving = false;
-        resolve(new Uint8Array(0));
-        return;
-      }
-      if (failed !== null) {
-        // Answer without reading: the caller closes the connection so the rest of the body is never parsed.
-        failedEarly = failed;
-        res.onData((_chunk, isLast) => {
-          if (isLast) this.receiving = false;
-        });
-        return;
-      }
-      // Node's shared buffer pool for small bodies (no allocation or zeroing per request). Handlers get a view of the
-      // bytes received only; what crosses to another thread goes through util/owned_bytes.ts.
-      let buffer: Uint8Array = Buffer.allocUnsafe(contentLength ?? 0);
-      let length = 0;
-      res.onData((chunk, isLast) => {
-        if (failed === null) {
-          const bytes = new Uint8Array(chunk);
-          const needed = length + bytes.byteLength;
-          if (needed > rule.bytesMax) {
-            failed = tooLarge();
-            this.reject(failed);
-          } else if (contentLength === null && !this.takeBudget(needed)) {
-            failed = errors.batchBudgetFull();
-            this.reject(failed);
-          } else {
-            if (needed > buffer.byteLength) buffer = grow(buffer, length, needed);
-            // uWS neuters the chunk after this callback: copy now.
-            buffer.set(bytes, length);
-            length = needed;
-          }
-        }
-        if (isLast) {
-          this.receiving = false;
-          // A plain Uint8Array view: handlers take many subarrays of it, and Buffer's own subarray is slower.
-          if (failed === null) resolve(new Uint8Array(buffer.buffer, buffer.byteOffset, length));
-        }
+    const tooLarge = (): BrokerError =>
+      rule.oversizeStatus === 400 ? errors.bodyTooLargeAs400(rule.bytesMax) : errors.bodyTooLarge(rule.bytesMax);
+    let failed: BrokerError | null = null;
+    if (contentLength !== null && contentLength > rule.bytesMax) failed = tooLarge();
+    else if (contentLength !== null && !this.takeBudget(contentLength)) failed = errors.batchBudgetFull();
+    if (failed === null && contentLength === 0) {
+      this.receiving = false;
+      this.end(new Uint8Array(0));
+      return;
+    }
+    if (failed !== null) {
+      // Answer without reading: the caller closes the connection so the rest of the body is never parsed.
+      this.fail(failed);
+      res.onData((_chunk, isLast) => {
+        if (isLast) this.receiving = false;
       });
+      return;
+    }
+    // Node's shared buffer pool for small bodies (no allocation or zeroing per request). Handlers get a view of the
+    // bytes received only; what crosses to another thread goes through util/owned_bytes.ts.
+    let buffer: Uint8Array = Buffer.allocUnsafe(contentLength ?? 0);
+    let length = 0;
+    res.onData((chunk, isLast) => {
+      if (this.failure === null) {
+        const bytes = new Uint8Array(chunk);
+        const needed = length + bytes.byteLength;
+        if (needed > rule.bytesMax) {
+          this.fail(tooLarge());
+        } else if (contentLength === null && !this.takeBudget(needed)) {
+          this.fail(errors.batchBudgetFull());
+        } else {
+          if (needed > buffer.byteLength) buffer = grow(buffer, length, needed);
+          // uWS neuters the chunk after this callback: copy now.
+          buffer.set(bytes, length);
+          length = needed;
+        }
+      }
+      if (isLast) {
+        this.receiving = false;
+        // A plain Uint8Array view: handlers take many subarrays of it, and Buffer's own subarray is slower.
+        if (this.failure === null) this.end(new Uint8Array(buffer.buffer, buffer.byteOffset, length));
+      }
     });
-    if (failedEarly !== null) this.reject(failedEarly);
+  }
+
+  /** The body, as a promise (made on first use). */
+  get done(): Promise<Uint8Array> {
+    return (this.donePromise ??= new Promise((resolve, reject) => this.whenDone(resolve, reject)));
+  }
+
+  /** Calls onBody with the bytes, or onFailure with the error, once: now if the body has ended, else when it does.
+   *  One listener per body. */
+  whenDone(onBody: (bytes: Uint8Array) => void, onFailure: (error: BrokerError) => void): void {
+    if (this.onBody !== null) throw new Error('body: one listener per body');
+    if (this.bytes !== null) onBody(this.bytes);
+    else if (this.failure !== null) onFailure(this.failure);
+    else {
+      this.onBody = onBody;
+      this.onFailure = onFailure;
+    }
   }
 
   /** The client went away: a handler waiting for the body stops, so its request ends and gives back its shares. */
   abort(): void {
     this.receiving = false;
-    this.reject(errors.clientGone());
+    this.fail(errors.clientGone());
   }
 
   /** Gives back the budget share; called once when the request is answered. */
@@ -105,11 +119,21 @@ export class BodyReader {
     this.takenBytes = 0;
   }
 
-  /** The handler may answer without awaiting the body (401, 404): a rejection nobody observes must stay quiet. Marked
-   *  here, on the rare failing path, rather than with a derived promise per request. */
-  private reject(error: BrokerError): void {
-    this.done.catch(ignore);
-    this.rejectDone(error);
+  private end(bytes: Uint8Array): void {
+    if (this.bytes !== null || this.failure !== null) return;
+    this.bytes = bytes;
+    const onBody = this.onBody;
+    this.onBody = this.onFailure = null;
+    onBody?.(bytes);
+  }
+
+  /** The handler may answer without waiting for the body (401, 404): with no listener, a failure stays quiet. */
+  private fail(error: BrokerError): void {
+    if (this.bytes !== null || this.failure !== null) return;
+    this.failure = error;
+    const onFailure = this.onFailure;
+    this.onBody = this.onFailure = null;
+    onFailure?.(error);
   }
 
   private takeBudget(totalBytes: number): boolean {
@@ -120,8 +144,6 @@ export class BodyReader {
     return true;
   }
 }
-
-function ignore(): void {}
 
 function grow(buffer: Uint8Array, length: number, needed: number): Uint8Array {
   const next = Buffer.allocUnsafe(Math.max(needed, buffer.byteLength * 2, 16 * 1024));

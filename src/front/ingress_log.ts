@@ -59,18 +59,18 @@ export function parseSegmentFileName(name: string): number | undefined {
   return baseSeq;
 }
 
-/** Appends waiting for one write + fdatasync. All of them share one promise, so an append allocates nothing
- *  beyond its body's slot in `bodies`. */
+/** Appends waiting for one write + fdatasync, each with the callback its sync (or failure) calls. */
 interface Group {
   bodies: Uint8Array[];
+  callbacks: AppendCallback[];
   /** Frame bytes of all bodies: the exact size of the group's write. */
   frameBytes: number;
   firstSeq: number;
   lastSeq: number;
-  done: Promise<void>;
-  resolve: () => void;
-  reject: (err: Error) => void;
 }
+
+/** Called once per append: null after the fdatasync covering its frame, else the log's failure. Must not throw. */
+export type AppendCallback = (error: Error | null) => void;
 
 interface Segment {
   baseSeq: number;
@@ -181,12 +181,26 @@ export class IngressLog {
     return seq;
   }
 
-  /** Appends one frame whose body the caller encoded with that seq. Resolves after the fdatasync covering it;
-   *  appends of one group share the returned promise. Rejects when the log has failed (then `failed` is true
-   *  forever: every produce answers 500 until restart), or once close has begun. */
+  /** append, as a promise. */
   append(body: Uint8Array, seq: number): Promise<void> {
-    if (this.failure !== null) return Promise.reject(this.failure);
-    if (this.closing) return Promise.reject(new Error('ingress log closed'));
+    let resolve = (): void => undefined;
+    let reject = (_error: Error): void => undefined;
+    const done = new Promise<void>((res, rej) => {
+      resolve = res;
+      reject = rej;
+    });
+    // Outside the executor: a broken ordering rule throws here, at the caller, not into the promise.
+    this.appendThen(body, seq, (error) => (error === null ? resolve() : reject(error)));
+    return done;
+  }
+
+  /** Appends one frame whose body the caller encoded with that seq, and calls `done` once: with null after the
+   *  fdatasync covering it, or with an error when the log has failed (then `failed` is true forever: every
+   *  produce answers 500 until restart) or close has begun, at once if so already. A callback, not a promise: the
+   *  single produce makes one append per request. */
+  appendThen(body: Uint8Array, seq: number, done: AppendCallback): void {
+    if (this.failure !== null) return done(this.failure);
+    if (this.closing) return done(new Error('ingress log closed'));
     assert(seq > this.lastAppendedSeq, 'ingress log: seqs must be appended in increasing order');
     assert(seq < this.nextSeq, 'ingress log: append of a seq that takeSeq never gave');
     assert(body.byteLength > 0, 'ingress log: empty frame body');
@@ -201,9 +215,9 @@ export class IngressLog {
       this.drainRun ??= nextLoopTurn().then(() => this.drain());
     }
     group.bodies.push(body);
+    group.callbacks.push(done);
     group.frameBytes += frameHeaderBytes + body.byteLength;
     group.lastSeq = seq;
-    return group.done;
   }
 
   /** Every partition owner holds everything up to seqUpTo: delete sealed segments whose frames are all
@@ -255,7 +269,8 @@ export class IngressLog {
       }
       this.active().lastSeq = group.lastSeq;
       this.onSynced(bytes, group.lastSeq);
-      group.resolve();
+      // After the loop has issued the next group's write: answering a group's requests takes a while.
+      callAll(group.callbacks, null);
     }
     this.drainRun = null;
   }
@@ -302,8 +317,8 @@ export class IngressLog {
   private fail(cause: unknown, inFlight: Group): void {
     const failure = new Error('ingress log failed', { cause });
     this.failure = failure;
-    inFlight.reject(failure);
-    this.pending?.reject(failure);
+    callAll(inFlight.callbacks, failure);
+    if (this.pending !== null) callAll(this.pending.callbacks, failure);
     this.pending = null;
   }
 
@@ -325,14 +340,16 @@ export class IngressLog {
   }
 }
 
-function newGroup(firstSeq: number): Group {
-  let resolve!: () => void;
-  let reject!: (err: Error) => void;
-  const done = new Promise<void>((res, rej) => {
-    resolve = res;
-    reject = rej;
+/** Calls every callback with error in one microtask (none may throw: that would be a programmer error, and the
+ *  unhandled exception ends the process). */
+function callAll(callbacks: AppendCallback[], error: Error | null): void {
+  queueMicrotask(() => {
+    for (const callback of callbacks) callback(error);
   });
-  return { bodies: [], frameBytes: 0, firstSeq, lastSeq: firstSeq, done, resolve, reject };
+}
+
+function newGroup(firstSeq: number): Group {
+  return { bodies: [], callbacks: [], frameBytes: 0, firstSeq, lastSeq: firstSeq };
 }
 
 function nextLoopTurn(): Promise<void> {

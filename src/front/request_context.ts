@@ -1,7 +1,14 @@
 // One HTTP request as handlers see it (front thread): everything uWS offers only synchronously (method,
 // path, headers, remote address) is copied in before the first await. Lives until the reply is written.
+// A handler answers by returning a Reply, a promise of one, or `deferred` and then ctx.respond / ctx.fail from a
+// callback (the single produce: no promise per request on the hottest route).
+
+/** What a handler returns when it answers later through ctx.respond or ctx.fail. */
+export const deferred = Symbol('deferred');
 import type { UserRecord } from '../raft/metadata/state.js';
 import type { BodyReader } from './body.js';
+import type { BrokerError } from '../errors.js';
+import type { Reply } from './respond.js';
 import type { Query } from './query.js';
 
 export interface RequestHeaders {
@@ -22,6 +29,8 @@ export class RequestContext {
   bodyReader: BodyReader | undefined;
   /** Work to undo when the reply is written (budget shares, in-flight counts). */
   private cleanups: (() => void)[] | null = null;
+  /** Set by the server: how a handler that returned `deferred` answers later (once; later calls are ignored). */
+  answerLater: ((reply: Reply | { failure: unknown }) => void) | null = null;
 
   constructor(
     readonly method: string,
@@ -57,6 +66,26 @@ export class RequestContext {
     const value = this.params[index];
     if (value === undefined) throw new Error(`route has no param ${index}`);
     return value;
+  }
+
+  /** The answer of a handler that returned `deferred`. */
+  respond(reply: Reply): void {
+    const answer = this.answerLater;
+    this.answerLater = null;
+    answer?.(reply);
+  }
+
+  /** The failure of a handler that returned `deferred`: answered as if the handler had thrown it. */
+  fail(failure: unknown): void {
+    const answer = this.answerLater;
+    this.answerLater = null;
+    answer?.({ failure });
+  }
+
+  /** The body through callbacks (BodyReader.whenDone). */
+  whenBody(onBody: (bytes: Uint8Array) => void, onFailure: (error: BrokerError) => void): void {
+    if (this.bodyReader === undefined) throw new Error('body read on a route without a body rule');
+    this.bodyReader.whenDone(onBody, onFailure);
   }
 
   body(): Promise<Uint8Array> {

@@ -16,13 +16,14 @@ import { produceHandlers } from './handlers/produce.js';
 import { topicHandlers } from './handlers/topics.js';
 import { userHandlers } from './handlers/users.js';
 import { Query } from './query.js';
-import { RequestContext, type RequestHeaders } from './request_context.js';
+import { deferred, RequestContext, type RequestHeaders } from './request_context.js';
 import { errorReply, plainReply, writeReply, type Reply } from './respond.js';
 import { RouteTable, type BodyRule, type RouteEntry } from './routes.js';
 import type { FrontServices } from './services.js';
 
 type uWSModule = typeof import('uWebSockets.js');
-type Handler = (ctx: RequestContext) => Reply | Promise<Reply>;
+type Handler = (ctx: RequestContext) => HandlerResult;
+type HandlerResult = Reply | typeof deferred | Promise<Reply | typeof deferred>;
 
 const kiB = 1024;
 const body1MiB: BodyRule = { bytesMax: limits.request_body_bytes_max, oversizeStatus: 413 };
@@ -233,15 +234,21 @@ export class FrontServer {
       ctx.bodyReader = new BodyReader(res, hasBody ? contentLength : 0, route.body, share);
     }
     this.inFlight++;
-    let reply: Reply | Promise<Reply>;
+    ctx.answerLater = (answer) => {
+      this.finish(res, ctx, route.pattern, 'failure' in answer ? this.failureReply(answer.failure, route.pattern) : answer, true);
+    };
+    let reply: HandlerResult;
     try {
       reply = this.handle(route, ctx);
     } catch (error) {
       reply = this.failureReply(error, route.pattern);
     }
+    if (reply === deferred) return;
     if (reply instanceof Promise) {
       reply.then(
-        (r) => this.finish(res, ctx, route.pattern, r, true),
+        (r) => {
+          if (r !== deferred) this.finish(res, ctx, route.pattern, r, true);
+        },
         (error: unknown) => this.finish(res, ctx, route.pattern, this.failureReply(error, route.pattern), true),
       );
     } else {
@@ -250,7 +257,7 @@ export class FrontServer {
   }
 
   /** Authentication and the content-type rule, then the handler; synchronous while nothing needs to wait. */
-  private handle(route: RouteEntry<Handler>, ctx: RequestContext): Reply | Promise<Reply> {
+  private handle(route: RouteEntry<Handler>, ctx: RequestContext): HandlerResult {
     if (route.public || !this.security) {
       ctx.identity = ctx.remoteIp;
       return this.afterAuth(route, ctx);
@@ -269,7 +276,7 @@ export class FrontServer {
     return this.afterAuth(route, ctx);
   }
 
-  private afterAuth(route: RouteEntry<Handler>, ctx: RequestContext): Reply | Promise<Reply> {
+  private afterAuth(route: RouteEntry<Handler>, ctx: RequestContext): HandlerResult {
     const method = route.method;
     if (method === 'POST' || method === 'PUT' || method === 'PATCH') {
       const type = ctx.headers.contentType.split(';', 1)[0]!.trim().toLowerCase();
