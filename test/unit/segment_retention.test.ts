@@ -46,28 +46,34 @@ async function logOpen(t: Test, dir: string): Promise<PartitionLog> {
   return log;
 }
 
-/** Base offsets of the .log files on disk, and the bytes of every .idx and of every .log's frames: the active .log
- *  may hold zeros past its last frame while open (zero fill), which the frame scan stops at and which are not
- *  counted; zeroTails counts the .log files that hold more than their frames. */
+/** Base offsets of the .log files on disk, and the bytes of every .log's frames and of one 4-byte index entry per
+ *  frame: the active .log may hold zeros past its last frame while open (zero fill), which the frame scan stops at
+ *  and which are not counted, and the active .idx gets its entries at a roll or clean close only. Every sealed .idx
+ *  must hold exactly one entry per frame. zeroTails counts the .log files that hold more than their frames. */
 async function segmentFiles(dir: string): Promise<{ bases: number[]; bytes: number; zeroTails: number[] }> {
-  const bases: number[] = [];
+  const frames = new Map<number, number>();
+  const idxBytes = new Map<number, number>();
   const zeroTails: number[] = [];
   let bytes = 0;
   for (const name of await readdir(dir)) {
     const parsed = parseSegmentFileName(name);
     if (parsed === null) continue;
     if (parsed.kind === 'idx') {
-      bytes += (await stat(join(dir, name))).size;
+      idxBytes.set(parsed.baseOffset, (await stat(join(dir, name))).size);
       continue;
     }
-    bases.push(parsed.baseOffset);
     const content = await readFile(join(dir, name));
-    const frameBytes = scanFrames(content).validBytes;
-    if (content.subarray(frameBytes).some((b) => b !== 0)) throw new Error(`${name}: bytes past its frames that are not zeros`);
-    if (frameBytes < content.byteLength) zeroTails.push(parsed.baseOffset);
-    bytes += frameBytes;
+    const scan = scanFrames(content);
+    if (content.subarray(scan.validBytes).some((b) => b !== 0)) throw new Error(`${name}: bytes past its frames that are not zeros`);
+    if (scan.validBytes < content.byteLength) zeroTails.push(parsed.baseOffset);
+    frames.set(parsed.baseOffset, scan.positions.length);
+    bytes += scan.validBytes + scan.positions.length * 4;
   }
-  return { bases: bases.sort((a, b) => a - b), bytes, zeroTails };
+  const bases = [...frames.keys()].sort((a, b) => a - b);
+  for (const base of bases.slice(0, -1)) {
+    if (idxBytes.get(base) !== frames.get(base)! * 4) throw new Error(`sealed segment ${base}: .idx of ${idxBytes.get(base)} B for ${frames.get(base)} frames`);
+  }
+  return { bases, bytes, zeroTails };
 }
 
 /** stats() against the files: segment count, bytes, and oldestOffset is the oldest file's base. */
