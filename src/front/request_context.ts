@@ -2,14 +2,14 @@
 // path, headers, remote address) is copied in before the first await. Lives until the reply is written.
 // A handler answers by returning a Reply, a promise of one, or `deferred` and then ctx.respond / ctx.fail from a
 // callback (the single produce: no promise per request on the hottest route).
-
-/** What a handler returns when it answers later through ctx.respond or ctx.fail. */
-export const deferred = Symbol('deferred');
 import type { UserRecord } from '../raft/metadata/state.js';
 import type { BodyReader } from './body.js';
 import type { BrokerError } from '../errors.js';
 import type { Reply } from './respond.js';
 import type { Query } from './query.js';
+
+/** What a handler returns when it answers later through ctx.respond or ctx.fail. */
+export const deferred = Symbol('deferred');
 
 export interface RequestHeaders {
   authorization: string;

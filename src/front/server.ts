@@ -295,6 +295,8 @@ export class FrontServer {
   }
 
   private finish(res: HttpResponse, ctx: RequestContext, pattern: string, reply: Reply, corked: boolean): void {
+    // Answered once: a late ctx.respond or ctx.fail finds nothing to call.
+    ctx.answerLater = null;
     this.inFlight--;
     ctx.finish();
     this.services.metrics.countRequest(pattern, ctx.method, ctx.aborted ? 499 : reply.status);
