@@ -1,6 +1,7 @@
-// Long-poll waiters of the front thread (spec §4 Consume `wait`): a consume that found nothing waits here
-// until a worker reports messages of its topic deliverable, its wait ends, or its client goes away. No polling
-// loop: each waiter holds one timer and one entry in its topic's FIFO. Front thread; one instance per node.
+// Long-poll waiters of the front thread (spec §4 Consume `wait`): a consume over partitions of several workers that
+// found nothing waits here until a worker reports messages of its topic deliverable, its wait ends, or its client
+// goes away (one whose partitions all belong to one worker waits on that worker instead: workers/parked_takes.ts).
+// No polling loop: each waiter holds one timer and one entry in its topic's FIFO. Front thread; one per node.
 
 export type WakeReason = 'available' | 'deadline' | 'aborted' | 'closed';
 type Wake = (reason: WakeReason) => void;
