@@ -372,6 +372,8 @@ class PartitionWorker {
       () => {
         this.round = null;
         for (const log of logs) {
+          // Its topic was deleted while the round wrote it: the deletion destroys it once this round ends.
+          if (!this.logKeys.has(log)) continue;
           this.readPathOf(log)?.committed(log.highWatermark);
           if (log.unsynced) this.unsynced.add(log);
         }

@@ -435,3 +435,18 @@ t.test('a parked take waits on the worker: the flush that brings records answers
   t.equal(refused.status, 503, 'shutdown answers a parked take 503');
   await w.take('closed');
 });
+
+t.test('a topic deleted while a flush round writes it: the worker forgets its logs and lives on', async (t) => {
+  const dataDir = await tempDataDir(t);
+  const w = await started(t, dataDir, stateWith(topicA, topicB), 1, { syncIntervalMs: 20 });
+  // The first flush of a partition creates its directory and files, so the delete lands while the round writes.
+  w.send(dispatch(1, [entry(1, topicB.id, [[0, 'b0'], [1, 'b1'], [2, 'b2'], [3, 'b3']])]));
+  w.metadataSend({ kind: 'committed', entries: [{ index: 2, command: { type: 'topic.delete', name: topicB.name, id: topicB.id } }] });
+  // Past several sync intervals: a sync of a destroyed log would have ended the worker.
+  await sleep(300);
+  w.send(dispatch(2, [entry(2, topicA.id, [[0, 'a0']])]));
+  const read = await Promise.race([w.read(topicA.id, 0, 0), w.exited.then((code) => ({ kind: `exited ${code}` }))]);
+  t.equal(read.kind, 'readResult', `the worker still answers (${w.stderrText.slice(0, 300)})`);
+  await w.durable(2);
+  t.equal(w.stderrText, '', 'and reported no failure');
+});
