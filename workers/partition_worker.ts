@@ -346,8 +346,7 @@ class PartitionWorker {
           this.round = null;
           this.roundStart();
         },
-        (err: unknown) => this.failStop('retention', err),
-      );
+      ).catch((err: unknown) => this.failStop('retention', err));
       return;
     }
     if (this.uncoveredSeq === null) return;
@@ -383,8 +382,7 @@ class PartitionWorker {
         this.durableReport();
         this.roundStart();
       },
-      (err: unknown) => this.failStop('flush', err),
-    );
+    ).catch((err: unknown) => this.failStop('flush', err));
   }
 
   /** Reports 'durable' for the last flushed dispatch when nothing written waits for a sync (nor is being synced: an
@@ -434,8 +432,7 @@ class PartitionWorker {
         this.durableReport();
         this.roundStart();
       },
-      (err: unknown) => this.failStop('sync', err),
-    );
+    ).catch((err: unknown) => this.failStop('sync', err));
   }
 
   /** Resolves once every record the log holds now is synced: an ack state may name only synced offsets, or a
