@@ -194,13 +194,13 @@ export class IngressLog {
     return done;
   }
 
-  /** Appends one frame whose body the caller encoded with that seq, and calls `done` once: with null after the
-   *  fdatasync covering it, or with an error when the log has failed (then `failed` is true forever: every
-   *  produce answers 500 until restart) or close has begun, at once if so already. A callback, not a promise: the
-   *  single produce makes one append per request. */
+  /** Appends one frame whose body the caller encoded with that seq, and calls `done` once, always from a microtask:
+   *  with null after the fdatasync covering it, or with an error when the log has failed (then `failed` is true
+   *  forever: every produce answers 500 until restart) or close has begun. A callback, not a promise: the single
+   *  produce makes one append per request. */
   appendThen(body: Uint8Array, seq: number, done: AppendCallback): void {
-    if (this.failure !== null) return done(this.failure);
-    if (this.closing) return done(new Error('ingress log closed'));
+    if (this.failure !== null) return callAll([done], this.failure);
+    if (this.closing) return callAll([done], new Error('ingress log closed'));
     assert(seq > this.lastAppendedSeq, 'ingress log: seqs must be appended in increasing order');
     assert(seq < this.nextSeq, 'ingress log: append of a seq that takeSeq never gave');
     assert(body.byteLength > 0, 'ingress log: empty frame body');
@@ -269,7 +269,6 @@ export class IngressLog {
       }
       this.active().lastSeq = group.lastSeq;
       this.onSynced(bytes, group.lastSeq);
-      // After the loop has issued the next group's write: answering a group's requests takes a while.
       callAll(group.callbacks, null);
     }
     this.drainRun = null;
@@ -340,8 +339,8 @@ export class IngressLog {
   }
 }
 
-/** Calls every callback with error in one microtask (none may throw: that would be a programmer error, and the
- *  unhandled exception ends the process). */
+/** Calls every callback with error in one microtask, so callers never see one called inside their own call (none may
+ *  throw: that would be a programmer error, and the unhandled exception ends the process). */
 function callAll(callbacks: AppendCallback[], error: Error | null): void {
   queueMicrotask(() => {
     for (const callback of callbacks) callback(error);
