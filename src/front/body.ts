@@ -40,8 +40,8 @@ export class BodyReader {
   private takenBytes = 0;
   private bytes: Uint8Array | null = null;
   private failure: BrokerError | null = null;
-  private onBody: ((bytes: Uint8Array) => void) | null = null;
-  private onFailure: ((error: BrokerError) => void) | null = null;
+  /** The listener while the body has not ended. */
+  private listener: { onBody: (bytes: Uint8Array) => void; onFailure: (error: BrokerError) => void } | null = null;
   private donePromise: Promise<Uint8Array> | null = null;
 
   constructor(res: HttpResponse, contentLength: number | null, rule: BodyRule, private readonly share?: BudgetShare) {
@@ -98,13 +98,10 @@ export class BodyReader {
   /** Calls onBody with the bytes, or onFailure with the error, once: now if the body has ended, else when it does.
    *  One listener per body. */
   whenDone(onBody: (bytes: Uint8Array) => void, onFailure: (error: BrokerError) => void): void {
-    if (this.onBody !== null) throw new Error('body: one listener per body');
+    if (this.listener !== null) throw new Error('body: one listener per body');
     if (this.bytes !== null) onBody(this.bytes);
     else if (this.failure !== null) onFailure(this.failure);
-    else {
-      this.onBody = onBody;
-      this.onFailure = onFailure;
-    }
+    else this.listener = { onBody, onFailure };
   }
 
   /** The client went away: a handler waiting for the body stops, so its request ends and gives back its shares. */
@@ -120,20 +117,26 @@ export class BodyReader {
   }
 
   private end(bytes: Uint8Array): void {
-    if (this.bytes !== null || this.failure !== null) return;
+    const listener = this.settle();
+    if (listener === undefined) return;
     this.bytes = bytes;
-    const onBody = this.onBody;
-    this.onBody = this.onFailure = null;
-    onBody?.(bytes);
+    listener?.onBody(bytes);
   }
 
   /** The handler may answer without waiting for the body (401, 404): with no listener, a failure stays quiet. */
   private fail(error: BrokerError): void {
-    if (this.bytes !== null || this.failure !== null) return;
+    const listener = this.settle();
+    if (listener === undefined) return;
     this.failure = error;
-    const onFailure = this.onFailure;
-    this.onBody = this.onFailure = null;
-    onFailure?.(error);
+    listener?.onFailure(error);
+  }
+
+  /** The body ends once: undefined when it had ended already, else the listener to tell (null when none waits). */
+  private settle(): BodyReader['listener'] | undefined {
+    if (this.bytes !== null || this.failure !== null) return undefined;
+    const listener = this.listener;
+    this.listener = null;
+    return listener;
   }
 
   private takeBudget(totalBytes: number): boolean {

@@ -76,28 +76,29 @@ export class PartitionWorkers {
   }
 
   request(workerIndex: number, body: RequestBody): Promise<Reply> {
-    const reqId = this.nextReqId++;
-    return new Promise((resolve) => {
-      this.pending.set(reqId, resolve);
-      this.workers[workerIndex]!.postMessage({ ...body, reqId } as ToWorker);
-    });
+    return this.requestWithId(workerIndex, body).reply;
   }
 
   /** A take that may park on the worker (a long poll): the reply comes once it leases something, or empty after
    *  unpark() (which may be called any number of times, and after the reply too). */
   requestParked(workerIndex: number, body: Omit<Extract<ToWorker, { kind: 'take' }>, 'reqId' | 'park'>): { reply: Promise<Reply>; unpark: () => void } {
-    const reqId = this.nextReqId++;
+    const { reqId, reply } = this.requestWithId(workerIndex, { ...body, park: true });
     let unparked = false;
-    const reply = new Promise<Reply>((resolve) => {
-      this.pending.set(reqId, resolve);
-      this.workers[workerIndex]!.postMessage({ ...body, reqId, park: true } satisfies ToWorker);
-    });
     const unpark = (): void => {
       if (unparked || !this.pending.has(reqId)) return;
       unparked = true;
       this.workers[workerIndex]!.postMessage({ kind: 'unpark', takeReqId: reqId } satisfies ToWorker);
     };
     return { reply, unpark };
+  }
+
+  private requestWithId(workerIndex: number, body: RequestBody): { reqId: number; reply: Promise<Reply> } {
+    const reqId = this.nextReqId++;
+    const reply = new Promise<Reply>((resolve) => {
+      this.pending.set(reqId, resolve);
+      this.workers[workerIndex]!.postMessage({ ...body, reqId } as ToWorker);
+    });
+    return { reqId, reply };
   }
 
   /** A message that needs no answer. */

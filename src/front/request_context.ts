@@ -29,7 +29,8 @@ export class RequestContext {
   bodyReader: BodyReader | undefined;
   /** Work to undo when the reply is written (budget shares, in-flight counts). */
   private cleanups: (() => void)[] | null = null;
-  /** Set by the server: how a handler that returned `deferred` answers later (once; later calls are ignored). */
+  /** Set by the server: how a handler that returned `deferred` answers later; the server clears it once the request is
+   *  answered, so later calls do nothing. */
   answerLater: ((reply: Reply | { failure: unknown }) => void) | null = null;
 
   constructor(
@@ -70,16 +71,12 @@ export class RequestContext {
 
   /** The answer of a handler that returned `deferred`. */
   respond(reply: Reply): void {
-    const answer = this.answerLater;
-    this.answerLater = null;
-    answer?.(reply);
+    this.answerLater?.(reply);
   }
 
   /** The failure of a handler that returned `deferred`: answered as if the handler had thrown it. */
   fail(failure: unknown): void {
-    const answer = this.answerLater;
-    this.answerLater = null;
-    answer?.({ failure });
+    this.answerLater?.({ failure });
   }
 
   /** The body through callbacks (BodyReader.whenDone). */
