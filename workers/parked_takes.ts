@@ -8,7 +8,8 @@ import type { ToWorker } from '../src/protocol/thread_messages.js';
 export type TakeRequest = Extract<ToWorker, { kind: 'take' }>;
 
 export class ParkedTakes {
-  private readonly byTopic = new Map<string, TakeRequest[]>();
+  /** topic id -> request id -> take; a Map keeps insertion order, so iteration is oldest first. */
+  private readonly byTopic = new Map<string, Map<number, TakeRequest>>();
   private readonly topicOfReq = new Map<number, string>();
 
   get size(): number {
@@ -16,9 +17,9 @@ export class ParkedTakes {
   }
 
   park(take: TakeRequest): void {
-    const takes = this.byTopic.get(take.topicId);
-    if (takes === undefined) this.byTopic.set(take.topicId, [take]);
-    else takes.push(take);
+    let takes = this.byTopic.get(take.topicId);
+    if (takes === undefined) this.byTopic.set(take.topicId, (takes = new Map()));
+    takes.set(take.reqId, take);
     this.topicOfReq.set(take.reqId, take.topicId);
   }
 
@@ -28,20 +29,20 @@ export class ParkedTakes {
     if (topicId === undefined) return undefined;
     this.topicOfReq.delete(reqId);
     const takes = this.byTopic.get(topicId)!;
-    const at = takes.findIndex((take) => take.reqId === reqId);
-    const [take] = takes.splice(at, 1);
-    if (takes.length === 0) this.byTopic.delete(topicId);
+    const take = takes.get(reqId);
+    takes.delete(reqId);
+    if (takes.size === 0) this.byTopic.delete(topicId);
     return take;
   }
 
-  /** The topic's parked takes, oldest first (a copy: answering one removes it). */
-  ofTopic(topicId: string): TakeRequest[] {
-    return this.byTopic.get(topicId)?.slice() ?? [];
+  /** The topic's parked takes, oldest first; remove() may be called while iterating. */
+  ofTopic(topicId: string): Iterable<TakeRequest> {
+    return this.byTopic.get(topicId)?.values() ?? [];
   }
 
   /** Every parked take of the topic, removed. */
   removeTopic(topicId: string): TakeRequest[] {
-    const takes = this.byTopic.get(topicId) ?? [];
+    const takes = [...(this.byTopic.get(topicId)?.values() ?? [])];
     this.byTopic.delete(topicId);
     for (const take of takes) this.topicOfReq.delete(take.reqId);
     return takes;
@@ -49,7 +50,7 @@ export class ParkedTakes {
 
   /** Every parked take, removed. */
   removeAll(): TakeRequest[] {
-    const takes = [...this.byTopic.values()].flat();
+    const takes = [...this.byTopic.values()].flatMap((takes) => [...takes.values()]);
     this.byTopic.clear();
     this.topicOfReq.clear();
     return takes;

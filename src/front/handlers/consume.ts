@@ -73,11 +73,11 @@ export function consumeHandlers(services: FrontServices) {
     const deadlineMs = Date.now() + waitMs;
     // Bounded: every round either answers or waits for messages, the deadline or an abort.
     for (;;) {
-      const order = partitionOrder(topic, partition);
+      const byWorker = workers.groupByOwner(topic.id, partitionOrder(topic, partition), (p) => p);
       // A long poll whose partitions all live on one worker waits there (workers/parked_takes.ts): the flush that
       // brings its records answers it. Spread over several workers, it waits here for their 'available' reports.
-      const parkOn = waitMs > 0 && !closing ? soleOwner(topic.id, order) : null;
-      const messages = parkOn === null ? await take(topic, order, max ?? 1) : await takeParked(ctx, topic, parkOn, order, max ?? 1, deadlineMs);
+      const parkOn = waitMs > 0 && !closing && byWorker.size === 1 ? byWorker.entries().next().value! : null;
+      const messages = parkOn === null ? await take(topic, byWorker, max ?? 1) : await takeParked(ctx, topic, parkOn[0], parkOn[1], max ?? 1, deadlineMs);
       if (ctx.aborted) {
         release(topic, messages);
         return emptyAnswer;
@@ -108,16 +108,10 @@ export function consumeHandlers(services: FrontServices) {
     return Array.from({ length: local.length }, (_, i) => local[(start + i) % local.length]!);
   }
 
-  /** The worker owning every partition of order, or null when they are spread over several. */
-  function soleOwner(topicId: string, order: number[]): number | null {
-    const owner = workers.ownerOf(topicId, order[0]!);
-    return order.every((p) => workers.ownerOf(topicId, p) === owner) ? owner : null;
-  }
-
-  /** Leases up to max messages from the partitions in order, one message per worker. */
-  async function take(topic: TopicRecord, order: number[], max: number): Promise<Taken> {
+  /** Leases up to max messages from each worker's partitions in order, one message per worker. */
+  async function take(topic: TopicRecord, byWorker: Map<number, number[]>, max: number): Promise<Taken> {
     const taken: Taken = { count: 0, json: '', handles: '' };
-    for (const [worker, partitions] of workers.groupByOwner(topic.id, order, (p) => p)) {
+    for (const [worker, partitions] of byWorker) {
       const reply = await workers.request(worker, { kind: 'take', topicId: topic.id, partitions, max: max - taken.count });
       const failure = workerFailure(reply);
       if (failure !== null) {
