@@ -182,6 +182,20 @@ t.test('batch ack: a status per handle in request order', async (t) => {
   t.same(twice.results.map((r) => r.status), [204, 410], 'the same handle twice: settled, then 410');
 });
 
+t.test('batch ack: undecodable handles first and between keep every status in its place', async (t) => {
+  const { topic, messages } = await leased(2);
+  const [good, settled] = messages as [ConsumedMessage, ConsumedMessage];
+  assertNoContent(t, await ack(client, topic, settled.receipt_handle), 'settle one first');
+  // A handle holding the separator the front uses to join handles for the worker must stay one bad handle.
+  const answer = await batchAck(client, topic, ['garbage', good.receipt_handle, '99:0:ab', settled.receipt_handle, '0:0:ab,0:1:cd']);
+  t.equal(answer.status, 200, `200 (body ${answer.text.slice(0, 300)})`);
+  const results = (JSON.parse(answer.text) as { results: { status: number; error?: string }[] }).results;
+  t.same(results.map((r) => r.status), [400, 204, 410, 410, 400], 'bad, settled, no such partition, already settled, bad');
+  t.match(results[0]?.error, /receipt_handle/, 'the 400 names the field');
+  t.match(results[4]?.error, /receipt_handle/);
+  assertError(t, await ack(client, topic, good.receipt_handle), 410, undefined);
+});
+
 t.test('batch ack refusals of the whole request', async (t) => {
   const topic = nextTopic();
   await createTopicWith(client, topic);

@@ -193,7 +193,8 @@ t.test('a parameter given twice is 400 (NOTES 5)', async (t) => {
 t.test('empty body is 400, body over 1 MiB is 413, exactly 1 MiB is accepted', async (t) => {
   const topic = nextTopic();
   await createTopic(client, topic, 3);
-  assertError(t, await produce(topic, new Uint8Array(0)), 400);
+  assertError(t, await produce(topic, new Uint8Array(0)), 400, 'empty');
+  assertError(t, await produce(topic, '  ', '?payload_encoding=base64'), 400, 'empty');
   // Raw socket: the node may answer 413 and close before reading the rest, which undici reports as EPIPE.
   const tooBig = await rawRefusedRequest(node.url, `${topicPath(topic)}/produce`, {
     method: 'POST', body: new Uint8Array(MiB + 1).fill(0x61),

@@ -405,31 +405,38 @@ t.test('a parked take waits on the worker: the flush that brings records answers
   w.send({ kind: 'take', reqId: 911, topicId: topicA.id, partitions: [p!, q!], max: 1, park: true });
   w.send({ kind: 'take', reqId: 912, topicId: topicA.id, partitions: [p!], max: 1 });
   t.equal((await w.take('taken', (m) => m.reqId === 912)).count, 0, 'a take without park answers empty at once');
+  // The port delivers in order and an empty take is answered at once: once its answer is in, everything sent
+  // before it has been handled.
+  let probeReqId = 950;
+  const handled = async (): Promise<void> => {
+    const reqId = probeReqId++;
+    w.send({ kind: 'take', reqId, topicId: topicA.id, partitions: [], max: 1 });
+    await w.take('taken', (m) => m.reqId === reqId);
+  };
   // Records of q only: the take parked for p alone stays, the older one over p and q is answered.
   w.send(dispatch(1, [entry(1, topicA.id, [[q!, 'q0'], [q!, 'q1']])]));
   const first = await w.take('taken', (m) => m.reqId === 911);
   t.equal(first.count, 1, 'its max');
   t.match(first.messagesJson, /"partition":1,"offset":0/, 'the first record of q');
-  await sleep(200);
+  await handled();
   t.notOk(w.inbox.some((m) => m.kind === 'taken' && m.reqId === 910), 'the take parked on p alone still waits');
   w.send(dispatch(1, [entry(2, topicA.id, [[p!, 'p0'], [p!, 'p1'], [p!, 'p2']])]));
   const second = await w.take('taken', (m) => m.reqId === 910);
   t.equal(second.count, 3, 'every record of p, under its max of 5');
   t.notOk(w.inbox.some((m) => m.kind === 'available'), 'a lone worker posts no available report: every long poll parks on it');
   w.send({ kind: 'unpark', takeReqId: 910 });
-  await sleep(200);
+  await handled();
   t.notOk(w.inbox.some((m) => m.kind === 'taken' && m.reqId === 910), 'an unpark after the answer answers nothing more');
   w.send({ kind: 'take', reqId: 913, topicId: topicA.id, partitions: [p!], max: 1, park: true });
-  await sleep(100);
   w.send({ kind: 'unpark', takeReqId: 913 });
   const unparked = await w.take('taken', (m) => m.reqId === 913);
   t.same([unparked.count, unparked.messagesJson, unparked.handles], [0, '', ''], 'unparked: answered empty');
   w.send({ kind: 'take', reqId: 914, topicId: topicB.id, partitions: [0], max: 1, park: true });
-  await sleep(100);
+  // The metadata port is another port: the take must be parked before the delete arrives.
+  await handled();
   w.metadataSend({ kind: 'committed', entries: [{ index: 2, command: { type: 'topic.delete', name: topicB.name, id: topicB.id } }] });
   t.equal((await w.take('taken', (m) => m.reqId === 914)).count, 0, 'its topic deleted: answered empty');
   w.send({ kind: 'take', reqId: 915, topicId: topicA.id, partitions: [p!], max: 1, park: true });
-  await sleep(100);
   w.send({ kind: 'shutdown' });
   const refused = await w.take('failed', (m) => m.reqId === 915);
   t.equal(refused.status, 503, 'shutdown answers a parked take 503');

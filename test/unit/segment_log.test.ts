@@ -125,6 +125,7 @@ t.test('a segment written by many flushes gets every .idx entry at its roll; a c
   const copy = await tempDir(t);
   await cp(dir, copy, { recursive: true });
   await log.close();
+  t.equal((await stat(join(copy, segmentFileName(bases.at(-1)!, 'idx')))).size, 0, 'the crashed active .idx holds no entry');
   const reopened = await PartitionLog.open({ dir: copy, segmentBytesMax: 600 });
   t.teardown(() => reopened.close());
   t.equal(reopened.highWatermark, 25, 'every record back');
