@@ -91,7 +91,7 @@ interface Segment {
   timestampsSec: { first: number; last: number } | null;
 }
 
-/** The active segment's open files. The .log handle outlives a roll or close while reads still use it. */
+/** The active segment's open files. */
 interface ActiveFiles {
   log: FileHandle;
   idx: FileHandle;
@@ -100,8 +100,6 @@ interface ActiveFiles {
   /** Entries of activePositions in the .idx file so far: flushes leave it to a roll or a clean close, since readers
    *  of the active segment use activePositions and open() rebuilds the active .idx from the .log. */
   idxEntriesWritten: number;
-  readsInFlight: number;
-  retired: boolean;
 }
 
 /** The last flushed chunk of the active segment: frames of offsets [firstOffset, firstOffset + count) as they are
@@ -381,18 +379,12 @@ export class PartitionLog {
         bytes = tail.bytes.subarray(frameStarts[0]! - tail.logStart, frameStarts[count]! - tail.logStart);
       } else if (isActive) {
         const files = this.active!;
-        // Positions are taken before the first await: a roll or later flush cannot change them under us.
         frameStarts = this.activeFrameStarts(segment, k, count);
-        files.readsInFlight += 1;
-        try {
-          // The active segment holds the newest records, almost always in the page cache: a blocking read (this is
-          // a partition worker) costs microseconds, a thread-pool read two thread wake-ups. Sealed segments, older and
-          // maybe on disk only, are read through the pool.
-          bytes = readExactSync(files.log.fd, frameStarts[0]!, frameStarts[count]! - frameStarts[0]!);
-        } finally {
-          files.readsInFlight -= 1;
-          if (files.retired && files.readsInFlight === 0) await files.log.close();
-        }
+        // The active segment holds the newest records, almost always in the page cache: a blocking read (this is a
+        // partition worker) costs microseconds, a thread-pool read two thread wake-ups. Being blocking, it never
+        // overlaps a roll or close of the handle. Sealed segments, older and maybe on disk only, are read through the
+        // pool.
+        bytes = readExactSync(files.log.fd, frameStarts[0]!, frameStarts[count]! - frameStarts[0]!);
       } else {
         ({ frameStarts, bytes } = await segmentRunReadSealed(this.dir, segment, k, count));
       }
@@ -615,7 +607,7 @@ export class PartitionLog {
     const idx = await open(segmentPath(this.dir, baseOffset, 'idx'), 'wx+');
     await dirSync(this.dir);
     this.segments.push({ baseOffset, recordCount: 0, logBytes: 0, idxBytes: 0, timestampsSec: null });
-    this.active = { log, idx, zeroFill: null, idxEntriesWritten: 0, readsInFlight: 0, retired: false };
+    this.active = { log, idx, zeroFill: null, idxEntriesWritten: 0 };
     this.activePositions = new SegmentPositions();
   }
 
@@ -645,10 +637,8 @@ export class PartitionLog {
       if (cutZerosAt !== null) await files.zeroFill.closeAndCut(files.log, cutZerosAt);
       else await files.zeroFill.close();
     }
-    // Only now: a read that ends while the cut runs would otherwise close the handle the cut still uses.
-    files.retired = true;
     await files.idx.close();
-    if (files.readsInFlight === 0) await files.log.close();
+    await files.log.close();
   }
 
   private segmentIndexOf(offset: number): number {
@@ -691,7 +681,7 @@ export class PartitionLog {
       firstRecord === null || lastRecord === null ? null : { first: firstRecord.timestampSec, last: lastRecord.timestampSec };
     const recordCount = positions.length;
     this.segments.push({ baseOffset, recordCount, logBytes: validBytes, idxBytes: entries.byteLength, timestampsSec });
-    this.active = { log, idx, zeroFill: null, idxEntriesWritten: positions.length, readsInFlight: 0, retired: false };
+    this.active = { log, idx, zeroFill: null, idxEntriesWritten: positions.length };
     this.activePositions = positions;
     this.nextOffsetValue = baseOffset + positions.length;
     this.highWatermarkValue = this.nextOffsetValue;
