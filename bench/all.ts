@@ -13,8 +13,9 @@ const noisyOtherCpuPercent = 50;
 export const allScenarios = ['produce-single', 'produce-batch', 'consume-single', 'consume-batch', 'wake-up', 'end-to-end',
   'soak', 'footprint'] as const;
 
-/** consume-batch's prefill inside all: enough for the whole window at the target rate. */
-const allBatchPrefill = 3_000_000;
+/** consume-batch's prefill inside all, per second of warm-up and window: the target rate (300,000 msg/s) with a third
+ *  to spare, so a node at the target does not drain the prefill before the window ends. */
+const allBatchPrefillPerSec = 400_000;
 
 /** Whether argv gives option name (as `--name V` or `--name=V`). */
 function given(argv: string[], name: string): boolean {
@@ -28,7 +29,9 @@ function scenarioArgv(all: BenchOptions, scenario: string): string[] {
   else if (!given(all.argv, 'duration')) argv.push('--duration', String(all.durationSec));
   if (!given(all.argv, 'warmup')) argv.push('--warmup', String(all.warmupSec));
   // At 300,000 msg/s the scenario's own default (1,000,000) drains in under 3 s of a 10 s window.
-  if (scenario === 'consume-batch' && !given(all.argv, 'batch-prefill')) argv.push('--batch-prefill', String(allBatchPrefill));
+  if (scenario === 'consume-batch' && !given(all.argv, 'batch-prefill')) {
+    argv.push('--batch-prefill', String(Math.ceil((all.warmupSec + all.durationSec) * allBatchPrefillPerSec)));
+  }
   const rest = [...all.argv];
   if (scenario === 'soak') {
     // The soak's length comes from --soak-duration; drop a --duration meant for the others.
