@@ -22,17 +22,15 @@ export class HttpFailure extends Error {
   }
 }
 
-interface Waiter {
-  resolve: (reply: HttpReply) => void;
-  reject: (error: HttpFailure) => void;
-}
+/** Called once per request: with the reply, or with why none came. */
+export type ReplyCallback = (outcome: HttpReply | HttpFailure) => void;
 
 export class HttpConnection {
   /** TCP connections opened so far (the first, plus reconnects). */
   opened = 0;
   private socket: net.Socket | null = null;
   private connected = false;
-  private waiter: Waiter | null = null;
+  private waiter: ReplyCallback | null = null;
   private destroyed = false;
   private lastError: string | null = null;
   private startedMs = 0;
@@ -55,19 +53,27 @@ export class HttpConnection {
 
   /** Writes request (head and body, complete) and resolves with the response; rejects with HttpFailure. */
   request(request: Buffer): Promise<HttpReply> {
-    if (this.waiter !== null) return Promise.reject(new Error('HttpConnection: a request is already in flight'));
-    if (this.destroyed) return Promise.reject(new HttpFailure('destroyed'));
     return new Promise<HttpReply>((resolve, reject) => {
-      this.waiter = { resolve, reject };
-      this.parser.reset();
-      if (this.socket === null) this.connect();
-      const write = (): void => {
-        this.startedMs = performance.now();
-        this.socket!.write(request);
-      };
-      if (this.connected) write();
-      else this.socket!.once('connect', write);
+      this.send(request, (outcome) => (outcome instanceof HttpFailure ? reject(outcome) : resolve(outcome)));
     });
+  }
+
+  /** request() without a promise: for open-loop senders, whose per-request promises cost the client measurably. */
+  send(request: Buffer, done: ReplyCallback): void {
+    if (this.waiter !== null) throw new Error('HttpConnection: a request is already in flight');
+    if (this.destroyed) {
+      queueMicrotask(() => done(new HttpFailure('destroyed')));
+      return;
+    }
+    this.waiter = done;
+    this.parser.reset();
+    if (this.socket === null) this.connect();
+    const write = (): void => {
+      this.startedMs = performance.now();
+      this.socket!.write(request);
+    };
+    if (this.connected) write();
+    else this.socket!.once('connect', write);
   }
 
   /** Closes the socket; a request in flight rejects with 'destroyed'. */
@@ -101,7 +107,7 @@ export class HttpConnection {
     this.waiter = null;
     const code = this.lastError ?? 'connection_closed';
     this.lastError = null;
-    waiter?.reject(new HttpFailure(code));
+    waiter?.(new HttpFailure(code));
   }
 
   private protocolError(code: string): void {
@@ -120,7 +126,7 @@ export class HttpConnection {
       this.connected = false;
       socket?.end();
     }
-    waiter.resolve({ status, body, startedMs: this.startedMs, endedMs });
+    waiter({ status, body, startedMs: this.startedMs, endedMs });
   }
 }
 

@@ -145,6 +145,10 @@ t.test('end-to-end: peak, open-loop producers and long-polling consumers', async
   const report = await jsonResult(t, out.stdout);
   numbers(t, report, ['ratePerSec', 'msgsPerSec', 'payloadMBPerSec', ...latencyKeys, 'sendToReceiptMs.p99', 'produceMs.p99',
     'due', 'sentLate', 'notSent', 'peak.reqPerSec', ...cpuKeys], 'end-to-end');
+  // The producer writes each id and send time into a copy of one request: a wrong digit shows as an unknown id.
+  t.ok((report.delivered as number) > 0, `messages delivered (${String(report.delivered)})`);
+  t.same(report.errorCounts, {}, 'no errors, no unknown ids');
+  t.same([report.undelivered, report.lost, report.duplicates], [0, 0, 0], 'none undelivered, lost or duplicated');
 });
 
 t.test('soak --duration 2s: interval rows with RSS, throughput and p99', async (t) => {
