@@ -80,11 +80,18 @@ t.test('produce-single --compare: floor, ours, wrk and Redis (when installed), r
   for (const name of ['single produce', 'http floor (hello world)']) {
     numbers(t, run(report, name), ['msgsPerSec', 'payloadMBPerSec', ...latencyKeys, ...cpuKeys], name);
   }
-  if (hasWrk) numbers(t, run(report, 'single produce (wrk)'), ['reqPerSec', 'latencyMs.p99'], 'wrk');
-  else t.match(out.stdout, /wrk not installed \(scripts\/install-peers.sh\)/);
+  if (hasWrk) {
+    numbers(t, run(report, 'single produce (wrk)'), ['reqPerSec', 'latencyMs.p99'], 'wrk');
+    numbers(t, run(report, 'http floor (hello world, wrk)'), ['reqPerSec', 'latencyMs.p99'], 'floor driven by wrk');
+    numbers(t, report.ratios, ['singleWrkOfFloorWrk'], 'ratios');
+    t.match(out.stdout, /single produce req\/s \/ http floor req\/s, both driven by wrk: \d+\.\d{3}/);
+    t.match(out.stdout, /produce-single >= 0\.6x floor.*: [\d,]+ msg\/s \(wrk\), p99/, 'the headline is wrk\'s');
+  } else {
+    t.match(out.stdout, /wrk not installed \(scripts\/install-peers.sh\)/);
+  }
   if (hasRedis) {
     numbers(t, run(report, 'redis XADD'), ['msgsPerSec', 'latencyMs.p99', ...cpuKeys], 'redis XADD');
-    numbers(t, report.ratios, ['singleOverRedis'], 'ratios');
+    numbers(t, report.ratios, hasWrk ? ['singleOverRedis', 'singleWrkOverRedis'] : ['singleOverRedis'], 'ratios');
   } else {
     t.match(out.stdout, /redis-server not installed/);
   }
