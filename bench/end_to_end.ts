@@ -15,7 +15,7 @@ import {
   makePayload, maxKnown, newHistogram, percent, recordUs, renderTable, reportedOptions, serverCpuText, sleep, startBroker,
   type BrokerTarget, type Headline, type LatencySummaryMs, type ServerThreadCpu, type ThroughputFigures,
 } from './common.js';
-import { AckRequests, scanHandles, scanStatuses, topicPath } from './consume.js';
+import { AckRequests, allSettledAnswer, scanHandleSpans, scanStatuses, topicPath } from './consume.js';
 import { HttpConnection, HttpFailure, requestBuffer } from './http_conn.js';
 import { runLoad } from './load.js';
 import { readRssBytes } from './node_process.js';
@@ -337,11 +337,12 @@ async function consumeLoop(flow: Flow, connection: HttpConnection, poll: Buffer,
       continue;
     }
     const messages = scanMessages(reply.body);
-    const handles = scanHandles(reply.body);
-    if (messages.length !== handles.length) state.bump(state.errors, 'consume bad-body');
+    const spans = scanHandleSpans(reply.body);
+    const count = spans.length / 2;
+    if (messages.length !== count) state.bump(state.errors, 'consume bad-body');
     for (const message of messages) ledger.received(message.id, message.sentEpochUs, reply.endedMs);
-    if (handles.length === 0) continue;
-    const ack = await connection.request(acks.batch(handles)).catch((error: unknown) => failureCode(error));
+    if (count === 0) continue;
+    const ack = await connection.request(acks.batchFromSpans(reply.body, spans)).catch((error: unknown) => failureCode(error));
     if (typeof ack === 'string') {
       state.bump(state.errors, `ack ${ack}`);
       continue;
@@ -350,12 +351,13 @@ async function consumeLoop(flow: Flow, connection: HttpConnection, poll: Buffer,
       state.bump(state.errors, `ack ${ack.status}`);
       continue;
     }
-    const settled = scanStatuses(ack.body).filter((status) => status === 204).length;
+    const settled = ack.body.equals(allSettledAnswer(count)) ? count
+      : scanStatuses(ack.body).filter((status) => status === 204).length;
     state.acked += settled;
     if (state.counting) {
       state.ackedInWindow += settled;
       recordUs(state.ackUs, ack.endedMs - ack.startedMs);
-      if (settled !== handles.length) state.bump(state.errors, 'ack-item not 204');
+      if (settled !== count) state.bump(state.errors, 'ack-item not 204');
     }
   }
 }

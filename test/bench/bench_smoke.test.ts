@@ -126,7 +126,11 @@ t.test('consume-batch --compare: drain run and Redis XREADGROUP + XACK (when ins
   t.ok(out.code === 0 || out.code === 1, `ends by itself (exit ${out.code})`);
   t.match(out.stdout, /batched consume\+ack >= 300,000 msg\/s: [\d,]+ msg\/s/, 'the target line');
   const report = await jsonResult(t, out.stdout);
-  numbers(t, (report.drainRuns as Json[])[0], ['msgsPerSec', 'consume.latencyMs.max', ...cpuKeys], 'consume-batch');
+  const drain = (report.drainRuns as Json[])[0]!;
+  numbers(t, drain, ['msgsPerSec', 'consume.latencyMs.max', ...cpuKeys], 'consume-batch');
+  // Batch acks are built from the answers' bytes: a malformed one would show as an ack error here.
+  t.ok((drain.ackedMessages as number) > 0, `messages acked (${String(drain.ackedMessages)})`);
+  t.same(drain.errorCounts, {}, 'no consume or ack errors');
   if (hasRedis) {
     numbers(t, report.redis, ['msgsPerSec', 'payloadMBPerSec', 'latencyMs.p99', 'clientCpuPercent', 'serverCpuPercent'], 'redis');
     numbers(t, report, ['batchOverRedis'], 'report');
