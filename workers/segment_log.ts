@@ -23,6 +23,7 @@ import { encodeFrame, frameBodyBytesMax, frameHeaderBytes, frameWhole, scanFrame
 import { MsgpackReader, MsgpackShapeError } from '../src/protocol/msgpack_reader.js';
 import { arrayHeaderBytes, binBytes, MsgpackWriter, uintBytes } from '../src/protocol/msgpack_writer.js';
 import { parseSegmentFileName, segmentPath } from './partition_dirs.js';
+import { forgetSealedSegment, forgetSealedSegmentsOf, withSealedSegment, type SealedSegmentFiles } from './sealed_handles.js';
 import { indexEntryBytes, indexEntryRead, segmentPositionLimit, SegmentPositions } from './segment_index.js';
 import { dirCreateDurably, dirSync, writeAll, writeAllSync } from '../src/util/durable_fs.js';
 import { ZeroFill } from '../src/util/zero_fill.js';
@@ -53,6 +54,8 @@ const packr = new Packr({ useRecords: false, moreTypes: false });
  *  so a consumer that keeps up reads the records it was just woken for without a file read. Bounds the memory per
  *  partition; bigger chunks (batch produce) are read from the file. */
 const tailChunkBytesMax = 16 * 1024;
+/** Index entries read at once from a sealed .idx (64 KiB): a batch consume's next runs find theirs in memory. */
+const sealedIndexWindowEntries = 16 * 1024;
 /** Zeros written ahead of the active .log's end (src/util/zero_fill.ts), so a flush round's write overwrites blocks
  *  the file owns and its fdatasync needs no journal commit. A partition's first fill is small (one written to once
  *  keeps 32 KiB of zeros), each later one doubles up to the most; all fills of a worker share one buffer of zeros,
@@ -477,6 +480,7 @@ export class PartitionLog {
     assert(!this.retaining, 'close during a retain');
     if (this.closed) return;
     this.closed = true;
+    forgetSealedSegmentsOf(this.dir);
     // A clean close leaves whole files (open() would rebuild the .idx from the .log all the same).
     if (cutZeros) this.activeIdxComplete();
     await this.activeFilesRetire(cutZeros ? (this.segments.at(-1)?.logBytes ?? null) : null);
@@ -522,6 +526,7 @@ export class PartitionLog {
     const segment = this.segments.shift();
     assert(segment !== undefined, 'retain deletes more segments than exist');
     if (this.segments.length === 0) await this.activeFilesRetire(null);
+    forgetSealedSegment(this.dir, segment.baseOffset);
     // .log first: an interrupted removal leaves a lone .idx, which open() removes.
     await unlink(segmentPath(this.dir, segment.baseOffset, 'log'));
     await unlink(segmentPath(this.dir, segment.baseOffset, 'idx'));
@@ -860,25 +865,30 @@ async function markRead(dir: string): Promise<TailMark> {
 /** A run of count frames from entry k of a sealed segment: one read of its index, one of its log. */
 async function segmentRunReadSealed(dir: string, segment: Segment, k: number, count: number): Promise<{ frameStarts: number[]; bytes: Uint8Array }> {
   const hasNext = k + count < segment.recordCount;
-  const idx = await open(segmentPath(dir, segment.baseOffset, 'idx'), 'r');
-  let entries: Uint8Array;
-  try {
-    entries = await readExact(idx, k * indexEntryBytes, (count + (hasNext ? 1 : 0)) * indexEntryBytes);
-  } finally {
-    await idx.close();
-  }
-  const frameStarts = Array.from({ length: count + 1 }, (_, i) => (i < count || hasNext ? indexEntryRead(entries, i) : segment.logBytes));
-  for (let i = 0; i < count; i++) {
-    if (!(frameStarts[i]! < frameStarts[i + 1]! && frameStarts[i + 1]! <= segment.logBytes)) {
-      throw new Error(`segment ${segment.baseOffset}: index entry ${k + i} [${frameStarts[i]}, ${frameStarts[i + 1]}) is corrupt`);
+  return withSealedSegment(dir, segment.baseOffset, async (files) => {
+    const entries = await sealedIndexEntries(files, k, count + (hasNext ? 1 : 0), segment.recordCount);
+    const frameStarts = Array.from({ length: count + 1 }, (_, i) => (i < count || hasNext ? indexEntryRead(entries, i) : segment.logBytes));
+    for (let i = 0; i < count; i++) {
+      if (!(frameStarts[i]! < frameStarts[i + 1]! && frameStarts[i + 1]! <= segment.logBytes)) {
+        throw new Error(`segment ${segment.baseOffset}: index entry ${k + i} [${frameStarts[i]}, ${frameStarts[i + 1]}) is corrupt`);
+      }
     }
+    return { frameStarts, bytes: await readExact(files.log, frameStarts[0]!, frameStarts[count]! - frameStarts[0]!) };
+  });
+}
+
+/** Index entries [k, k + count) of a sealed segment, from the window of entries last read when it holds them, else
+ *  read with the entries after them (a consumer reads on from there): most runs then need only their .log read. */
+async function sealedIndexEntries(files: SealedSegmentFiles, k: number, count: number, recordCount: number): Promise<Uint8Array> {
+  const window = files.idxWindow;
+  if (window !== null && k >= window.firstEntry && (k + count - window.firstEntry) * indexEntryBytes <= window.bytes.byteLength) {
+    const from = (k - window.firstEntry) * indexEntryBytes;
+    return window.bytes.subarray(from, from + count * indexEntryBytes);
   }
-  const log = await open(segmentPath(dir, segment.baseOffset, 'log'), 'r');
-  try {
-    return { frameStarts, bytes: await readExact(log, frameStarts[0]!, frameStarts[count]! - frameStarts[0]!) };
-  } finally {
-    await log.close();
-  }
+  const entries = Math.max(count, Math.min(sealedIndexWindowEntries, recordCount - k));
+  const bytes = await readExact(files.idx, k * indexEntryBytes, entries * indexEntryBytes);
+  files.idxWindow = { firstEntry: k, bytes };
+  return bytes.subarray(0, count * indexEntryBytes);
 }
 
 /** Reads frames from the start of a .log; returns the bytes covered by whole, valid frames. */

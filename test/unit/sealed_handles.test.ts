@@ -1,0 +1,112 @@
+// Goal: reads of sealed segments keep their files open between reads (workers/sealed_handles.ts) without changing
+// what a read answers: the same records, aged_out once retention deleted the segment (never its stale bytes), a
+// bounded number of descriptors however many segments are read, and none left once the log closes.
+// Method: a real partition directory with tiny segments (two records each); descriptors counted in /proc/self/fd.
+import t, { type Test } from 'tap';
+import { mkdtemp, readdir, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { PartitionLog, type StoredRecord } from '../../workers/segment_log.js';
+import { sealedSegmentsOpen } from '../../workers/sealed_handles.js';
+
+/** Record frames are 61 or 67 bytes (40-byte payload, key or not): two fit a segment, a third never does. */
+const segmentBytesSmall = 150;
+
+async function tempDir(t: Test): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), 'sealed-handles-'));
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  return join(dir, 'topics', '0123456789abcdef', '0');
+}
+
+function record(i: number, timestampSec = 1_700_000_000 + i): Omit<StoredRecord, 'offset'> {
+  return {
+    timestampSec,
+    key: i % 2 === 0 ? null : new TextEncoder().encode(`key-${i}`),
+    payload: new Uint8Array(40).map((_, k) => (i * 7 + k) & 0xff),
+    payloadKind: 2,
+    ingressSeq: 100 + i,
+    ingressIndex: 0,
+  };
+}
+
+async function logWith(dir: string, count: number, timestampSec?: (i: number) => number): Promise<PartitionLog> {
+  const log = await PartitionLog.open({ dir, segmentBytesMax: segmentBytesSmall });
+  for (let i = 0; i < count; i++) log.stage(record(i, timestampSec?.(i)));
+  await log.flush();
+  // The active segment's zero fill opens and closes a descriptor of its own: let it finish before counting.
+  await log.zeroFillIdle();
+  return log;
+}
+
+async function openDescriptors(): Promise<number> {
+  return (await readdir('/proc/self/fd')).length;
+}
+
+function payloadOf(result: StoredRecord | string): number[] | string {
+  return typeof result === 'string' ? result : [...result.payload];
+}
+
+t.test('repeated reads of a sealed segment answer the same records and hold one pair of descriptors', async (t) => {
+  const dir = await tempDir(t);
+  const log = await logWith(dir, 10);
+  t.teardown(() => log.close());
+  const before = await openDescriptors();
+  for (let round = 0; round < 20; round++) {
+    const [a, b] = await log.readMany([2, 3]);
+    t.same([payloadOf(a!), payloadOf(b!)], [[...record(2).payload], [...record(3).payload]]);
+  }
+  t.equal(sealedSegmentsOpen(), 1, 'one sealed segment in the cache');
+  const after = await openDescriptors();
+  t.equal(after, before + 2, `its .idx and .log stay open, nothing more (${before} -> ${after})`);
+});
+
+t.test('retention forgets a segment\'s handles: a later read is aged_out, not the deleted bytes', async (t) => {
+  const dir = await tempDir(t);
+  const log = await logWith(dir, 6, (i) => (i < 4 ? 100 : 1_700_000_000));
+  t.teardown(() => log.close());
+  t.same(payloadOf((await log.readMany([0]))[0]!), [...record(0).payload], 'read through the cache first');
+  t.equal(sealedSegmentsOpen(), 1);
+  t.same(await log.retain(200), { oldestOffset: 4, deletedSegments: 2 });
+  t.equal(sealedSegmentsOpen(), 0, 'the deleted segment\'s handles are gone');
+  t.same((await log.readMany([0, 1, 4])).map(payloadOf), ['aged_out', 'aged_out', [...record(4).payload]]);
+});
+
+t.test('however many sealed segments are read, the descriptors stay bounded; close lets all go', async (t) => {
+  const dir = await tempDir(t);
+  const log = await logWith(dir, 200);
+  const before = await openDescriptors();
+  // 100 segments of two records; every other one is sealed and read once.
+  for (let offset = 0; offset < 198; offset += 2) {
+    const [result] = await log.readMany([offset]);
+    t.equal(typeof result === 'string' ? result : result!.offset, offset);
+  }
+  const open = sealedSegmentsOpen();
+  t.ok(open > 0 && open <= 32, `at most 32 segments keep handles (${open})`);
+  t.ok((await openDescriptors()) - before <= 64, 'at most two descriptors per kept segment');
+  await log.close();
+  t.equal(sealedSegmentsOpen(), 0, 'closing the log forgets its segments');
+  // Handles close asynchronously once dropped: give them a few turns.
+  for (let i = 0; i < 50 && (await openDescriptors()) > before; i++) await new Promise((r) => setTimeout(r, 10));
+  t.ok((await openDescriptors()) <= before, 'every descriptor is closed');
+});
+
+t.test('runs read through the .idx window: across its edge, at the segment end, longer than it, backwards', async (t) => {
+  const dir = await tempDir(t);
+  // About 40,000 frames of 61-67 bytes fill the first segment, more than the 16,384-entry window of .idx entries.
+  const log = await PartitionLog.open({ dir, segmentBytesMax: 2_600_000 });
+  t.teardown(() => log.close());
+  const total = 45_000;
+  for (let i = 0; i < total; i++) log.stage(record(i));
+  await log.flush();
+  const sealedEnd = (await readdir(dir)).filter((name) => name.endsWith('.log')).map((name) => Number(name.slice(0, 20))).sort((a, b) => a - b)[1]!;
+  t.ok(sealedEnd > 16_384 * 2 && sealedEnd < total, `the first segment is sealed and holds ${sealedEnd} records`);
+  const runs: Array<[number, number]> = [[0, 100], [16_374, 10], [16_380, 10], [16_384, 1], [sealedEnd - 5, 5], [100, 20_000],
+    [sealedEnd - 1, 1], [50, 3], [32_760, 20]];
+  for (const [first, count] of runs) {
+    const offsets = Array.from({ length: count }, (_, i) => first + i);
+    const results = await log.readMany(offsets);
+    const wrong = results.filter((result, i) => typeof result === 'string' || result.offset !== offsets[i] ||
+      result.payload.some((byte, k) => byte !== record(offsets[i]!).payload[k])).length;
+    t.equal(wrong, 0, `run of ${count} from ${first}: every record is the one stored there`);
+  }
+});
