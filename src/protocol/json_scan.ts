@@ -20,21 +20,29 @@ export function skipJsonSpace(bytes: Uint8Array, at: number): number {
   return at;
 }
 
+/** Bytes that end a run of plain string characters: the closing quote, a backslash, and the control characters
+ *  (refused). One table load per byte instead of three comparisons: the batch produce's payload scan is mostly this
+ *  loop. */
+const stringStops = new Uint8Array(256);
+for (let b = 0; b < 0x20; b++) stringStops[b] = 1;
+stringStops[quote] = 1;
+stringStops[backslash] = 1;
+
 /** at: an opening quote. The index past the closing quote, or -1. */
 export function scanString(bytes: Uint8Array, at: number): number {
   let escaped = false;
   let i = at + 1;
-  while (i < bytes.length) {
+  const end = bytes.length;
+  // Bounded: every pass moves i forward or returns.
+  for (;;) {
+    while (i < end && stringStops[bytes[i]!] === 0) i++;
+    if (i >= end) return -1;
     const b = bytes[i]!;
     if (b === quote) {
       lastStringEscaped = escaped;
       return i + 1;
     }
-    if (b < 0x20) return -1;
-    if (b !== backslash) {
-      i++;
-      continue;
-    }
+    if (b !== backslash) return -1;
     escaped = true;
     const e = bytes[i + 1];
     if (e === quote || e === backslash || e === slash || e === 0x62 || e === 0x66 || e === 0x6e || e === 0x72 || e === 0x74) {
@@ -46,7 +54,6 @@ export function scanString(bytes: Uint8Array, at: number): number {
       return -1;
     }
   }
-  return -1;
 }
 
 function isHexDigit(b: number | undefined): boolean {
