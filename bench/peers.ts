@@ -68,6 +68,8 @@ export interface WrkSpec {
   connections: number;
   durationSec: number;
   messageBytes: number;
+  /** Messages each request carries (a batch produce's batch size); 1 when absent. */
+  messagesPerRequest?: number;
   serverPid: number | null;
 }
 
@@ -126,10 +128,12 @@ function wrkFigures(spec: WrkSpec, out: string, cpuMs: number | null, cpu: Retur
   const ok = requests - non2xx;
   const reqPerSec = ok / windowSec;
   if (!Number.isFinite(reqPerSec)) throw new Error(`wrk: could not read its output:\n${out.slice(0, 2000)}`);
+  const messagesPerRequest = spec.messagesPerRequest ?? 1;
+  const msgsPerSec = reqPerSec * messagesPerRequest;
   return {
     name: spec.name, target: spec.url, client: 'wrk', connections: spec.connections, durationSec: windowSec,
-    messagesPerRequest: 1, requestBodyBytes: spec.body.length, acceptedRequests: ok, reqPerSec, msgsPerSec: reqPerSec,
-    payloadMBPerSec: (reqPerSec * spec.messageBytes) / 1e6,
+    messagesPerRequest, requestBodyBytes: spec.body.length, acceptedRequests: ok, reqPerSec, msgsPerSec,
+    payloadMBPerSec: (msgsPerSec * spec.messageBytes) / 1e6,
     latencyMs: { p50: pct('50'), p90: pct('90'), p99: pct('99'), p999: NaN, max, mean: NaN },
     statusCounts: {}, errorCounts, clientCpuPercent: cpu.clientCpuPercent,
     clientCpuUsPerRequest: cpuMs === null || requests === 0 ? NaN : (cpuMs * 1000) / requests,

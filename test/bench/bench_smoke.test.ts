@@ -111,6 +111,17 @@ t.test('produce-batch --rate --compare: open loop figures, batch floor and pipel
   if (hasRedis) numbers(t, report.ratios, ['batchOverRedis'], 'ratios');
 });
 
+t.test('produce-batch closed loop: wrk drives the same route beside the bench client (when installed)', { skip: !hasWrk }, async (t) => {
+  const out = await bench(['produce-batch', '--batch', '100', '--batch-connections', '2', '--duration', '1', ...quick]);
+  t.equal(out.code, 0, `exit 0 (stderr tail: ${out.stderr.slice(-400)})`);
+  const report = await jsonResult(t, out.stdout);
+  const wrk = run(report, 'batch produce (wrk)');
+  numbers(t, wrk, ['reqPerSec', 'msgsPerSec', 'latencyMs.p99'], 'batch produce (wrk)');
+  t.equal(wrk?.messagesPerRequest, 100, 'a wrk request carries the batch');
+  t.equal(wrk?.msgsPerSec, (wrk?.reqPerSec as number) * 100, 'msgs/s = req/s x batch');
+  numbers(t, report.ratios, ['batchOverWrk'], 'ratios');
+});
+
 t.test('consume-single: drain run figures', async (t) => {
   const out = await bench(['consume-single', '--duration', '1', '--prefill', '20000', '--connections', '8', ...quick]);
   t.ok(out.code === 0 || out.code === 1, `ends by itself (exit ${out.code}; 1 when the prefill ran out early)`);
