@@ -102,6 +102,7 @@ export class AckRequests {
 
   /** A batch ack of the handles scanHandleSpans found in body, copied byte for byte: no string per handle. */
   batchFromSpans(body: Buffer, spans: readonly number[]): Buffer {
+    if (spans.length === 0) throw new Error('batch ack: no receipt handles');
     const count = spans.length / 2;
     let handleBytes = 0;
     for (let i = 0; i < spans.length; i += 2) handleBytes += spans[i + 1]! - spans[i]!;

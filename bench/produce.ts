@@ -135,9 +135,11 @@ export async function runProduce(options: BenchOptions): Promise<ProduceReport> 
   };
   // The floor: the legacy `produce` measures it unless --skip-floor; the named scenarios with --compare.
   const floor = !options.skipFloor && (options.scenario === 'produce' || options.compare);
+  // wrk runs closed loop only: beside an open-loop (--rate) run its figures would compare unlike loads.
+  const withWrk = onPath('wrk') !== null && options.rate === null;
   if (floor && kinds.single) {
     await attempt(() => measureFloor(options, topic, payload, options.connections, 'http floor (hello world)',
-      (wrkRun) => attempt(wrkRun)));
+      withWrk ? (wrkRun) => attempt(wrkRun) : undefined));
     await sleep(1000);
   }
   if (floor && kinds.batch && options.scenario !== 'produce') {
@@ -157,7 +159,7 @@ export async function runProduce(options: BenchOptions): Promise<ProduceReport> 
       await sleep(1000);
       if (onPath('wrk') === null) {
         missingPeers.push(`wrk not installed (${installHint})`);
-      } else {
+      } else if (withWrk) {
         await attempt(() => runWrk({ name: singleWrkName, url: target!.url, path: request.path,
           headers: request.headers, body: payload, connections: options.connections, durationSec: options.durationSec,
           messageBytes: options.messageBytes, serverPid: target!.serverPid }));
@@ -170,7 +172,8 @@ export async function runProduce(options: BenchOptions): Promise<ProduceReport> 
         connections: options.batchConnections, request, messagesPerRequest: options.batch }));
       // Beside it, wrk on the same route (issue 4 item 2); the bench's client stays the headline here, since at a few
       // percent of a core it is not what limits batch produce (the ratio of the two rows says so).
-      if (onPath('wrk') !== null && options.rate === null) {
+      if (onPath('wrk') === null && !kinds.single) missingPeers.push(`wrk not installed (${installHint})`);
+      if (withWrk) {
         await sleep(1000);
         await attempt(() => runWrk({ name: batchWrkName, url: target!.url, path: request.path, headers: request.headers,
           body: batchBody, connections: options.batchConnections, durationSec: options.durationSec,
@@ -252,7 +255,7 @@ async function measureFloor(options: BenchOptions, topic: string, body: Buffer, 
     const request = produceRequest(topic, body, basicAuth('admin', 'x'.repeat(24)), batch);
     const figures = await measure(options, { name, url: hello.url, request, connections,
       messagesPerRequest: batch ? options.batch : 1, serverPid: hello.pid, server: hello });
-    if (withWrk !== undefined && onPath('wrk') !== null) {
+    if (withWrk !== undefined) {
       await sleep(1000);
       await withWrk(() => runWrk({ name: floorWrkName, url: hello.url, path: request.path, headers: request.headers,
         body, connections, durationSec: options.durationSec, messageBytes: options.messageBytes, serverPid: hello.pid }));

@@ -29,6 +29,10 @@ t.test('batchFromSpans of one handle', async (t) => {
   t.same(JSON.parse(sent), { receipt_handles: ['5:5:5'] });
 });
 
+t.test('batchFromSpans refuses an answer without handles (an empty list is no valid ack body)', async (t) => {
+  t.throws(() => new AckRequests(target, 't').batchFromSpans(Buffer.from('{"messages":[]}'), []), /no receipt handles/);
+});
+
 t.test('allSettledAnswer is the node\'s batch ack answer when every item is 204', async (t) => {
   t.equal(allSettledAnswer(2).toString(), '{"results":[{"status":204},{"status":204}]}');
   t.equal(allSettledAnswer(100), allSettledAnswer(100), 'built once per count');

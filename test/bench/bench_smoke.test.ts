@@ -118,7 +118,6 @@ t.test('produce-batch closed loop: wrk drives the same route beside the bench cl
   const wrk = run(report, 'batch produce (wrk)');
   numbers(t, wrk, ['reqPerSec', 'msgsPerSec', 'latencyMs.p99'], 'batch produce (wrk)');
   t.equal(wrk?.messagesPerRequest, 100, 'a wrk request carries the batch');
-  t.equal(wrk?.msgsPerSec, (wrk?.reqPerSec as number) * 100, 'msgs/s = req/s x batch');
   numbers(t, report.ratios, ['batchOverWrk'], 'ratios');
 });
 

@@ -85,9 +85,11 @@ t.test('however many sealed segments are read, the descriptors stay bounded; clo
   t.ok((await openDescriptors()) - before <= 64, 'at most two descriptors per kept segment');
   await log.close();
   t.equal(sealedSegmentsOpen(), 0, 'closing the log forgets its segments');
-  // Handles close asynchronously once dropped: give them a few turns.
-  for (let i = 0; i < 50 && (await openDescriptors()) > before; i++) await new Promise((r) => setTimeout(r, 10));
-  t.ok((await openDescriptors()) <= before, 'every descriptor is closed');
+  // `before` counted the active segment's .log and .idx, which close releases too. Handles close asynchronously once
+  // dropped: give them a few turns.
+  const target = before - 2;
+  for (let i = 0; i < 50 && (await openDescriptors()) > target; i++) await new Promise((r) => setTimeout(r, 10));
+  t.equal(await openDescriptors(), target, 'every descriptor is closed, the active segment\'s included');
 });
 
 t.test('runs read through the .idx window: across its edge, at the segment end, longer than it, backwards', async (t) => {
@@ -100,7 +102,8 @@ t.test('runs read through the .idx window: across its edge, at the segment end, 
   await log.flush();
   const sealedEnd = (await readdir(dir)).filter((name) => name.endsWith('.log')).map((name) => Number(name.slice(0, 20))).sort((a, b) => a - b)[1]!;
   t.ok(sealedEnd > 16_384 * 2 && sealedEnd < total, `the first segment is sealed and holds ${sealedEnd} records`);
-  const runs: Array<[number, number]> = [[0, 100], [16_374, 10], [16_380, 10], [16_384, 1], [sealedEnd - 5, 5], [100, 20_000],
+  // [16_373, 10] needs entries up to 16,383 (its next frame's start): the last of the first window, read from memory.
+  const runs: Array<[number, number]> = [[0, 100], [16_373, 10], [16_374, 10], [16_380, 10], [16_384, 1], [sealedEnd - 5, 5], [100, 20_000],
     [sealedEnd - 1, 1], [50, 3], [32_760, 20]];
   for (const [first, count] of runs) {
     const offsets = Array.from({ length: count }, (_, i) => first + i);
