@@ -7,7 +7,7 @@
 import { open, type FileHandle } from 'node:fs/promises';
 import { segmentPath } from './partition_dirs.js';
 
-/** Segments with open handles per thread: two descriptors each. */
+/** Segments with open handles per thread: two descriptors and at most ~320 KiB of read-ahead each. */
 const sealedSegmentsOpenMax = 32;
 
 export interface SealedSegmentFiles {
@@ -15,6 +15,8 @@ export interface SealedSegmentFiles {
   log: FileHandle;
   /** The last window of .idx entries read (segment_log.ts reads ahead), so that most runs need one read, not two. */
   idxWindow: { firstEntry: number; bytes: Uint8Array } | null;
+  /** The last window of .log bytes read, from its first byte: a consumer's next runs are usually inside it. */
+  logWindow: { firstByte: number; bytes: Uint8Array } | null;
 }
 
 interface Entry {
@@ -80,7 +82,7 @@ export function sealedSegmentsOpen(): number {
 async function openBoth(dir: string, baseOffset: number): Promise<SealedSegmentFiles> {
   const idx = await open(segmentPath(dir, baseOffset, 'idx'), 'r');
   try {
-    return { idx, log: await open(segmentPath(dir, baseOffset, 'log'), 'r'), idxWindow: null };
+    return { idx, log: await open(segmentPath(dir, baseOffset, 'log'), 'r'), idxWindow: null, logWindow: null };
   } catch (err) {
     await idx.close();
     throw err;

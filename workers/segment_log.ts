@@ -56,6 +56,8 @@ const packr = new Packr({ useRecords: false, moreTypes: false });
 const tailChunkBytesMax = 16 * 1024;
 /** Index entries read at once from a sealed .idx (64 KiB): a batch consume's next runs find theirs in memory. */
 const sealedIndexWindowEntries = 16 * 1024;
+/** Bytes read at once from a sealed .log (about 2,000 records of 100 B): the same for the records themselves. */
+const sealedLogWindowBytes = 256 * 1024;
 /** Zeros written ahead of the active .log's end (src/util/zero_fill.ts), so a flush round's write overwrites blocks
  *  the file owns and its fdatasync needs no journal commit. A partition's first fill is small (one written to once
  *  keeps 32 KiB of zeros), each later one doubles up to the most; all fills of a worker share one buffer of zeros,
@@ -873,8 +875,23 @@ async function segmentRunReadSealed(dir: string, segment: Segment, k: number, co
         throw new Error(`segment ${segment.baseOffset}: index entry ${k + i} [${frameStarts[i]}, ${frameStarts[i + 1]}) is corrupt`);
       }
     }
-    return { frameStarts, bytes: await readExact(files.log, frameStarts[0]!, frameStarts[count]! - frameStarts[0]!) };
+    return { frameStarts, bytes: await sealedLogBytes(files, frameStarts[0]!, frameStarts[count]!, segment.logBytes) };
   });
+}
+
+/** Bytes [start, end) of a sealed .log: from the window last read when it holds them (no thread-pool round trip on
+ *  a consumer's path), else read with up to sealedLogWindowBytes after start. Views: records keep the window alive,
+ *  and whoever sends one to another thread copies it (recordCopy). Every frame is still checked (length, crc) when
+ *  decoded. */
+async function sealedLogBytes(files: SealedSegmentFiles, start: number, end: number, logBytes: number): Promise<Uint8Array> {
+  const window = files.logWindow;
+  if (window !== null && start >= window.firstByte && end <= window.firstByte + window.bytes.byteLength) {
+    return window.bytes.subarray(start - window.firstByte, end - window.firstByte);
+  }
+  const windowEnd = Math.min(logBytes, Math.max(end, start + sealedLogWindowBytes));
+  const bytes = await readExact(files.log, start, windowEnd - start);
+  files.logWindow = { firstByte: start, bytes };
+  return bytes.subarray(0, end - start);
 }
 
 /** Index entries [k, k + count) of a sealed segment, from the window of entries last read when it holds them, else
