@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PartitionLog, type StoredRecord } from '../../workers/segment_log.js';
 import { sealedSegmentsOpen } from '../../workers/sealed_handles.js';
+import { partitionRecord } from '../helpers/partition_records.js';
 
 /** Record frames are 61 or 67 bytes (40-byte payload, key or not): two fit a segment, a third never does. */
 const segmentBytesSmall = 150;
@@ -18,16 +19,7 @@ async function tempDir(t: Test): Promise<string> {
   return join(dir, 'topics', '0123456789abcdef', '0');
 }
 
-function record(i: number, timestampSec = 1_700_000_000 + i): Omit<StoredRecord, 'offset'> {
-  return {
-    timestampSec,
-    key: i % 2 === 0 ? null : new TextEncoder().encode(`key-${i}`),
-    payload: new Uint8Array(40).map((_, k) => (i * 7 + k) & 0xff),
-    payloadKind: 2,
-    ingressSeq: 100 + i,
-    ingressIndex: 0,
-  };
-}
+const record = partitionRecord;
 
 async function logWith(dir: string, count: number, timestampSec?: (i: number) => number): Promise<PartitionLog> {
   const log = await PartitionLog.open({ dir, segmentBytesMax: segmentBytesSmall });

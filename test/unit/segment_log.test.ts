@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { PartitionLog, type StoredRecord } from '../../workers/segment_log.js';
 import { parseSegmentFileName, segmentFileName } from '../../workers/partition_dirs.js';
 import { scanFrames } from '../../src/util/frame.js';
+import { partitionRecord } from '../helpers/partition_records.js';
 
 async function tempDir(t: Test): Promise<string> {
   const dir = await mkdtemp(join(tmpdir(), 'segment-log-'));
@@ -15,17 +16,9 @@ async function tempDir(t: Test): Promise<string> {
   return join(dir, 'topics', '0123456789abcdef', '0');
 }
 
-/** Record i of a test stream: ingress (100 + i, 0), payload bytes derived from i. */
+/** Record i of a test stream (test/helpers/partition_records.ts), written at 1,700,000,000 + i. */
 function record(i: number, payloadBytes = 40): Omit<StoredRecord, 'offset'> {
-  const payload = new Uint8Array(payloadBytes).map((_, k) => (i * 7 + k) & 0xff);
-  return {
-    timestampSec: 1_700_000_000 + i,
-    key: i % 2 === 0 ? null : new TextEncoder().encode(`key-${i}`),
-    payload,
-    payloadKind: 2,
-    ingressSeq: 100 + i,
-    ingressIndex: 0,
-  };
+  return partitionRecord(i, undefined, payloadBytes);
 }
 
 async function readRecord(t: Test, log: PartitionLog, offset: number): Promise<StoredRecord> {

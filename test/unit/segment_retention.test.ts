@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { PartitionLog, type StoredRecord } from '../../workers/segment_log.js';
 import { parseSegmentFileName, segmentFileName } from '../../workers/partition_dirs.js';
 import { scanFrames } from '../../src/util/frame.js';
+import { partitionRecord } from '../helpers/partition_records.js';
 
 async function tempDir(t: Test): Promise<string> {
   const dir = await mkdtemp(join(tmpdir(), 'segment-retention-'));
@@ -20,16 +21,9 @@ async function tempDir(t: Test): Promise<string> {
 /** Record frames are 61 or 67 bytes (40-byte payload, key or not): two fit, a third never does. */
 const segmentBytesSmall = 150;
 
-/** Record i: ingress (100 + i, 0), written at timestampSec. */
+/** Record i (test/helpers/partition_records.ts), written at timestampSec. */
 function record(i: number, timestampSec: number): Omit<StoredRecord, 'offset'> {
-  return {
-    timestampSec,
-    key: i % 2 === 0 ? null : new TextEncoder().encode(`key-${i}`),
-    payload: new Uint8Array(40).map((_, k) => (i * 7 + k) & 0xff),
-    payloadKind: 2,
-    ingressSeq: 100 + i,
-    ingressIndex: 0,
-  };
+  return partitionRecord(i, timestampSec);
 }
 
 /** Opens dir and stores records i = 0.. with the given timestamps in one flush. */
