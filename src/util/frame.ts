@@ -50,12 +50,8 @@ export const frameBodyBytesMax = 64 * 1024 * 1024;
 
 /** Writes one frame for body at target[at..]; returns the bytes written. */
 export function writeFrame(target: Uint8Array, at: number, body: Uint8Array): number {
-  if (body.byteLength === 0) throw new Error('frame: an empty body would read back as the end of the log');
-  const view = new DataView(target.buffer, target.byteOffset, target.byteLength);
-  view.setUint32(at, body.byteLength, true);
-  view.setUint32(at + 4, crc32Range(body, 0, body.byteLength), true);
   target.set(body, at + frameHeaderBytes);
-  return frameHeaderBytes + body.byteLength;
+  return sealFrame(target, at, body.byteLength);
 }
 
 /** Completes a frame whose body was written in place at target[at + frameHeaderBytes..]: length and crc. */
