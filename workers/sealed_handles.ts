@@ -1,22 +1,43 @@
-// Open read handles (.idx and .log) of sealed segments, kept between reads: a consumer catching up reads one sealed
-// segment run after run, and opening and closing both files for every run cost four thread-pool round trips beside
-// the two reads. One cache per thread (module state: each partition worker has its own), bounded, least recently
+// Open read handles (.idx and .log) of sealed segments, kept between reads with a window read ahead of each: a
+// consumer catching up reads one sealed segment run after run, and opening and closing both files for every run cost
+// four thread-pool round trips beside the two reads, which the windows then mostly spare too. One cache per thread (module state: each partition worker has its own), bounded, least recently
 // used first out; a handle is closed once it is out of the cache and no read holds it. Sealed segments never change,
 // so a handle stays valid until its segment is deleted: retention and topic deletion forget it first, so a read
 // that starts afterwards finds the file gone, as it would without the cache.
 import { open, type FileHandle } from 'node:fs/promises';
+import { readExact } from '../src/util/durable_fs.js';
 import { segmentPath } from './partition_dirs.js';
 
-/** Segments with open handles per thread: two descriptors and at most ~320 KiB of read-ahead each. */
+/** Segments with open handles per thread: two descriptors and at most 320 KiB of windows each. */
 const sealedSegmentsOpenMax = 32;
+/** Read at once from a sealed .idx: 16,384 entries, so a batch consume's next runs find theirs in memory. */
+const idxWindowBytes = 64 * 1024;
+/** Read at once from a sealed .log: about 2,000 records of 100 B, the same for the records themselves. */
+const logWindowBytes = 256 * 1024;
+
+/** Reads of one file through the window last read from it: a read inside it needs no file read; one outside reads
+ *  from its start up to windowBytes (or its end, if longer), which becomes the window. Views of the window are
+ *  returned: whoever sends bytes to another thread copies them (partition_worker.ts recordCopy). */
+export class ReadAhead {
+  private firstByte = 0;
+  private bytes: Uint8Array = new Uint8Array(0);
+
+  constructor(readonly handle: FileHandle, private readonly windowBytes: number) {}
+
+  /** Bytes [start, end) of the file, which holds fileBytes. */
+  async read(start: number, end: number, fileBytes: number): Promise<Uint8Array> {
+    if (start >= this.firstByte && end <= this.firstByte + this.bytes.byteLength) {
+      return this.bytes.subarray(start - this.firstByte, end - this.firstByte);
+    }
+    const bytes = await readExact(this.handle, start, Math.min(fileBytes, Math.max(end, start + this.windowBytes)) - start);
+    [this.firstByte, this.bytes] = [start, bytes];
+    return bytes.subarray(0, end - start);
+  }
+}
 
 export interface SealedSegmentFiles {
-  idx: FileHandle;
-  log: FileHandle;
-  /** The last window of .idx entries read (segment_log.ts reads ahead), so that most runs need one read, not two. */
-  idxWindow: { firstEntry: number; bytes: Uint8Array } | null;
-  /** The last window of .log bytes read, from its first byte: a consumer's next runs are usually inside it. */
-  logWindow: { firstByte: number; bytes: Uint8Array } | null;
+  idx: ReadAhead;
+  log: ReadAhead;
 }
 
 interface Entry {
@@ -36,13 +57,14 @@ function keyOf(dir: string, baseOffset: number): string {
 }
 
 /** Runs read with the sealed segment's open handles, opening them if no earlier read left them open. An open that
- *  fails (ENOENT after retention) rejects and caches nothing. */
+ *  fails (ENOENT after retention) rejects, and its entry leaves the cache at once. */
 export async function withSealedSegment<T>(dir: string, baseOffset: number, read: (files: SealedSegmentFiles) => Promise<T>): Promise<T> {
   const key = keyOf(dir, baseOffset);
   let entry = entries.get(key);
   if (entry === undefined) {
-    entry = { dir, opened: openBoth(dir, baseOffset), users: 0, dropped: false, closed: false };
-    entries.set(key, entry);
+    const opened: Entry = { dir, opened: openBoth(dir, baseOffset), users: 0, dropped: false, closed: false };
+    opened.opened.catch(() => drop(key, opened));
+    entries.set(key, (entry = opened));
     evictBeyondMax();
   } else {
     // Most recently used last.
@@ -52,10 +74,6 @@ export async function withSealedSegment<T>(dir: string, baseOffset: number, read
   entry.users += 1;
   try {
     return await read(await entry.opened);
-  } catch (err) {
-    // A failed open must not stay cached; a failed read leaves handles that may still be good for others.
-    if (entries.get(key) === entry && (await settled(entry.opened)) === 'failed') drop(key, entry);
-    throw err;
   } finally {
     entry.users -= 1;
     if (entry.dropped) closeIfUnused(entry);
@@ -82,7 +100,8 @@ export function sealedSegmentsOpen(): number {
 async function openBoth(dir: string, baseOffset: number): Promise<SealedSegmentFiles> {
   const idx = await open(segmentPath(dir, baseOffset, 'idx'), 'r');
   try {
-    return { idx, log: await open(segmentPath(dir, baseOffset, 'log'), 'r'), idxWindow: null, logWindow: null };
+    const log = await open(segmentPath(dir, baseOffset, 'log'), 'r');
+    return { idx: new ReadAhead(idx, idxWindowBytes), log: new ReadAhead(log, logWindowBytes) };
   } catch (err) {
     await idx.close();
     throw err;
@@ -107,11 +126,7 @@ function closeIfUnused(entry: Entry): void {
   if (entry.users > 0 || entry.closed) return;
   entry.closed = true;
   entry.opened.then(
-    (files) => Promise.all([files.idx.close(), files.log.close()]),
+    (files) => Promise.all([files.idx.handle.close(), files.log.handle.close()]),
     () => undefined,
   ).catch((err: unknown) => process.stderr.write(`sealed segment handles of ${entry.dir}: close failed: ${String(err)}\n`));
-}
-
-function settled(promise: Promise<unknown>): Promise<'ok' | 'failed'> {
-  return promise.then(() => 'ok' as const, () => 'failed' as const);
 }

@@ -23,9 +23,9 @@ import { encodeFrame, frameBodyBytesMax, frameHeaderBytes, frameWhole, scanFrame
 import { MsgpackReader, MsgpackShapeError } from '../src/protocol/msgpack_reader.js';
 import { arrayHeaderBytes, binBytes, MsgpackWriter, uintBytes } from '../src/protocol/msgpack_writer.js';
 import { parseSegmentFileName, segmentPath } from './partition_dirs.js';
-import { forgetSealedSegment, forgetSealedSegmentsOf, withSealedSegment, type SealedSegmentFiles } from './sealed_handles.js';
+import { forgetSealedSegment, forgetSealedSegmentsOf, withSealedSegment } from './sealed_handles.js';
 import { indexEntryBytes, indexEntryRead, segmentPositionLimit, SegmentPositions } from './segment_index.js';
-import { dirCreateDurably, dirSync, writeAll, writeAllSync } from '../src/util/durable_fs.js';
+import { dirCreateDurably, dirSync, readExact, writeAll, writeAllSync } from '../src/util/durable_fs.js';
 import { ZeroFill } from '../src/util/zero_fill.js';
 
 /** A record as answered (StoredRecordView) plus where it came from: ingress sequence of its frame and its position
@@ -54,10 +54,6 @@ const packr = new Packr({ useRecords: false, moreTypes: false });
  *  so a consumer that keeps up reads the records it was just woken for without a file read. Bounds the memory per
  *  partition; bigger chunks (batch produce) are read from the file. */
 const tailChunkBytesMax = 16 * 1024;
-/** Index entries read at once from a sealed .idx (64 KiB): a batch consume's next runs find theirs in memory. */
-const sealedIndexWindowEntries = 16 * 1024;
-/** Bytes read at once from a sealed .log (about 2,000 records of 100 B): the same for the records themselves. */
-const sealedLogWindowBytes = 256 * 1024;
 /** Zeros written ahead of the active .log's end (src/util/zero_fill.ts), so a flush round's write overwrites blocks
  *  the file owns and its fdatasync needs no journal commit. A partition's first fill is small (one written to once
  *  keeps 32 KiB of zeros), each later one doubles up to the most; all fills of a worker share one buffer of zeros,
@@ -864,48 +860,20 @@ async function markRead(dir: string): Promise<TailMark> {
   return { nextOffset, lastIngress: { seq, index } };
 }
 
-/** A run of count frames from entry k of a sealed segment: one read of its index, one of its log. */
+/** A run of count frames from entry k of a sealed segment: its index entries, then its bytes, each from the segment's
+ *  read-ahead window when it holds them (sealed_handles.ts). */
 async function segmentRunReadSealed(dir: string, segment: Segment, k: number, count: number): Promise<{ frameStarts: number[]; bytes: Uint8Array }> {
   const hasNext = k + count < segment.recordCount;
   return withSealedSegment(dir, segment.baseOffset, async (files) => {
-    const entries = await sealedIndexEntries(files, k, count + (hasNext ? 1 : 0), segment.recordCount);
+    const entries = await files.idx.read(k * indexEntryBytes, (k + count + (hasNext ? 1 : 0)) * indexEntryBytes, segment.idxBytes);
     const frameStarts = Array.from({ length: count + 1 }, (_, i) => (i < count || hasNext ? indexEntryRead(entries, i) : segment.logBytes));
     for (let i = 0; i < count; i++) {
       if (!(frameStarts[i]! < frameStarts[i + 1]! && frameStarts[i + 1]! <= segment.logBytes)) {
         throw new Error(`segment ${segment.baseOffset}: index entry ${k + i} [${frameStarts[i]}, ${frameStarts[i + 1]}) is corrupt`);
       }
     }
-    return { frameStarts, bytes: await sealedLogBytes(files, frameStarts[0]!, frameStarts[count]!, segment.logBytes) };
+    return { frameStarts, bytes: await files.log.read(frameStarts[0]!, frameStarts[count]!, segment.logBytes) };
   });
-}
-
-/** Bytes [start, end) of a sealed .log: from the window last read when it holds them (no thread-pool round trip on
- *  a consumer's path), else read with up to sealedLogWindowBytes after start. Views: records keep the window alive,
- *  and whoever sends one to another thread copies it (recordCopy). Every frame is still checked (length, crc) when
- *  decoded. */
-async function sealedLogBytes(files: SealedSegmentFiles, start: number, end: number, logBytes: number): Promise<Uint8Array> {
-  const window = files.logWindow;
-  if (window !== null && start >= window.firstByte && end <= window.firstByte + window.bytes.byteLength) {
-    return window.bytes.subarray(start - window.firstByte, end - window.firstByte);
-  }
-  const windowEnd = Math.min(logBytes, Math.max(end, start + sealedLogWindowBytes));
-  const bytes = await readExact(files.log, start, windowEnd - start);
-  files.logWindow = { firstByte: start, bytes };
-  return bytes.subarray(0, end - start);
-}
-
-/** Index entries [k, k + count) of a sealed segment, from the window of entries last read when it holds them, else
- *  read with the entries after them (a consumer reads on from there): most runs then need only their .log read. */
-async function sealedIndexEntries(files: SealedSegmentFiles, k: number, count: number, recordCount: number): Promise<Uint8Array> {
-  const window = files.idxWindow;
-  if (window !== null && k >= window.firstEntry && (k + count - window.firstEntry) * indexEntryBytes <= window.bytes.byteLength) {
-    const from = (k - window.firstEntry) * indexEntryBytes;
-    return window.bytes.subarray(from, from + count * indexEntryBytes);
-  }
-  const entries = Math.max(count, Math.min(sealedIndexWindowEntries, recordCount - k));
-  const bytes = await readExact(files.idx, k * indexEntryBytes, entries * indexEntryBytes);
-  files.idxWindow = { firstEntry: k, bytes };
-  return bytes.subarray(0, count * indexEntryBytes);
 }
 
 /** Reads frames from the start of a .log; returns the bytes covered by whole, valid frames. */
@@ -995,17 +963,6 @@ function readExactSync(fd: number, position: number, length: number): Uint8Array
   let done = 0;
   while (done < length) {
     const bytesRead = readSync(fd, out, done, length - done, position + done);
-    if (bytesRead === 0) throw new Error(`short read: ${done} of ${length} bytes at ${position}`);
-    done += bytesRead;
-  }
-  return out;
-}
-
-async function readExact(handle: FileHandle, position: number, length: number): Promise<Uint8Array> {
-  const out = new Uint8Array(length);
-  let done = 0;
-  while (done < length) {
-    const { bytesRead } = await handle.read(out, done, length - done, position + done);
     if (bytesRead === 0) throw new Error(`short read: ${done} of ${length} bytes at ${position}`);
     done += bytesRead;
   }

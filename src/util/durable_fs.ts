@@ -1,4 +1,4 @@
-// Durable-write helpers shared by every log on disk (ingress log, segment logs, ack logs): whole writes at a
+// File helpers shared by every log on disk (ingress log, segment logs, ack logs): whole writes and reads at a
 // position, and directory syncs so a new or renamed file's entry survives a power loss. Async fs, so the front
 // thread may use them too, except writeAllSync, which blocks: partition workers only.
 import { writeSync } from 'node:fs';
@@ -13,6 +13,18 @@ export function writeAllSync(fd: number, bytes: Uint8Array, position: number): v
     if (written <= 0) throw new Error(`write made no progress at byte ${position + done}`);
     done += written;
   }
+}
+
+/** Reads exactly length bytes at position (a read may return less than asked); a short file is an error. */
+export async function readExact(handle: FileHandle, position: number, length: number): Promise<Uint8Array> {
+  const out = new Uint8Array(length);
+  let done = 0;
+  while (done < length) {
+    const { bytesRead } = await handle.read(out, done, length - done, position + done);
+    if (bytesRead === 0) throw new Error(`short read: ${done} of ${length} bytes at ${position}`);
+    done += bytesRead;
+  }
+  return out;
 }
 
 /** Writes all of bytes at position (a write may take less than asked). */
