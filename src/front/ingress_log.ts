@@ -181,19 +181,6 @@ export class IngressLog {
     return seq;
   }
 
-  /** append, as a promise. */
-  append(body: Uint8Array, seq: number): Promise<void> {
-    let resolve = (): void => undefined;
-    let reject = (_error: Error): void => undefined;
-    const done = new Promise<void>((res, rej) => {
-      resolve = res;
-      reject = rej;
-    });
-    // Outside the executor: a broken ordering rule throws here, at the caller, not into the promise.
-    this.appendThen(body, seq, (error) => (error === null ? resolve() : reject(error)));
-    return done;
-  }
-
   /** Appends one frame whose body the caller encoded with that seq, and calls `done` once, always from a microtask:
    *  with null after the fdatasync covering it, or with an error when the log has failed (then `failed` is true
    *  forever: every produce answers 500 until restart) or close has begun. A callback, not a promise: the single

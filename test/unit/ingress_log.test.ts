@@ -31,6 +31,14 @@ function body(seq: number, payloadBytes = 16): Uint8Array {
   });
 }
 
+/** appendThen as a promise. The ordering rules throw here, at the caller, as they do for the produce handler. */
+function appendSynced(log: IngressLog, bytes: Uint8Array, seq: number): Promise<void> {
+  let settle: (error: Error | null) => void = () => undefined;
+  const synced = new Promise<void>((resolve, reject) => (settle = (error) => (error === null ? resolve() : reject(error))));
+  log.appendThen(bytes, seq, (error) => settle(error));
+  return synced;
+}
+
 function hex(bytes: Uint8Array): string {
   return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('hex');
 }
@@ -70,7 +78,7 @@ async function openLog(opts: IngressLogOptions) {
 /** Takes a seq, appends a body for it and waits for its sync; returns the seq. */
 async function appendOne(log: IngressLog, payloadBytes = 16): Promise<number> {
   const seq = log.takeSeq();
-  await log.append(body(seq, payloadBytes), seq);
+  await appendSynced(log, body(seq, payloadBytes), seq);
   return seq;
 }
 
@@ -126,8 +134,8 @@ t.test('append resolves only after the sync covering it, after onSynced saw the 
   t.equal(seqB, 2);
   const bodies = [body(seqA), body(seqB)];
   const appended = [
-    log.append(bodies[0]!, seqA).then(() => events.push(`A resolved after ${log.syncCount} syncs`)),
-    log.append(bodies[1]!, seqB).then(() => events.push(`B resolved after ${log.syncCount} syncs`)),
+    appendSynced(log, bodies[0]!, seqA).then(() => events.push(`A resolved after ${log.syncCount} syncs`)),
+    appendSynced(log, bodies[1]!, seqB).then(() => events.push(`B resolved after ${log.syncCount} syncs`)),
   ];
   t.equal(log.syncCount, 0);
   await Promise.all(appended);
@@ -149,7 +157,7 @@ t.test('500 concurrent appends share few syncs and keep seq order', async (t) =>
   const appended: Promise<void>[] = [];
   for (let i = 0; i < 500; i++) {
     const seq = log.takeSeq();
-    appended.push(log.append(body(seq), seq));
+    appended.push(appendSynced(log, body(seq), seq));
   }
   await Promise.all(appended);
   t.ok(log.syncCount < 50, `${log.syncCount} syncs for 500 appends`);
@@ -199,7 +207,7 @@ t.test('appends that arrive while a group is syncing join the next write togethe
         if (syncsStarted === 1) {
           for (let i = 0; i < 3; i++) {
             const seq = recovery.log.takeSeq();
-            late.push(recovery.log.append(body(seq), seq));
+            late.push(appendSynced(recovery.log, body(seq), seq));
           }
         }
         return undefined;
@@ -217,7 +225,7 @@ t.test('reopen replays every frame in order and takeSeq continues', async (t) =>
   const dir = await tempDir(t);
   const first = await openLog({ dir, segmentBytesMax: mib });
   for (let i = 0; i < 3; i++) await appendOne(first.log);
-  const concurrent = [first.log.takeSeq(), first.log.takeSeq()].map((seq) => first.log.append(body(seq), seq));
+  const concurrent = [first.log.takeSeq(), first.log.takeSeq()].map((seq) => appendSynced(first.log, body(seq), seq));
   await Promise.all(concurrent);
   await first.log.close();
   const written = concat(first.groups.map((g) => g.bytes));
@@ -304,7 +312,7 @@ t.test('segments roll between groups, named by first seq; markDurable deletes on
   const first = await openLog({ dir, segmentBytesMax });
   for (let i = 0; i < 7; i++) await appendOne(first.log, 200);
   // Five appends in one group land in one segment although they pass segmentBytesMax.
-  const grouped = range(8, 12).map(() => first.log.takeSeq()).map((seq) => first.log.append(body(seq, 200), seq));
+  const grouped = range(8, 12).map(() => first.log.takeSeq()).map((seq) => appendSynced(first.log, body(seq, 200), seq));
   await Promise.all(grouped);
   t.equal(first.groups.length, 8);
   await appendOne(first.log, 200);
@@ -340,7 +348,7 @@ t.test('a write fault latches failed and rejects pending and later appends', asy
     faults: {
       write: () => {
         const seq = recovery.log.takeSeq();
-        pending = recovery.log.append(body(seq), seq);
+        pending = appendSynced(recovery.log, body(seq), seq);
         return new Error('disk full');
       },
     },
@@ -348,12 +356,12 @@ t.test('a write fault latches failed and rejects pending and later appends', asy
   const { log, groups } = recovery;
   t.equal(log.failed, false);
   const seq = log.takeSeq();
-  await t.rejects(log.append(body(seq), seq), { message: 'ingress log failed', cause: { message: 'disk full' } });
+  await t.rejects(appendSynced(log, body(seq), seq), { message: 'ingress log failed', cause: { message: 'disk full' } });
   t.ok(pending, 'an append arrived while the group was in flight');
   await t.rejects(pending!, { message: 'ingress log failed' });
   t.equal(log.failed, true);
   const later = log.takeSeq();
-  await t.rejects(log.append(body(later), later), { message: 'ingress log failed' });
+  await t.rejects(appendSynced(log, body(later), later), { message: 'ingress log failed' });
   t.equal(log.syncCount, 0);
   t.same(groups, [], 'onSynced never ran');
   await log.close();
@@ -372,7 +380,7 @@ t.test('a sync fault latches failed and rejects pending and later appends', asyn
         syncs += 1;
         if (syncs === 1) return undefined;
         const seq = recovery.log.takeSeq();
-        pending = recovery.log.append(body(seq), seq);
+        pending = appendSynced(recovery.log, body(seq), seq);
         return new Error('EIO');
       },
     },
@@ -381,11 +389,11 @@ t.test('a sync fault latches failed and rejects pending and later appends', asyn
   await appendOne(log);
   t.equal(log.syncCount, 1);
   const seq = log.takeSeq();
-  await t.rejects(log.append(body(seq), seq), { message: 'ingress log failed', cause: { message: 'EIO' } });
+  await t.rejects(appendSynced(log, body(seq), seq), { message: 'ingress log failed', cause: { message: 'EIO' } });
   await t.rejects(pending!, { message: 'ingress log failed' });
   t.equal(log.failed, true);
   const later = log.takeSeq();
-  await t.rejects(log.append(body(later), later), { message: 'ingress log failed' });
+  await t.rejects(appendSynced(log, body(later), later), { message: 'ingress log failed' });
   t.equal(log.syncCount, 1);
   t.equal(groups.length, 1, 'onSynced ran only for the synced group');
   await log.close();
@@ -404,7 +412,7 @@ t.test('close waits for the in-flight group and the appends pending behind it', 
         syncs += 1;
         if (syncs > 1) return undefined;
         const seq = recovery.log.takeSeq();
-        void recovery.log.append(body(seq), seq).then(() => events.push('pending resolved'));
+        void appendSynced(recovery.log, body(seq), seq).then(() => events.push('pending resolved'));
         closed = recovery.log.close().then(() => {
           events.push('closed');
         });
@@ -414,14 +422,14 @@ t.test('close waits for the in-flight group and the appends pending behind it', 
   });
   const { log } = recovery;
   const seq = log.takeSeq();
-  const first = log.append(body(seq), seq).then(() => events.push('in-flight resolved'));
+  const first = appendSynced(log, body(seq), seq).then(() => events.push('in-flight resolved'));
   await first;
   t.ok(closed, 'close began while the first group was syncing');
   await closed;
   t.same(events, ['in-flight resolved', 'pending resolved', 'closed']);
   t.equal(log.syncCount, 2);
   const late = 99;
-  await t.rejects(log.append(body(late), late), { message: 'ingress log closed' });
+  await t.rejects(appendSynced(log, body(late), late), { message: 'ingress log closed' });
 
   const reopened = await openLog({ dir, segmentBytesMax: mib });
   t.same(seqsOf(concat(reopened.replay)), [1, 2]);
@@ -433,9 +441,9 @@ t.test('appends must come in increasing, taken seq order', async (t) => {
   const { log } = await openLog({ dir, segmentBytesMax: mib });
   const a = log.takeSeq();
   const b = log.takeSeq();
-  const appended = log.append(body(b), b);
-  t.throws(() => log.append(body(a), a), /increasing order/);
-  t.throws(() => log.append(body(b + 1), b + 1), /never gave/);
+  const appended = appendSynced(log, body(b), b);
+  t.throws(() => appendSynced(log, body(a), a), /increasing order/);
+  t.throws(() => appendSynced(log, body(b + 1), b + 1), /never gave/);
   await appended;
   await log.close();
 });
