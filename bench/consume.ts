@@ -82,7 +82,8 @@ function authHeaders(ctx: Context): Record<string, string> {
   return ctx.target.authorization === null ? {} : { authorization: ctx.target.authorization };
 }
 
-/** Builds ack requests as one string per request: the handles are ASCII (partition:offset:nonce). */
+/** Builds ack requests: a single ack as one string, a batch ack by copying the handles' bytes from the consume answer
+ *  (handles are ASCII: partition:offset:nonce). */
 export class AckRequests {
   private readonly singleHead: string;
   private readonly singleTail: string;
@@ -133,7 +134,10 @@ const idDigits = 9;
 
 /** The receipt handles of a consume answer, in order, found by scanning (our payloads never hold the key). */
 export function scanHandles(body: Buffer): string[] {
-  const spans = scanHandleSpans(body);
+  return handlesFromSpans(body, scanHandleSpans(body));
+}
+
+function handlesFromSpans(body: Buffer, spans: readonly number[]): string[] {
   return Array.from({ length: spans.length / 2 }, (_, i) => body.toString('latin1', spans[2 * i]!, spans[2 * i + 1]!));
 }
 
@@ -154,6 +158,11 @@ export function scanHandleSpans(body: Buffer): number[] {
 /** The batch ack answer whose count items are all {"status":204}, byte for byte as the node writes it (nearly every
  *  answer is this one: comparing with it spares scanning each status). Built once per count. */
 const allSettledAnswers = new Map<number, Buffer>();
+
+/** The statuses of a batch ack answer for count handles, in order: found by one comparison when all are 204. */
+export function ackStatuses(body: Buffer, count: number): number[] {
+  return body.equals(allSettledAnswer(count)) ? new Array<number>(count).fill(204) : scanStatuses(body);
+}
 
 export function allSettledAnswer(count: number): Buffer {
   let answer = allSettledAnswers.get(count);
@@ -377,7 +386,6 @@ async function ackAnswer(connection: HttpConnection, spec: DrainSpec, state: Dra
   // Spans, not strings: the batch ack copies the handles' bytes straight from the answer.
   const spans = scanHandleSpans(body);
   const count = spans.length / 2;
-  const handleAt = (i: number): string => body.toString('latin1', spans[2 * i]!, spans[2 * i + 1]!);
   state.consumedTotal += count;
   state.firstAnswerMs ??= performance.now();
   if (state.counting) {
@@ -385,25 +393,22 @@ async function ackAnswer(connection: HttpConnection, spec: DrainSpec, state: Dra
     state.consumeAnswersInWindow++;
   }
   if (state.answersSeen++ % bodyCheckEvery === 0 || count === 0) {
-    const handles = Array.from({ length: count }, (_, i) => handleAt(i));
-    const problem = checkConsumeBody(body, spec.topic, spec.max !== null, spec.max ?? 1, handles);
+    const problem = checkConsumeBody(body, spec.topic, spec.max !== null, spec.max ?? 1, handlesFromSpans(body, spans));
     if (problem !== null) {
       state.error('consume bad-body');
       state.firstBadBody ??= `${problem}: ${body.toString('utf8', 0, 300)}`;
     }
   }
   if (count === 0) return;
-  const request = spec.max === null ? acks.single(handleAt(0)) : acks.batchFromSpans(body, spans);
+  const request = spec.max === null ? acks.single(body.toString('latin1', spans[0]!, spans[1]!)) : acks.batchFromSpans(body, spans);
   const reply = await drainRequest(connection, request, state, 'ack');
   if (reply === null) return;
   let settled = 0;
   if (spec.max === null) {
     if (reply.status === 204) settled = 1;
     else state.error(`ack ${reply.status}`);
-  } else if (reply.status === 200 && reply.body.equals(allSettledAnswer(count))) {
-    settled = count;
   } else if (reply.status === 200) {
-    const statuses = scanStatuses(reply.body);
+    const statuses = ackStatuses(reply.body, count);
     if (statuses.length !== count) state.error('ack results-count-mismatch');
     for (const status of statuses) {
       if (status === 204) settled++;

@@ -15,7 +15,7 @@ import {
   makePayload, maxKnown, newHistogram, percent, recordUs, renderTable, reportedOptions, serverCpuText, sleep, startBroker,
   type BrokerTarget, type Headline, type LatencySummaryMs, type ServerThreadCpu, type ThroughputFigures,
 } from './common.js';
-import { AckRequests, allSettledAnswer, scanHandleSpans, scanStatuses, topicPath } from './consume.js';
+import { AckRequests, ackStatuses, scanHandleSpans, topicPath } from './consume.js';
 import { HttpConnection, HttpFailure, requestBuffer } from './http_conn.js';
 import { runLoad } from './load.js';
 import { readRssBytes } from './node_process.js';
@@ -358,8 +358,7 @@ async function consumeLoop(flow: Flow, connection: HttpConnection, poll: Buffer,
       state.bump(state.errors, `ack ${ack.status}`);
       continue;
     }
-    const settled = ack.body.equals(allSettledAnswer(count)) ? count
-      : scanStatuses(ack.body).filter((status) => status === 204).length;
+    const settled = ackStatuses(ack.body, count).filter((status) => status === 204).length;
     state.acked += settled;
     if (state.counting) {
       state.ackedInWindow += settled;

@@ -136,7 +136,9 @@ export async function runProduce(options: BenchOptions): Promise<ProduceReport> 
   // The floor: the legacy `produce` measures it unless --skip-floor; the named scenarios with --compare.
   const floor = !options.skipFloor && (options.scenario === 'produce' || options.compare);
   // wrk runs closed loop only: beside an open-loop (--rate) run its figures would compare unlike loads.
-  const withWrk = onPath('wrk') !== null && options.rate === null;
+  const wrkInstalled = onPath('wrk') !== null;
+  if (!wrkInstalled) missingPeers.push(`wrk not installed (${installHint})`);
+  const withWrk = wrkInstalled && options.rate === null;
   if (floor && kinds.single) {
     await attempt(() => measureFloor(options, topic, payload, options.connections, 'http floor (hello world)',
       withWrk ? (wrkRun) => attempt(wrkRun) : undefined));
@@ -157,9 +159,7 @@ export async function runProduce(options: BenchOptions): Promise<ProduceReport> 
       runs.push(await measure(options, { ...base, name: 'single produce', connections: options.connections,
         request, messagesPerRequest: 1 }));
       await sleep(1000);
-      if (onPath('wrk') === null) {
-        missingPeers.push(`wrk not installed (${installHint})`);
-      } else if (withWrk) {
+      if (withWrk) {
         await attempt(() => runWrk({ name: singleWrkName, url: target!.url, path: request.path,
           headers: request.headers, body: payload, connections: options.connections, durationSec: options.durationSec,
           messageBytes: options.messageBytes, serverPid: target!.serverPid }));
@@ -172,7 +172,6 @@ export async function runProduce(options: BenchOptions): Promise<ProduceReport> 
         connections: options.batchConnections, request, messagesPerRequest: options.batch }));
       // Beside it, wrk on the same route (issue 4 item 2); the bench's client stays the headline here, since at a few
       // percent of a core it is not what limits batch produce (the ratio of the two rows says so).
-      if (onPath('wrk') === null && !kinds.single) missingPeers.push(`wrk not installed (${installHint})`);
       if (withWrk) {
         await sleep(1000);
         await attempt(() => runWrk({ name: batchWrkName, url: target!.url, path: request.path, headers: request.headers,
@@ -269,6 +268,8 @@ async function measureFloor(options: BenchOptions, topic: string, body: Buffer, 
 const floorWrkName = 'http floor (hello world, wrk)';
 const singleWrkName = 'single produce (wrk)';
 const batchWrkName = 'batch produce (wrk)';
+/** The batch produce row of the bench's own client (its name carries the batch size). */
+const isBatchByBenchClient = (run: RunFigures): boolean => run.name.startsWith('batch produce') && run.client !== 'wrk';
 
 interface ProduceRatios {
   /** Single produce req/s as a fraction of the hello-world floor's req/s (1.0 = the broker costs nothing). */
@@ -311,7 +312,7 @@ function ratios(runs: RunFigures[]): ProduceRatios {
   const single = find('single produce');
   const wrk = find(singleWrkName);
   const floorWrk = find(floorWrkName);
-  const batch = runs.find((run) => run.name.startsWith('batch produce') && run.client !== 'wrk');
+  const batch = runs.find((run) => isBatchByBenchClient(run));
   const batchWrk = find(batchWrkName);
   const redis = find('redis XADD');
   const redisBatch = runs.find((run) => run.name.startsWith('redis XADD, pipeline'));
@@ -340,8 +341,8 @@ export function produceHeadlines(report: ProduceReport): Headline[] {
   const headlines: Headline[] = [];
   // Issue 4 item 2: wrk drives the single-route scenarios when installed. Its figures (against the broker, against
   // the floor, beside redis-benchmark) are the headline; the bench's own client is the fallback, and the headline
-  // of an open-loop run (--rate), which wrk cannot drive.
-  const wrk = report.options.rate === null ? report.runs.find((run) => run.name === singleWrkName) : undefined;
+  // of an open-loop run (--rate), beside which wrk does not run.
+  const wrk = report.runs.find((run) => run.name === singleWrkName);
   const single = wrk ?? report.runs.find((run) => run.name === 'single produce');
   if (single !== undefined) {
     const t = produceTargets;
@@ -357,7 +358,7 @@ export function produceHeadlines(report: ProduceReport): Headline[] {
       floorRatio, redisRatio, met,
       otherCpuPercentMax: maxKnown(report.runs.filter((run) => !run.name.includes('batch') && !run.name.includes('pipeline')).map((run) => run.otherCpuPercent)) });
   }
-  const batch = report.runs.find((run) => run.name.startsWith('batch produce') && run.client !== 'wrk');
+  const batch = report.runs.find((run) => isBatchByBenchClient(run));
   if (batch !== undefined) {
     headlines.push({ scenario: 'produce-batch', value: batch.msgsPerSec,
       figure: `${formatInt(batch.msgsPerSec)} msg/s, p99 ${fixed(batch.latencyMs.p99, 1)} ms`,
