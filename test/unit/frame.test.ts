@@ -3,7 +3,7 @@
 // Method: compare crc32Range with zlib.crc32 over lengths 0..600 at several start offsets of one buffer.
 import t from 'tap';
 import { crc32 } from 'node:zlib';
-import { crc32Range, encodeFrame, frameHeaderBytes, frameWhole } from '../../src/util/frame.js';
+import { crc32Range, encodeFrame, frameHeaderBytes, frameWhole, writeFrame } from '../../src/util/frame.js';
 
 t.test('crc32Range is zlib crc32 for every length and start', async (t) => {
   const bytes = new Uint8Array(700).map((_, i) => (i * 167 + 13) & 0xff);
@@ -23,4 +23,20 @@ t.test('a frame checks out whole and fails with one flipped body byte', async (t
     frame[frameHeaderBytes + (length >> 1)]! ^= 0x10;
     t.notOk(frameWhole(frame, 0, frame.byteLength), `${length} B frame with a flipped byte fails`);
   }
+});
+
+t.test('writeFrame at an offset of a view, for bodies past 64 KiB, and refusing an empty body', async (t) => {
+  for (const length of [1, 300, 70_000, 16_777_300]) {
+    const body = new Uint8Array(length).map((_, i) => (i * 31 + 7) & 0xff);
+    // A view that starts 5 bytes into its buffer, the frame 3 bytes into the view.
+    const backing = new Uint8Array(5 + 3 + frameHeaderBytes + length + 4);
+    const target = backing.subarray(5, backing.byteLength - 4);
+    const written = writeFrame(target, 3, body);
+    t.equal(written, frameHeaderBytes + length);
+    t.ok(frameWhole(target, 3, 3 + written), `${length} B: a whole frame at the offset`);
+    t.equal(new DataView(target.buffer, target.byteOffset).getUint32(3, true), length, 'length, little-endian');
+    t.equal(crc32(body), new DataView(target.buffer, target.byteOffset).getUint32(7, true), 'crc32 of the body');
+    t.same([...backing.subarray(0, 8), ...backing.subarray(backing.byteLength - 4)], new Array(12).fill(0), 'nothing written outside');
+  }
+  t.throws(() => writeFrame(new Uint8Array(16), 0, new Uint8Array(0)), /empty body/);
 });

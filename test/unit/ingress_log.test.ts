@@ -447,3 +447,37 @@ t.test('appends must come in increasing, taken seq order', async (t) => {
   await appended;
   await log.close();
 });
+
+t.test('appendThen calls back exactly once and never inside the call: after the sync, after a failure, after close', async (t) => {
+  const dir = await tempDir(t);
+  let failWrites = false;
+  const { log } = await openLog({ dir, segmentBytesMax: mib, faults: { write: () => (failWrites ? new Error('disk full') : undefined) } });
+  const calls = new Map<string, (Error | null)[]>();
+  const append = (name: string): void => {
+    calls.set(name, []);
+    const seq = log.takeSeq();
+    log.appendThen(body(seq), seq, (error) => calls.get(name)!.push(error));
+    t.same(calls.get(name), [], `${name}: not called inside appendThen`);
+  };
+  /** Waits (at most 2 s) until the named append was called back. */
+  const answered = async (name: string): Promise<void> => {
+    for (let i = 0; i < 200 && calls.get(name)!.length === 0; i++) await new Promise((r) => setTimeout(r, 10));
+  };
+  append('synced');
+  await answered('synced');
+  failWrites = true;
+  append('failing');
+  await answered('failing');
+  append('after the failure');
+  await answered('after the failure');
+  await log.close();
+  append('after close');
+  await answered('after close');
+  // A second call would come from the same microtask or group: one more turn shows none came.
+  await new Promise((r) => setTimeout(r, 10));
+  t.same(calls.get('synced'), [null], 'once, with null, after its sync');
+  t.same(calls.get('failing')!.map((e) => e?.message), ['ingress log failed']);
+  t.same(calls.get('after the failure')!.map((e) => e?.message), ['ingress log failed']);
+  t.equal(calls.get('after close')!.length, 1, 'once after close too');
+  t.ok(calls.get('after close')![0] instanceof Error);
+});

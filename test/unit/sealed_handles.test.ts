@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PartitionLog, type StoredRecord } from '../../workers/segment_log.js';
 import { sealedSegmentsOpen } from '../../workers/sealed_handles.js';
+import { parseSegmentFileName, segmentFileName } from '../../workers/partition_dirs.js';
 import { partitionRecord } from '../helpers/partition_records.js';
 
 /** Record frames are 61 or 67 bytes (40-byte payload, key or not): two fit a segment, a third never does. */
@@ -32,6 +33,12 @@ async function logWith(dir: string, count: number, timestampSec?: (i: number) =>
 
 async function openDescriptors(): Promise<number> {
   return (await readdir('/proc/self/fd')).length;
+}
+
+function sameRecord(got: StoredRecord, want: Omit<StoredRecord, 'offset'>): boolean {
+  return Buffer.from(got.payload).equals(Buffer.from(want.payload)) &&
+    (got.key === null ? want.key === null : want.key !== null && Buffer.from(got.key).equals(Buffer.from(want.key))) &&
+    got.timestampSec === want.timestampSec && got.ingressSeq === want.ingressSeq;
 }
 
 function payloadOf(result: StoredRecord | string): number[] | string {
@@ -72,8 +79,7 @@ t.test('however many sealed segments are read, the descriptors stay bounded; clo
     const [result] = await log.readMany([offset]);
     t.equal(typeof result === 'string' ? result : result!.offset, offset);
   }
-  const open = sealedSegmentsOpen();
-  t.ok(open > 0 && open <= 32, `at most 32 segments keep handles (${open})`);
+  t.equal(sealedSegmentsOpen(), 32, '99 sealed segments read: the 32 most recent keep handles');
   t.ok((await openDescriptors()) - before <= 64, 'at most two descriptors per kept segment');
   await log.close();
   t.equal(sealedSegmentsOpen(), 0, 'closing the log forgets its segments');
@@ -92,7 +98,7 @@ t.test('runs read through the .idx window: across its edge, at the segment end, 
   const total = 45_000;
   for (let i = 0; i < total; i++) log.stage(record(i));
   await log.flush();
-  const sealedEnd = (await readdir(dir)).filter((name) => name.endsWith('.log')).map((name) => Number(name.slice(0, 20))).sort((a, b) => a - b)[1]!;
+  const sealedEnd = (await readdir(dir)).filter((name) => name.endsWith('.log')).map((name) => parseSegmentFileName(name)!.baseOffset).sort((a, b) => a - b)[1]!;
   t.ok(sealedEnd > 16_384 * 2 && sealedEnd < total, `the first segment is sealed and holds ${sealedEnd} records`);
   // [16_373, 10] needs entries up to 16,383 (its next frame's start): the last of the first window, read from memory.
   const runs: Array<[number, number]> = [[0, 100], [16_373, 10], [16_374, 10], [16_380, 10], [16_384, 1], [sealedEnd - 5, 5], [100, 20_000],
@@ -101,7 +107,32 @@ t.test('runs read through the .idx window: across its edge, at the segment end, 
     const offsets = Array.from({ length: count }, (_, i) => first + i);
     const results = await log.readMany(offsets);
     const wrong = results.filter((result, i) => typeof result === 'string' || result.offset !== offsets[i] ||
-      result.payload.some((byte, k) => byte !== record(offsets[i]!).payload[k])).length;
+      !sameRecord(result, record(offsets[i]!))).length;
     t.equal(wrong, 0, `run of ${count} from ${first}: every record is the one stored there`);
   }
+});
+
+t.test('reads in flight keep their handles through eviction and close; a failed open is not cached', async (t) => {
+  const dir = await tempDir(t);
+  const log = await logWith(dir, 200);
+  // 40 sealed segments read at once: the first 8 are evicted while their reads are still in flight.
+  const offsets = Array.from({ length: 40 }, (_, i) => 2 * i);
+  const results = await Promise.all(offsets.map((offset) => log.readMany([offset])));
+  t.same(results.map(([result]) => (typeof result === 'string' ? result : sameRecord(result!, record(result!.offset)))),
+    offsets.map(() => true), 'every concurrent read answers its own record');
+  t.equal(sealedSegmentsOpen(), 32);
+  // A read in flight while the log closes still answers; the cache forgets the directory.
+  const reading = log.readMany([100, 101]);
+  const closing = log.close();
+  const [a, b] = await reading;
+  await closing;
+  t.same([payloadOf(a!), payloadOf(b!)], [[...record(100).payload], [...record(101).payload]]);
+  t.equal(sealedSegmentsOpen(), 0);
+  // A sealed segment whose .log went missing: the read fails, and the failed open does not stay cached.
+  const reopened = await PartitionLog.open({ dir, segmentBytesMax: segmentBytesSmall });
+  t.teardown(() => reopened.close());
+  await rm(join(dir, segmentFileName(4, 'log')));
+  await t.rejects(reopened.readMany([4]), { code: 'ENOENT' });
+  await new Promise((r) => setImmediate(r));
+  t.equal(sealedSegmentsOpen(), 0, 'nothing cached for the segment that could not be opened');
 });
