@@ -3,21 +3,16 @@
 // bounded number of descriptors however many segments are read, and none left once the log closes.
 // Method: a real partition directory with tiny segments (two records each); descriptors counted in /proc/self/fd.
 import t, { type Test } from 'tap';
-import { mkdtemp, readdir, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { PartitionLog, type StoredRecord } from '../../workers/segment_log.js';
 import { sealedSegmentsOpen } from '../../workers/sealed_handles.js';
 import { parseSegmentFileName, segmentFileName } from '../../workers/partition_dirs.js';
-import { partitionRecord } from '../helpers/partition_records.js';
+import { partitionRecord, partitionTempDir, segmentBytesSmall } from '../helpers/segment_log_fixtures.js';
 
-/** Record frames are 61 or 67 bytes (40-byte payload, key or not): two fit a segment, a third never does. */
-const segmentBytesSmall = 150;
 
-async function tempDir(t: Test): Promise<string> {
-  const dir = await mkdtemp(join(tmpdir(), 'sealed-handles-'));
-  t.teardown(() => rm(dir, { recursive: true, force: true }));
-  return join(dir, 'topics', '0123456789abcdef', '0');
+function tempDir(t: Test): Promise<string> {
+  return partitionTempDir(t, 'sealed-handles');
 }
 
 const record = partitionRecord;

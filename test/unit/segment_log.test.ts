@@ -2,18 +2,15 @@
 // Method: a real partition directory in a temp dir; stage, flush, read back, reopen, and damage files
 // (truncate, flip a byte, drop a sealed .idx) to check that recovery keeps offsets meaning one record.
 import t, { type Test } from 'tap';
-import { cp, mkdtemp, readdir, rm, stat, truncate, unlink, readFile, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { cp, readdir, rm, stat, truncate, unlink, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { PartitionLog, type StoredRecord } from '../../workers/segment_log.js';
 import { parseSegmentFileName, segmentFileName } from '../../workers/partition_dirs.js';
 import { scanFrames } from '../../src/util/frame.js';
-import { partitionRecord } from '../helpers/partition_records.js';
+import { partitionRecord, partitionTempDir, segmentBytesSmall } from '../helpers/segment_log_fixtures.js';
 
-async function tempDir(t: Test): Promise<string> {
-  const dir = await mkdtemp(join(tmpdir(), 'segment-log-'));
-  t.teardown(() => rm(dir, { recursive: true, force: true }));
-  return join(dir, 'topics', '0123456789abcdef', '0');
+function tempDir(t: Test): Promise<string> {
+  return partitionTempDir(t, 'segment-log');
 }
 
 /** Record i of a test stream (test/helpers/partition_records.ts), written at 1,700,000,000 + i. */
@@ -38,8 +35,6 @@ async function expectRecord(t: Test, log: PartitionLog, offset: number, i: numbe
   t.equal(got.ingressSeq, want.ingressSeq);
 }
 
-/** Record frames are 61 or 67 bytes (40-byte payload, key or not): two fit, a third never does. */
-const segmentBytesSmall = 150;
 
 /** Sum of the sizes of every file in dir. While a log is open its active .log also holds zeros ahead of its end,
  *  so this equals stats().sizeBytes (the records' bytes) once the log is closed. */

@@ -4,22 +4,17 @@
 // Method: a real partition directory in a temp dir with tiny segments (two records each) and records
 // whose timestampSec values are chosen per test; the disk is compared with stats() after every step.
 import t, { type Test } from 'tap';
-import { cp, mkdtemp, readdir, readFile, rm, stat, unlink, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { cp, readdir, readFile, rm, stat, unlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { PartitionLog, type StoredRecord } from '../../workers/segment_log.js';
 import { parseSegmentFileName, segmentFileName } from '../../workers/partition_dirs.js';
 import { scanFrames } from '../../src/util/frame.js';
-import { partitionRecord } from '../helpers/partition_records.js';
+import { partitionRecord, partitionTempDir, segmentBytesSmall } from '../helpers/segment_log_fixtures.js';
 
-async function tempDir(t: Test): Promise<string> {
-  const dir = await mkdtemp(join(tmpdir(), 'segment-retention-'));
-  t.teardown(() => rm(dir, { recursive: true, force: true }));
-  return join(dir, 'topics', '0123456789abcdef', '0');
+function tempDir(t: Test): Promise<string> {
+  return partitionTempDir(t, 'segment-retention');
 }
 
-/** Record frames are 61 or 67 bytes (40-byte payload, key or not): two fit, a third never does. */
-const segmentBytesSmall = 150;
 
 /** Record i (test/helpers/partition_records.ts), written at timestampSec. */
 function record(i: number, timestampSec: number): Omit<StoredRecord, 'offset'> {
