@@ -199,17 +199,23 @@ t.test('default http.max_header_bytes is 64 KiB', async (t) => {
   const plain = await startNodeFor(t);
   const client = new Client(plain.url, plain.auth);
   t.equal((await client.get('/v1/topics', { headers: { 'x-big': 'x'.repeat(10 * 1024) } })).status, 200, '10 KB header is fine');
-  t.equal((await client.get('/v1/topics', { headers: { 'x-big': 'x'.repeat(60 * 1024) } })).status, 200, '60 KB header is fine');
-  // uWS may still reset a header block split across reads under heavy CPU load, with no answer at all
-  // (docs/decisions.md "431 and uWS"): such an attempt is tried again, at most twice; any answer must be the 431.
-  const request = `GET /v1/topics HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: ${plain.auth}\r\nX-Big: ${'x'.repeat(66 * 1024)}\r\nConnection: close\r\n\r\n`;
-  let raw: Awaited<ReturnType<typeof rawRequest>> | undefined;
-  for (let attempt = 1; attempt <= 3 && raw === undefined; attempt++) {
-    raw = await rawRequest(plain.port, request).catch((error: unknown) => {
-      t.comment(`attempt ${attempt}: ${String(error)}`);
-      return undefined;
-    });
-  }
-  if (raw === undefined) t.fail('66 KB header: no answer in 3 attempts');
-  else assertPlainText(t, raw, 431, '66 KB header');
+  // uWS may reset a large header block split across reads under heavy CPU load, with no answer at all, on either
+  // side of the limit (docs/decisions.md "431 and uWS"): such an attempt is tried again, at most twice; any answer
+  // must be the right one.
+  const answered = async (label: string, xBigBytes: number): Promise<Awaited<ReturnType<typeof rawRequest>> | undefined> => {
+    const request = `GET /v1/topics HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: ${plain.auth}\r\nX-Big: ${'x'.repeat(xBigBytes)}\r\nConnection: close\r\n\r\n`;
+    for (let attempt = 1; attempt <= 3; attempt++) {
+      const raw = await rawRequest(plain.port, request).catch((error: unknown) => {
+        t.comment(`${label}, attempt ${attempt}: ${String(error)}`);
+        return undefined;
+      });
+      if (raw !== undefined) return raw;
+    }
+    t.fail(`${label}: no answer in 3 attempts`);
+    return undefined;
+  };
+  const below = await answered('60 KB header', 60 * 1024);
+  if (below !== undefined) t.equal(below.status, 200, '60 KB header is fine');
+  const above = await answered('66 KB header', 66 * 1024);
+  if (above !== undefined) assertPlainText(t, above, 431, '66 KB header');
 });
