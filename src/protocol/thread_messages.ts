@@ -125,7 +125,7 @@ export type ToWorker =
   | { kind: 'unpark'; takeReqId: number }
   /** Front -> worker: ack, extend or nack leases of one topic; answered by 'settledResult' with one status per
    *  handle, in order (204, or 410 when the lease is gone). handles: receipt handles the front checked
-   *  (parseReceiptHandle), joined by ',' (receipt_handle.ts): one string crosses a port in one copy, where 100
+   *  (receiptHandlePartition), joined by ',' (receipt_handle.ts): one string crosses a port in one copy, where 100
    *  lease objects cost ~40x more to clone. */
   | { kind: 'settle'; reqId: number; topicId: string; mode: SettleMode; handles: string }
   /** Front -> worker: the client that asked for these leases went away: end them now (as a nack). No answer.
@@ -138,13 +138,6 @@ export type ToWorker =
   | { kind: 'shutdown' };
 
 export type SettleMode = 'ack' | 'extend' | 'nack';
-
-/** What a receipt handle names: one delivery of one offset. */
-export interface LeaseRef {
-  partition: number;
-  offset: number;
-  nonce: string;
-}
 
 
 

@@ -6,8 +6,8 @@ import { localPartitions, noLocalPartition, ownedElsewhere, requireLocalPartitio
 import { formatDuration, limits, parseDuration } from '../../config.js';
 import { BrokerError, errors } from '../../errors.js';
 import { messageJson } from '../../protocol/message_json.js';
-import { forEachJoinedHandle, formatReceiptHandle, handleSeparator, parseReceiptHandle } from '../../protocol/receipt_handle.js';
-import type { LeaseRef, SettleMode } from '../../protocol/thread_messages.js';
+import { forEachJoinedHandle, formatReceiptHandle, handleSeparator, receiptHandlePartition } from '../../protocol/receipt_handle.js';
+import type { SettleMode } from '../../protocol/thread_messages.js';
 import type { TopicRecord } from '../../raft/metadata/state.js';
 import { workerFailure } from '../dispatch.js';
 import { parseJsonObject } from '../json_body.js';
@@ -183,42 +183,46 @@ export function consumeHandlers(services: FrontServices) {
     const mode = settleMode(ctx.query.get('extend'));
     const handleText = ctx.query.get('receipt_handle');
     if (handleText !== undefined) {
-      const lease = parseReceiptHandle(handleText);
-      if (lease === null) throw errors.invalid('receipt_handle', 'not a receipt handle from a consume answer');
-      const [status] = await settle(topic, mode, [{ lease, text: handleText }]);
+      const partition = receiptHandlePartition(handleText);
+      if (partition < 0) throw errors.invalid('receipt_handle', 'not a receipt handle from a consume answer');
+      const [status] = await settle(topic, mode, [handleText], [partition]);
       if (status === 204) return emptyAnswer;
-      if (status === 503) throw ownedElsewhere(topic, lease.partition);
+      if (status === 503) throw ownedElsewhere(topic, partition);
       throw leaseGone();
     }
     const handles = batchHandles(await ctx.body());
+    const partitions = handles.map(receiptHandlePartition);
+    const statuses = await settle(topic, mode, handles, partitions);
     // The results array as text, exactly what JSON.stringify of {results} gives: nearly every item is {"status":204}.
-    const results: string[] = new Array(handles.length);
-    const valid: { at: number; lease: LeaseRef; text: string }[] = [];
-    handles.forEach((text, at) => {
-      const lease = parseReceiptHandle(text);
-      if (lease === null) results[at] = notAHandleResultJson;
-      else valid.push({ at, lease, text });
-    });
-    const statuses = await settle(topic, mode, valid);
-    valid.forEach(({ at }, i) => {
-      const status = statuses[i]!;
-      results[at] = status === 204 ? settledResultJson : status === 410 ? leaseGoneResultJson
-        : JSON.stringify({ status, error: status === 503 ? ownedElsewhere(topic, valid[i]!.lease.partition).message : leaseGone().message });
+    const results = statuses.map((status, at) => {
+      if (status === 204) return settledResultJson;
+      if (status === 410) return leaseGoneResultJson;
+      if (status === 400) return notAHandleResultJson;
+      return JSON.stringify({ status, error: status === 503 ? ownedElsewhere(topic, partitions[at]!).message : leaseGone().message });
     });
     return { status: 200, contentType: jsonType, body: `{"results":[${results.join(',')}]}` };
   }
 
-  /** One status per lease, in order: the owning worker's answer, 410 for a partition the topic does not have, or 503
-   *  for a partition another node owns (its leases live there). */
-  async function settle(topic: TopicRecord, mode: SettleMode, items: { lease: LeaseRef; text: string }[]): Promise<number[]> {
-    const leases = items.map((item) => item.lease);
-    const statuses: number[] = leases.map((lease) => (lease.partition < topic.partitions && topic.owners[lease.partition] !== services.nodeId ? 503 : 410));
-    const known = [...leases.keys()].filter((i) => leases[i]!.partition < topic.partitions && topic.owners[leases[i]!.partition] === services.nodeId);
-    const byWorker = workers.groupByOwner(topic.id, known, (i) => leases[i]!.partition);
+  /**
+   * One status per handle, in order: 400 where partitions[i] is -1 (the text is not a handle: NOTES 10), 410 for a
+   * partition the topic does not have, 503 for a partition another node owns (its leases live there), else the owning
+   * worker's answer. Handles and partitions are parallel arrays: a batch ack builds no object per handle.
+   */
+  async function settle(topic: TopicRecord, mode: SettleMode, handles: readonly string[], partitions: readonly number[]): Promise<number[]> {
+    const statuses = new Array<number>(handles.length);
+    const local: number[] = [];
+    for (let i = 0; i < handles.length; i++) {
+      const partition = partitions[i]!;
+      if (partition < 0) statuses[i] = 400;
+      else if (partition >= topic.partitions) statuses[i] = 410;
+      else if (topic.owners[partition] !== services.nodeId) statuses[i] = 503;
+      else local.push(i);
+    }
+    const byWorker = workers.groupByOwner(topic.id, local, (i) => partitions[i]!);
     await Promise.all([...byWorker].map(async ([worker, indexes]) => {
-      // The handles as the client sent them (each checked by parseReceiptHandle), joined: one string to copy.
-      const handles = indexes.map((i) => items[i]!.text).join(handleSeparator);
-      const reply = await workers.request(worker, { kind: 'settle', topicId: topic.id, mode, handles });
+      // The handles as the client sent them (each checked by receiptHandlePartition), joined: one string to copy.
+      const joined = indexes.map((i) => handles[i]!).join(handleSeparator);
+      const reply = await workers.request(worker, { kind: 'settle', topicId: topic.id, mode, handles: joined });
       const failure = workerFailure(reply);
       if (failure !== null) throw failure;
       if (reply.kind !== 'settledResult') throw errors.internal('unexpected worker answer');
