@@ -108,7 +108,7 @@ produce-single, produce-batch:
 consume-single, consume-batch, wake-up:
   --phases LIST           consume alias: runs to do, comma-separated: single,batch,wake (default all three)
   --connections N         consume-single connections (default 64)
-  --batch-connections N   consume-batch connections (default 16)
+  --batch-connections N   consume-batch connections (default 32: its peak, bench/README.md)
   --max N                 messages per batch consume and batch ack, 1..100 (default 100)
   --prefill N             messages written before consume-single (default 200000)
   --batch-prefill N       messages written before consume-batch (default 1000000; also Redis's stream)
@@ -181,7 +181,7 @@ export function parseOptions(argv: string[]): BenchOptions {
     topic: values.topic ?? null,
     partitions: intOption('partitions', values.partitions, 6, 3, 108),
     connections: intOption('connections', values.connections, consume ? 64 : 256, 1, 10_000),
-    batchConnections: intOption('batch-connections', values['batch-connections'], 16, 1, 10_000),
+    batchConnections: intOption('batch-connections', values['batch-connections'], consume ? 32 : 16, 1, 10_000),
     durationSec: durationOption('duration', values.duration, durationDefault, 0.5, 24 * 3600),
     warmupSec: numberOption('warmup', values.warmup, scenario === 'all' ? 1 : 2, 0, 600),
     messageBytes: intOption('message-bytes', values['message-bytes'], 100, consume || flow ? 48 : 8, 1024 * 1024),
