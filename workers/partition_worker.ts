@@ -23,7 +23,7 @@ import {
   type ToWorker,
 } from '../src/protocol/thread_messages.js';
 import { applyCommand, type MetadataState, type TopicRecord } from '../src/raft/metadata/state.js';
-import { scanFrames } from '../src/util/frame.js';
+import { checkedFrameBodies } from '../src/util/frame.js';
 import { parsePartitionDirName, parseTopicDirName, partitionDir, topicDir, topicsDir } from './partition_dirs.js';
 import { AckLog, type AckState } from './ack_log.js';
 import type { ActorConfig, HeldLease, Lease } from './partition_actor.js';
@@ -299,9 +299,8 @@ class PartitionWorker {
   }
 
   private dispatchStage(dispatch: Dispatch): void {
-    const scan = scanFrames(dispatch.frames);
-    assert.equal(scan.validBytes, dispatch.frames.byteLength, 'dispatch frames are not whole, valid frames');
-    for (const body of scan.bodies) {
+    // The front computed these crcs as it wrote the group, or checked them as it read the ingress log back at start.
+    for (const body of checkedFrameBodies(dispatch.frames)) {
       const entry = decodeIngressEntry(body);
       assert(entry.seq <= dispatch.lastSeq, `ingress entry ${entry.seq} after dispatch lastSeq ${dispatch.lastSeq}`);
       const topic = this.topicsById.get(entry.topicId);

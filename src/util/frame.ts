@@ -76,6 +76,22 @@ export function encodeFrame(body: Uint8Array): Uint8Array {
   return out;
 }
 
+/** The bodies of frames whose crcs this process computed as it wrote them, or checked as it read them back: an ingress
+ *  group the front hands to a partition worker. Lengths are followed, crcs not computed again. Throws unless the
+ *  frames tile buf exactly. */
+export function checkedFrameBodies(buf: Uint8Array): Uint8Array[] {
+  const bodies: Uint8Array[] = [];
+  let at = 0;
+  while (at < buf.byteLength) {
+    const length = at + frameHeaderBytes <= buf.byteLength ? u32le(buf, at) : 0;
+    const end = at + frameHeaderBytes + length;
+    if (length === 0 || end > buf.byteLength) throw new Error(`frames: no whole frame at byte ${at} of ${buf.byteLength}`);
+    bodies.push(buf.subarray(at + frameHeaderBytes, end));
+    at = end;
+  }
+  return bodies;
+}
+
 export interface FrameScan {
   /** Bodies of the whole, valid frames in order (views into the scanned buffer, not copies). */
   bodies: Uint8Array[];

@@ -3,7 +3,7 @@
 // Method: compare crc32Range with zlib.crc32 over lengths 0..600 at several start offsets of one buffer.
 import t from 'tap';
 import { crc32 } from 'node:zlib';
-import { crc32Range, encodeFrame, frameHeaderBytes, frameWhole, writeFrame } from '../../src/util/frame.js';
+import { checkedFrameBodies, crc32Range, encodeFrame, frameHeaderBytes, frameWhole, writeFrame } from '../../src/util/frame.js';
 
 t.test('crc32Range is zlib crc32 for every length and start', async (t) => {
   const bytes = new Uint8Array(700).map((_, i) => (i * 167 + 13) & 0xff);
@@ -39,4 +39,18 @@ t.test('writeFrame at an offset of a view, for bodies past 64 KiB, and refusing 
     t.same([...backing.subarray(0, 8), ...backing.subarray(backing.byteLength - 4)], new Array(12).fill(0), 'nothing written outside');
   }
   t.throws(() => writeFrame(new Uint8Array(16), 0, new Uint8Array(0)), /empty body/);
+});
+
+t.test('checkedFrameBodies gives back the bodies of frames that tile the buffer, and throws on any other buffer', async (t) => {
+  const bodies = [1, 300, 70_000].map((length, k) => new Uint8Array(length).fill(k + 1));
+  const frames = bodies.map(encodeFrame);
+  const group = new Uint8Array(frames.reduce((sum, frame) => sum + frame.byteLength, 0));
+  frames.reduce((at, frame) => (group.set(frame, at), at + frame.byteLength), 0);
+  t.same(checkedFrameBodies(group).map((body) => [...body]), bodies.map((body) => [...body]), 'each body, in order');
+  t.same(checkedFrameBodies(new Uint8Array(0)), [], 'no frames in no bytes');
+  t.throws(() => checkedFrameBodies(group.subarray(0, group.byteLength - 1)), /no whole frame/, 'a cut last frame');
+  t.throws(() => checkedFrameBodies(group.subarray(0, frameHeaderBytes - 1)), /no whole frame/, 'a cut header');
+  const withZeros = new Uint8Array(group.byteLength + frameHeaderBytes);
+  withZeros.set(group);
+  t.throws(() => checkedFrameBodies(withZeros), /no whole frame/, 'a zero length after the frames');
 });
