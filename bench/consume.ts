@@ -19,6 +19,7 @@ import {
 import { redisBaselineMissing, runRedisConsume, startRedis, type RedisConsumeFigures } from './peers.js';
 import { HttpConnection, HttpFailure, requestBuffer, type HttpReply } from './http_conn.js';
 import type { BenchOptions, ConsumePhase } from './options.js';
+import { epochUsNow, scanTracedMessages, TracedRequestTemplate } from './traced_message.js';
 
 /** Issue 3's targets, printed beside the figures. */
 const targetBatchMsgsPerSec = 300_000;
@@ -129,8 +130,6 @@ const batchBodyClose = Buffer.from(']}');
 
 const handleKey = Buffer.from('"receipt_handle":"');
 const statusKey = Buffer.from('"status":');
-const idKey = Buffer.from('"payload":{"id":"');
-const idDigits = 9;
 
 /** The receipt handles of a consume answer, in order, found by scanning (our payloads never hold the key). */
 export function scanHandles(body: Buffer): string[] {
@@ -185,19 +184,6 @@ export function scanStatuses(body: Buffer): number[] {
   return statuses;
 }
 
-/** A wake-up message's id: payload {"id":"000000123","d":"xx..."}, exactly bytes long. */
-function wakePayload(id: number, bytes: number): Buffer {
-  const head = `{"id":"${String(id).padStart(idDigits, '0')}","d":"`;
-  return Buffer.from(head + 'x'.repeat(bytes - head.length - 2) + '"}');
-}
-
-function scanId(body: Buffer): number | null {
-  const at = body.indexOf(idKey);
-  if (at < 0) return null;
-  const start = at + idKey.length;
-  const id = Number(body.toString('latin1', start, start + idDigits));
-  return Number.isInteger(id) ? id : null;
-}
 
 /** Parses a consume answer in full; null when it matches the scanned handles, else what is wrong. */
 function checkConsumeBody(body: Buffer, topic: string, batch: boolean, max: number, handles: string[]): string | null {
@@ -657,9 +643,9 @@ async function pollLoop(connection: HttpConnection, state: WakeState, ledger: Wa
       await sleep(10);
       continue;
     }
-    const id = scanId(reply.body);
+    const id = scanTracedMessages(reply.body)[0]?.id;
     const handle = scanHandles(reply.body)[0];
-    if (id === null || handle === undefined) bump(ledger.errors, 'consume bad-body');
+    if (id === undefined || !Number.isInteger(id) || handle === undefined) bump(ledger.errors, 'consume bad-body');
     else ledger.received(id, reply.endedMs);
     if (handle === undefined) continue;
     const ack = await connection.request(acks.single(handle)).catch((error: unknown) => failureCode(error));
@@ -676,9 +662,9 @@ function startProducer(ctx: Context, state: WakeState, ledger: WakeLedger, topic
   connections: HttpConnection[]): Promise<void> {
   const intervalMs = 1000 / ctx.options.wakeRate;
   const headers = { ...authHeaders(ctx), 'content-type': 'application/json' };
-  const path = topicPath(topic, 'produce');
+  const template = new TracedRequestTemplate(ctx.target.url, topicPath(topic, 'produce'), headers, ctx.options.messageBytes);
   const send = (connection: HttpConnection, id: number): void => {
-    const request = requestBuffer(ctx.target.url, 'POST', path, headers, wakePayload(id, ctx.options.messageBytes));
+    const request = template.request(id, epochUsNow());
     ledger.sentMs[id] = performance.now();
     if (state.phase === 'measure') [ledger.inWindow[id], ledger.sentInWindow] = [1, ledger.sentInWindow + 1];
     connection.request(request).then(

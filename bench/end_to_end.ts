@@ -19,6 +19,7 @@ import { AckRequests, ackStatuses, scanHandleSpans, topicPath } from './consume.
 import { HttpConnection, HttpFailure, requestBuffer } from './http_conn.js';
 import { runLoad } from './load.js';
 import { readRssBytes } from './node_process.js';
+import { epochUsNow, idLimit, scanTracedMessages, TracedRequestTemplate } from './traced_message.js';
 import type { BenchOptions } from './options.js';
 
 /** Issue 4: end-to-end p99 <= 10 ms at 50% of the peak rate. */
@@ -35,84 +36,11 @@ const deliveryGraceMs = 5_000;
 const ledgerSeconds = 60;
 /** end-to-end's progress line period; soak uses --interval. */
 const endToEndProgressSec = 2;
-const idDigits = 9;
-const idLimit = 10 ** idDigits;
 
 const produceOnlyOptions = ['topic', 'batch', 'client', 'skipFloor', 'compareSecurity', 'prefill', 'batchPrefill',
   'prefillTimeoutSec', 'pollers', 'wakeRate', 'phases', 'topics', 'polls', 'redisConsumers', 'argv', 'batchConnections'];
 
 type Phase = 'warmup' | 'measure' | 'drain';
-
-/** {"id":"000000123","t":1795358795603123,"d":"xx..."}: id, send time in epoch µs, filler to exactly bytes. */
-function flowPayload(id: number, sentEpochUs: number, bytes: number): Buffer {
-  const head = `{"id":"${String(id).padStart(idDigits, '0')}","t":${sentEpochUs},"d":"`;
-  const fill = bytes - head.length - 2;
-  if (fill < 0) throw new Error(`--message-bytes ${bytes} is too small for the id and timestamp (${head.length + 2})`);
-  return Buffer.from(head + 'x'.repeat(fill) + '"}');
-}
-
-/** Epoch µs has 16 digits from 2001 to 2286: the producer's template keeps that many places for the send time. */
-const timeDigits = 16;
-
-/** Writes value's decimal digits into out[at..at + width), zero-padded; throws when it has more digits. */
-function writeDigits(out: Buffer, at: number, value: number, width: number): void {
-  let rest = value;
-  for (let i = width - 1; i >= 0; i--) {
-    out[at + i] = 0x30 + (rest % 10);
-    rest = Math.floor(rest / 10);
-  }
-  if (rest !== 0 || !Number.isInteger(value) || value < 0) throw new Error(`${value} does not fit ${width} digits`);
-}
-
-/** The producer's request, built once: each produce copies it and writes its id and send time in place. Building
- *  it from strings per message (URL, headers, payload) cost the client more CPU than the socket write itself. */
-class FlowRequestTemplate {
-  private readonly bytes: Buffer;
-  private readonly idAt: number;
-  private readonly timeAt: number;
-
-  constructor(url: string, path: string, headers: Record<string, string>, messageBytes: number) {
-    const payload = flowPayload(0, epochUsNow(), messageBytes);
-    this.bytes = requestBuffer(url, 'POST', path, headers, payload);
-    const bodyAt = this.bytes.length - payload.length;
-    this.idAt = bodyAt + payload.indexOf('"id":"') + '"id":"'.length;
-    this.timeAt = bodyAt + payload.indexOf('"t":') + '"t":'.length;
-  }
-
-  request(id: number, sentEpochUs: number): Buffer {
-    const out = Buffer.allocUnsafe(this.bytes.length);
-    this.bytes.copy(out);
-    writeDigits(out, this.idAt, id, idDigits);
-    writeDigits(out, this.timeAt, sentEpochUs, timeDigits);
-    return out;
-  }
-}
-
-const idKey = Buffer.from('"payload":{"id":"');
-const timeKey = Buffer.from('","t":');
-
-/** Ids and send times (epoch µs) of the messages in a consume answer, in order. */
-function scanMessages(body: Buffer): Array<{ id: number; sentEpochUs: number }> {
-  const found: Array<{ id: number; sentEpochUs: number }> = [];
-  let at = body.indexOf(idKey);
-  while (at >= 0) {
-    const idStart = at + idKey.length;
-    const id = Number(body.toString('latin1', idStart, idStart + idDigits));
-    const timeAt = body.indexOf(timeKey, idStart);
-    let sentEpochUs = NaN;
-    if (timeAt === idStart + idDigits) {
-      const end = body.indexOf(0x2c, timeAt + timeKey.length);
-      sentEpochUs = Number(body.toString('latin1', timeAt + timeKey.length, end));
-    }
-    found.push({ id, sentEpochUs });
-    at = body.indexOf(idKey, idStart);
-  }
-  return found;
-}
-
-function epochUsNow(): number {
-  return Math.round((performance.timeOrigin + performance.now()) * 1000);
-}
 
 // ---------------------------------------------------------------------------------------------------------------
 // The ledger: per message id, when its 202 came and when a consumer had it, in a ring of ledgerSeconds.
@@ -250,7 +178,7 @@ function startProducer(flow: Flow, connections: HttpConnection[]): Promise<void>
   const { options, target, state, ledger } = flow;
   const headers = { ...(target.authorization === null ? {} : { authorization: target.authorization }),
     'content-type': 'application/json' };
-  const template = new FlowRequestTemplate(target.url, topicPath(flow.topic, 'produce'), headers, options.messageBytes);
+  const template = new TracedRequestTemplate(target.url, topicPath(flow.topic, 'produce'), headers, options.messageBytes);
   const intervalMs = 1000 / flow.ratePerSec;
   const backlogMax = Math.max(1000, Math.ceil(flow.ratePerSec * 5));
   const idle: HttpConnection[] = [...connections];
@@ -343,7 +271,7 @@ async function consumeLoop(flow: Flow, connection: HttpConnection, poll: Buffer,
       await sleep(10);
       continue;
     }
-    const messages = scanMessages(reply.body);
+    const messages = scanTracedMessages(reply.body);
     const spans = scanHandleSpans(reply.body);
     const count = spans.length / 2;
     if (messages.length !== count) state.bump(state.errors, 'consume bad-body');
