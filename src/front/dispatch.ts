@@ -4,7 +4,6 @@
 import type { Worker } from 'node:worker_threads';
 import { BrokerError } from '../errors.js';
 import { workerForPartition } from '../protocol/ownership.js';
-import { ownedBytes } from '../util/owned_bytes.js';
 import { assertNever, type FromWorker, type ToWorker } from '../protocol/thread_messages.js';
 
 type Reply = Extract<FromWorker, { reqId: number }>;
@@ -68,8 +67,9 @@ export class PartitionWorkers {
   dispatch(frames: Uint8Array, lastSeq: number, metaIndex: number): void {
     for (let i = 0; i < this.workers.length; i++) {
       const last = i === this.workers.length - 1;
-      // The last worker takes the bytes themselves; the others get copies (a transferred buffer is gone).
-      const bytes = last ? ownedBytes(frames) : frames.slice();
+      // The last worker takes the bytes themselves, whose ArrayBuffer holds nothing else (IngressLog.onSynced, replay
+      // chunks); the others get copies (a transferred buffer is gone).
+      const bytes = last ? frames : frames.slice();
       const message: ToWorker = { kind: 'dispatch', metaIndex, frames: bytes, lastSeq };
       this.workers[i]!.postMessage(message, [bytes.buffer as ArrayBuffer]);
     }

@@ -6,8 +6,8 @@
 import assert from 'node:assert/strict';
 import { open, readdir, readFile, unlink, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
-import { decodeIngressEntry } from '../protocol/ingress_frame.js';
-import { frameHeaderBytes, scanFrames, writeFrame, type FrameScan } from '../util/frame.js';
+import { decodeIngressEntry, ingressEntryBytesMax, writeIngressEntry, type IngressEntry } from '../protocol/ingress_frame.js';
+import { frameHeaderBytes, scanFrames, sealFrame, type FrameScan } from '../util/frame.js';
 import { dirCreateDurably, dirSync, writeAll } from '../util/durable_fs.js';
 import { ZeroFill } from '../util/zero_fill.js';
 
@@ -22,6 +22,8 @@ const zeroFillChunkBytes = 4 * 1024 * 1024;
 /** Groups larger than this (batch produces) fill no zeros: their sync is dominated by their own data, and zeros
  *  ahead of them would double the bytes written. */
 const zeroFillGroupBytesMax = 256 * 1024;
+/** A group's buffer starts this large (about 400 single produces) unless one append needs more, and doubles when full. */
+const groupBytesInitial = 64 * 1024;
 
 export interface IngressLogOptions {
   dir: string;
@@ -59,12 +61,13 @@ export function parseSegmentFileName(name: string): number | undefined {
   return baseSeq;
 }
 
-/** Appends waiting for one write + fdatasync, each with the callback its sync (or failure) calls. */
+/** Appends waiting for one write + fdatasync, each with the callback its sync (or failure) calls. Their frames are
+ *  encoded straight into the group's buffer as they arrive, which the group then owns alone until it is dispatched. */
 interface Group {
-  bodies: Uint8Array[];
+  buffer: Uint8Array;
+  /** Bytes of whole frames at the start of buffer: the group's write. */
+  used: number;
   callbacks: AppendCallback[];
-  /** Frame bytes of all bodies: the exact size of the group's write. */
-  frameBytes: number;
   firstSeq: number;
   lastSeq: number;
 }
@@ -95,9 +98,9 @@ function onSyncedUnset(): void {
 }
 
 export class IngressLog {
-  /** Called once per synced group, BEFORE the group's append promises resolve, with the exact bytes written
-   *  (their own ArrayBuffer, never touched again here) and the group's last seq: the front dispatches these
-   *  bytes to partition workers. It must not throw: an exception here is a programmer error and ends the
+  /** Called once per synced group, BEFORE the group's appends are called back, with the exact bytes written and the
+   *  group's last seq: the front dispatches these bytes to partition workers. Their ArrayBuffer holds nothing else
+   *  (it may run past them) and is never touched again here, so it can be transferred. It must not throw: an exception here is a programmer error and ends the
    *  process through the unhandled rejection (fail-stop), leaving the group unanswered. */
   onSynced: (group: Uint8Array, lastSeq: number) => void = onSyncedUnset;
 
@@ -181,30 +184,32 @@ export class IngressLog {
     return seq;
   }
 
-  /** Appends one frame whose body the caller encoded with that seq, and calls `done` once, always from a microtask:
-   *  with null after the fdatasync covering it, or with an error when the log has failed (then `failed` is true
-   *  forever: every produce answers 500 until restart) or close has begun. A callback, not a promise: the single
-   *  produce makes one append per request. */
-  appendThen(body: Uint8Array, seq: number, done: AppendCallback): void {
+  /** Appends entry (its seq from takeSeq) as one frame and calls `done` once, always from a microtask: with null after
+   *  the fdatasync covering it, or with an error when the log has failed (then `failed` is true forever: every produce
+   *  answers 500 until restart) or close has begun. A callback, not a promise: the single produce makes one append per
+   *  request. The entry is encoded now, into the group's buffer; its payloads may be reused once this returns. */
+  appendThen(entry: IngressEntry, done: AppendCallback): void {
+    const seq = entry.seq;
     if (this.failure !== null) return callAll([done], this.failure);
     if (this.closing) return callAll([done], new Error('ingress log closed'));
     assert(seq > this.lastAppendedSeq, 'ingress log: seqs must be appended in increasing order');
     assert(seq < this.nextSeq, 'ingress log: append of a seq that takeSeq never gave');
-    assert(body.byteLength > 0, 'ingress log: empty frame body');
     assert(this.onSynced !== onSyncedUnset, 'ingress log: onSynced must be set before the first append');
+    const frameBytesMax = frameHeaderBytes + ingressEntryBytesMax(entry);
+    const group = this.pending ?? newGroup(seq, frameBytesMax);
+    if (group.used + frameBytesMax > group.buffer.byteLength) groupGrow(group, group.used + frameBytesMax);
+    // Nothing is registered before the entry is written: a throw leaves the log as it was.
+    const bodyBytes = writeIngressEntry(entry, group.buffer, group.used + frameHeaderBytes);
+    group.used += sealFrame(group.buffer, group.used, bodyBytes);
+    group.callbacks.push(done);
+    group.lastSeq = seq;
     this.lastAppendedSeq = seq;
-    let group = this.pending;
-    if (group === null) {
-      group = newGroup(seq);
+    if (this.pending === null) {
       this.pending = group;
       // While a drain runs, it takes this group as soon as its current sync is done. When idle, wait for the
       // check phase so every request this loop turn delivers shares the first write.
       this.drainRun ??= nextLoopTurn().then(() => this.drain());
     }
-    group.bodies.push(body);
-    group.callbacks.push(done);
-    group.frameBytes += frameHeaderBytes + body.byteLength;
-    group.lastSeq = seq;
   }
 
   /** Every partition owner holds everything up to seqUpTo: delete sealed segments whose frames are all
@@ -242,12 +247,7 @@ export class IngressLog {
   private async drain(): Promise<void> {
     for (let group = this.pending; group !== null; group = this.pending) {
       this.pending = null;
-      // Not zeroed (every byte is written below; zeroing a batch group's megabytes cost the front thread page clears),
-      // and its own memory, not Node's shared pool: it is transferred to a partition worker.
-      const bytes = new Uint8Array(Buffer.allocUnsafeSlow(group.frameBytes).buffer, 0, group.frameBytes);
-      let at = 0;
-      for (const body of group.bodies) at += writeFrame(bytes, at, body);
-      assert(at === bytes.byteLength, 'ingress log: group size mismatch');
+      const bytes = group.buffer.subarray(0, group.used);
       try {
         await this.writeGroup(bytes, group.firstSeq);
       } catch (err) {
@@ -334,8 +334,20 @@ function callAll(callbacks: AppendCallback[], error: Error | null): void {
   });
 }
 
-function newGroup(firstSeq: number): Group {
-  return { bodies: [], callbacks: [], frameBytes: 0, firstSeq, lastSeq: firstSeq };
+function newGroup(firstSeq: number, bytesMin: number): Group {
+  return { buffer: groupBuffer(Math.max(groupBytesInitial, bytesMin)), used: 0, callbacks: [], firstSeq, lastSeq: firstSeq };
+}
+
+/** Not zeroed (every byte up to `used` is written; zeroing a batch group's megabytes cost the front page clears), and
+ *  its own memory, not Node's shared pool: it is transferred to a partition worker. */
+function groupBuffer(bytes: number): Uint8Array {
+  return new Uint8Array(Buffer.allocUnsafeSlow(bytes).buffer, 0, bytes);
+}
+
+function groupGrow(group: Group, bytesMin: number): void {
+  const grown = groupBuffer(Math.max(bytesMin, group.buffer.byteLength * 2));
+  grown.set(group.buffer.subarray(0, group.used));
+  group.buffer = grown;
 }
 
 function nextLoopTurn(): Promise<void> {

@@ -36,15 +36,19 @@ type WireEntry = [number, string, number, WireRecord[]];
 
 const packr = new Packr({ useRecords: false, moreTypes: false });
 
-/** Written by hand (msgpack_writer.ts) rather than packr.pack: no intermediate arrays per record on the
- *  produce hot path. decodeIngressEntry reads it back with msgpack_reader.ts. */
-export function encodeIngressEntry(entry: IngressEntry): Uint8Array {
+/** Most bytes writeIngressEntry can take for entry (the topic id's UTF-8 length is bounded, not measured). */
+export function ingressEntryBytesMax(entry: IngressEntry): number {
   let bytes = arrayHeaderBytes(4) + uintBytes(entry.seq) + strBytesMax(entry.topicId) + uintBytes(entry.timestampSec) +
     arrayHeaderBytes(entry.records.length);
   for (const r of entry.records) bytes += 1 + uintBytes(r.partition) + binBytes(r.key) + binBytes(r.payload) + 1;
-  // From Node's shared buffer pool (no allocation and no zeroing per request for small ones): the ingress log only
-  // copies the returned bytes into its group, and nothing past writer.at is ever read.
-  const writer = new MsgpackWriter(Buffer.allocUnsafe(bytes));
+  return bytes;
+}
+
+/** Writes entry at target[at..] (room for ingressEntryBytesMax bytes) and returns the bytes written. By hand
+ *  (msgpack_writer.ts) rather than packr.pack: no intermediate arrays per record on the produce hot path, and
+ *  straight into the ingress log's group buffer. decodeIngressEntry reads it back with msgpack_reader.ts. */
+export function writeIngressEntry(entry: IngressEntry, target: Uint8Array, at: number): number {
+  const writer = new MsgpackWriter(target, at);
   writer.arrayHeader(4);
   writer.uint(entry.seq);
   writer.str(entry.topicId);
@@ -57,7 +61,7 @@ export function encodeIngressEntry(entry: IngressEntry): Uint8Array {
     writer.bin(r.payload);
     writer.uint(r.payloadKind);
   }
-  return writer.target.subarray(0, writer.at);
+  return writer.at - at;
 }
 
 /** Decodes in place (keys and payloads are views into body) with the hand reader; msgpackr takes any shape the

@@ -3,7 +3,8 @@
 import t from 'tap';
 import { Packr } from 'msgpackr';
 import { arrayHeaderBytes, binBytes, MsgpackWriter, strBytesMax, uintBytes } from '../../src/protocol/msgpack_writer.js';
-import { decodeIngressEntry, encodeIngressEntry } from '../../src/protocol/ingress_frame.js';
+import { decodeIngressEntry } from '../../src/protocol/ingress_frame.js';
+import { encodeIngressEntry } from '../helpers/ingress_entries.js';
 
 const packr = new Packr({ useRecords: false, moreTypes: false });
 

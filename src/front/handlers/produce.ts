@@ -3,7 +3,7 @@
 // goes to the partition workers in the background. Front thread.
 import { limits } from '../../config.js';
 import { errors, BrokerError } from '../../errors.js';
-import { encodeIngressEntry, type IngressRecord } from '../../protocol/ingress_frame.js';
+import type { IngressRecord } from '../../protocol/ingress_frame.js';
 import { localPartitions, noLocalPartition, requireLocalPartition } from '../partition_owners.js';
 import { parseBatchBody, partitionForKey, partitionUnassigned, type BatchParse } from '../../protocol/batch_produce_body.js';
 import { classifyPayload, decodeBase64 } from '../../protocol/payload.js';
@@ -52,8 +52,7 @@ export function produceHandlers(services: FrontServices) {
   function store(topic: TopicRecord, records: IngressRecord[], done: (failure: BrokerError | null) => void): void {
     if (ingress.failed) throw errors.ingressFailed();
     const seq = ingress.takeSeq();
-    const body = encodeIngressEntry({ seq, topicId: topic.id, timestampSec: Math.floor(Date.now() / 1000), records });
-    ingress.appendThen(body, seq, (error) => {
+    ingress.appendThen({ seq, topicId: topic.id, timestampSec: Math.floor(Date.now() / 1000), records }, (error) => {
       if (error !== null) {
         metrics.latchIngressFailed();
         services.log.error({ err: error }, 'ingress log write failed: every produce answers 500 until restart');
