@@ -279,12 +279,19 @@ const aofRewriteWaitMsMax = 60_000;
 
 async function aofRewriteSettled(client: Redis): Promise<void> {
   const deadline = performance.now() + aofRewriteWaitMsMax;
-  for (let said = false; ; said = true) {
+  let said = false;
+  // Redis starts an automatic rewrite from its cron (every 100 ms): quiet means two looks 250 ms apart.
+  for (let quietLooks = 0; quietLooks < 2; ) {
     const info = await client.info('persistence');
-    if (!/aof_rewrite_in_progress:1|aof_rewrite_scheduled:1/.test(info)) return;
-    if (performance.now() > deadline) throw new Error(`redis: the append-only file rewrite after the prefill still runs after ${aofRewriteWaitMsMax / 1000} s`);
-    if (!said) process.stderr.write('redis: waiting for the append-only file rewrite the prefill started\n');
-    await sleep(100);
+    if (!/aof_rewrite_in_progress:1|aof_rewrite_scheduled:1/.test(info)) {
+      quietLooks += 1;
+    } else {
+      quietLooks = 0;
+      if (performance.now() > deadline) throw new Error(`redis: the append-only file rewrite after the prefill still runs after ${aofRewriteWaitMsMax / 1000} s`);
+      if (!said) process.stderr.write('redis: waiting for the append-only file rewrite the prefill started\n');
+      said = true;
+    }
+    if (quietLooks < 2) await sleep(quietLooks === 0 ? 100 : 250);
   }
 }
 

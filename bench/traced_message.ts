@@ -71,7 +71,7 @@ export function scanTracedMessages(body: Buffer): Array<{ id: number; sentEpochU
     let sentEpochUs = NaN;
     if (timeAt === idStart + idDigits) {
       const end = body.indexOf(0x2c, timeAt + timeKey.length);
-      sentEpochUs = Number(body.toString('latin1', timeAt + timeKey.length, end));
+      if (end >= 0) sentEpochUs = Number(body.toString('latin1', timeAt + timeKey.length, end));
     }
     found.push({ id, sentEpochUs });
     at = body.indexOf(idKey, idStart);

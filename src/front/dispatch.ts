@@ -67,8 +67,9 @@ export class PartitionWorkers {
   dispatch(frames: Uint8Array, lastSeq: number, metaIndex: number): void {
     for (let i = 0; i < this.workers.length; i++) {
       const last = i === this.workers.length - 1;
-      // The last worker takes the bytes themselves, whose ArrayBuffer holds nothing else (IngressLog.onSynced, replay
-      // chunks); the others get copies (a transferred buffer is gone).
+      // The last worker takes the bytes themselves, whose ArrayBuffer is theirs alone (IngressLog.onSynced: the group's
+      // buffer, perhaps with scratch past the frames; replay chunks: exactly sized); the others get copies (a
+      // transferred buffer is gone).
       const bytes = last ? frames : frames.slice();
       const message: ToWorker = { kind: 'dispatch', metaIndex, frames: bytes, lastSeq };
       this.workers[i]!.postMessage(message, [bytes.buffer as ArrayBuffer]);

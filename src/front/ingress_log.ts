@@ -22,8 +22,10 @@ const zeroFillChunkBytes = 4 * 1024 * 1024;
 /** Groups larger than this (batch produces) fill no zeros: their sync is dominated by their own data, and zeros
  *  ahead of them would double the bytes written. */
 const zeroFillGroupBytesMax = 256 * 1024;
-/** A group's buffer starts this large (about 400 single produces) unless one append needs more, and doubles when full. */
-const groupBytesInitial = 64 * 1024;
+/** A group's buffer starts a quarter larger than the last group's frames, within these bounds (unless its first append
+ *  needs more), and doubles when full: a trickle of single produces gets small buffers, a steady load one buffer. */
+const groupBytesFirstMin = 4 * 1024;
+const groupBytesFirstMax = 64 * 1024;
 
 export interface IngressLogOptions {
   dir: string;
@@ -99,8 +101,9 @@ function onSyncedUnset(): void {
 
 export class IngressLog {
   /** Called once per synced group, BEFORE the group's appends are called back, with the exact bytes written and the
-   *  group's last seq: the front dispatches these bytes to partition workers. Their ArrayBuffer holds nothing else
-   *  (it may run past them) and is never touched again here, so it can be transferred. It must not throw: an
+   *  group's last seq: the front dispatches these bytes to partition workers. Their ArrayBuffer is the group's alone
+   *  (past the bytes it holds only scratch: uninitialised memory or a failed append's partial frame) and is never
+   *  touched again here, so it can be transferred. It must not throw: an
    *  exception here is a programmer error and ends the process through the unhandled rejection (fail-stop), leaving
    *  the group unanswered. */
   onSynced: (group: Uint8Array, lastSeq: number) => void = onSyncedUnset;
@@ -122,6 +125,8 @@ export class IngressLog {
   private closing = false;
   private readonly deletions = new Set<Promise<void>>();
   private syncs = 0;
+  /** Frame bytes of the last group written: the next group's first buffer is sized from it. */
+  private lastGroupBytes = 0;
 
   private constructor(state: IngressLogState) {
     this.dir = state.dir;
@@ -197,10 +202,12 @@ export class IngressLog {
     assert(seq < this.nextSeq, 'ingress log: append of a seq that takeSeq never gave');
     assert(this.onSynced !== onSyncedUnset, 'ingress log: onSynced must be set before the first append');
     const frameBytesMax = frameHeaderBytes + ingressEntryBytesMax(entry);
-    const group = this.pending ?? newGroup(seq, frameBytesMax);
+    const group = this.pending ?? newGroup(seq, frameBytesMax, this.lastGroupBytes);
     if (group.used + frameBytesMax > group.buffer.byteLength) groupGrow(group, group.used + frameBytesMax);
     // Nothing is registered before the entry is written: a throw leaves the log as it was.
     const bodyBytes = writeIngressEntry(entry, group.buffer, group.used + frameHeaderBytes);
+    // A typed array drops writes past its end: a bound that fell short would lose bytes without a word.
+    assert(bodyBytes <= frameBytesMax - frameHeaderBytes, 'ingress log: entry larger than its bound');
     group.used += sealFrame(group.buffer, group.used, bodyBytes);
     group.callbacks.push(done);
     group.lastSeq = seq;
@@ -248,6 +255,7 @@ export class IngressLog {
   private async drain(): Promise<void> {
     for (let group = this.pending; group !== null; group = this.pending) {
       this.pending = null;
+      this.lastGroupBytes = group.used;
       const bytes = group.buffer.subarray(0, group.used);
       try {
         await this.writeGroup(bytes, group.firstSeq);
@@ -335,8 +343,10 @@ function callAll(callbacks: AppendCallback[], error: Error | null): void {
   });
 }
 
-function newGroup(firstSeq: number, bytesMin: number): Group {
-  return { buffer: groupBuffer(Math.max(groupBytesInitial, bytesMin)), used: 0, callbacks: [], firstSeq, lastSeq: firstSeq };
+/** firstFrameBytesMax: the first append's frame bound; lastGroupBytes: the frame bytes of the last group written. */
+function newGroup(firstSeq: number, firstFrameBytesMax: number, lastGroupBytes: number): Group {
+  const hinted = Math.min(groupBytesFirstMax, Math.max(groupBytesFirstMin, lastGroupBytes + (lastGroupBytes >> 2)));
+  return { buffer: groupBuffer(Math.max(firstFrameBytesMax, hinted)), used: 0, callbacks: [], firstSeq, lastSeq: firstSeq };
 }
 
 /** Not zeroed (every byte up to `used` is written; zeroing a batch group's megabytes cost the front page clears), and

@@ -151,8 +151,7 @@ t.test('append resolves only after the sync covering it, after onSynced saw the 
   t.equal(group.lastSeq, seqB);
   t.same(scanFrames(group.bytes).bodies.map(hex), bodies.map(hex));
   t.equal(scanFrames(group.bytes).validBytes, group.bytes.byteLength, 'the group is whole frames only');
-  t.equal(group.bytes.byteOffset, 0);
-  t.ok(group.bytes.buffer.byteLength >= group.bytes.byteLength, 'the group\'s own buffer, which may run past its frames');
+  t.equal(group.bytes.byteOffset, 0, 'the group\'s frames start its own buffer, which it transfers whole');
   t.equal(hex(await framesOnDisk(t, path.join(dir, segmentFileName(1)))), hex(group.bytes), 'the file holds the group bytes');
   await log.close();
 });
@@ -491,6 +490,8 @@ t.test('appendThen calls back exactly once and never inside the call: after the 
 t.test('an entry is encoded when appended: its payload may be reused at once, and a failed encode appends nothing', async (t) => {
   const dir = await tempDir(t);
   const { log, groups } = await openLog({ dir, segmentBytesMax: mib });
+  // A failed encode while no group is pending.
+  t.throws(() => log.appendThen({ ...entry(log.takeSeq()), timestampSec: -1 }, () => t.fail('never called back')), /not an unsigned/);
   const reused = entry(log.takeSeq());
   const payload = reused.records[0]!.payload;
   const expected = hex(body(reused.seq));
@@ -502,7 +503,7 @@ t.test('an entry is encoded when appended: its payload may be reused at once, an
   const after = entry(log.takeSeq());
   await Promise.all([synced, appendSynced(log, after)]);
   const frames = groups.flatMap((group) => scanFrames(group.bytes).bodies.map(hex));
-  t.same(frames, [expected, hex(body(after.seq))], 'the bytes as they were when appended, and nothing of the failed one');
+  t.same(frames, [expected, hex(body(after.seq))], 'the bytes as they were when appended, and nothing of the failed ones');
   await log.close();
 });
 
@@ -513,6 +514,8 @@ t.test('a group larger than its first buffer grows and keeps every frame', async
   const sizes = [...new Array<number>(40).fill(5_000), 200_000, 10];
   const appended = sizes.map((size) => appendSynced(log, entry(log.takeSeq(), size)));
   await Promise.all(appended);
+  t.equal(groups.length, 1, 'appended in one loop turn: one group, grown past its first buffer');
+  t.ok(groups[0]!.bytes.byteLength > 200_000);
   t.same(groups.flatMap((group) => seqsOf(group.bytes)), range(1, sizes.length));
   const frames = groups.flatMap((group) => scanFrames(group.bytes).bodies.map(hex));
   t.same(frames, sizes.map((size, i) => hex(body(i + 1, size))), 'every frame whole, in order');

@@ -1,9 +1,11 @@
 // Goal: the hand-written MessagePack of the hot records decodes with msgpackr to exactly what was written, at
-// every size class boundary (integers up to 2^53, byte strings and strings past 255 and 65535 bytes). Pure.
+// every size class boundary (integers up to 2^53, byte strings and strings past 255 and 65535 bytes), and an ingress
+// entry never takes more than ingressEntryBytesMax (a typed array would drop the bytes past it). Pure.
 import t from 'tap';
 import { Packr } from 'msgpackr';
 import { arrayHeaderBytes, binBytes, MsgpackWriter, strBytesMax, uintBytes } from '../../src/protocol/msgpack_writer.js';
-import { decodeIngressEntry } from '../../src/protocol/ingress_frame.js';
+import { decodeIngressEntry, ingressEntryBytesMax, writeIngressEntry, type IngressEntry } from '../../src/protocol/ingress_frame.js';
+import { Prng } from '../helpers/prng.js';
 import { encodeIngressEntry } from '../helpers/ingress_entries.js';
 
 const packr = new Packr({ useRecords: false, moreTypes: false });
@@ -47,4 +49,39 @@ t.test('an ingress entry round-trips', async (t) => {
   t.equal(decoded.timestampSec, entry.timestampSec);
   t.same(decoded.records.map((r) => [r.partition, r.key === null ? null : [...r.key], [...r.payload], r.payloadKind]),
     entry.records.map((r) => [r.partition, r.key === null ? null : [...r.key], [...r.payload], r.payloadKind]));
+});
+
+t.test('ingressEntryBytesMax bounds every entry: written into exactly that many bytes it decodes back whole', async (t) => {
+  const prng = new Prng(0x1b7e);
+  const topicIds = ['0123456789abcdef', 'é'.repeat(16), '€😀x', '\ud800a'];
+  const lengths = [0, 1, 255, 256, 65_535, 65_536];
+  const uints = [0, 127, 128, 255, 256, 65_535, 65_536, 2 ** 32 - 1, 2 ** 32, Number.MAX_SAFE_INTEGER];
+  for (let i = 0; i < 300; i++) {
+    const recordCount = prng.pick([0, 1, 15, 16, 1000]);
+    const entry: IngressEntry = {
+      seq: prng.pick(uints), topicId: prng.pick(topicIds), timestampSec: prng.pick(uints),
+      records: Array.from({ length: recordCount }, () => ({
+        partition: prng.pick(uints),
+        key: prng.chance(0.3) ? null : new Uint8Array(prng.pick(recordCount > 16 ? [0, 1, 255, 256] : lengths)).fill(7),
+        payload: new Uint8Array(prng.pick(recordCount > 16 ? [1, 255, 256] : lengths)).fill(9),
+        payloadKind: prng.pick([0, 1, 2] as const),
+      })),
+    };
+    const bound = ingressEntryBytesMax(entry);
+    const exact = new Uint8Array(bound);
+    const written = writeIngressEntry(entry, exact, 0);
+    const roomy = new Uint8Array(bound + 64);
+    if (written > bound || writeIngressEntry(entry, roomy, 7) !== written || Buffer.compare(exact.subarray(0, written), roomy.subarray(7, 7 + written)) !== 0) {
+      t.fail(`entry ${i} (${recordCount} records, topic ${JSON.stringify(entry.topicId)}): ${written} bytes against a bound of ${bound}`);
+      return;
+    }
+    const decoded = decodeIngressEntry(exact.subarray(0, written));
+    const topicId = new TextDecoder().decode(new TextEncoder().encode(entry.topicId));
+    if (decoded.seq !== entry.seq || decoded.topicId !== topicId || decoded.records.length !== recordCount ||
+      decoded.records.some((r, k) => r.partition !== entry.records[k]!.partition || r.payload.byteLength !== entry.records[k]!.payload.byteLength)) {
+      t.fail(`entry ${i} does not decode back`);
+      return;
+    }
+  }
+  t.pass('300 generated entries within their bounds');
 });

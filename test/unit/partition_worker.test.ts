@@ -165,15 +165,18 @@ function entry(seq: number, topicId: string, records: [partition: number, payloa
   };
 }
 
+/** As the front dispatches a synced group: its frames at the start of a buffer that runs past them (the group's buffer
+ *  keeps scratch there, here 0xee bytes, which a worker must never read). */
 function dispatch(metaIndex: number, entries: IngressEntry[]): ToWorker {
   const frames = entries.map((e) => encodeFrame(encodeIngressEntry(e)));
-  const bytes = new Uint8Array(frames.reduce((n, f) => n + f.byteLength, 0));
+  const framesBytes = frames.reduce((n, f) => n + f.byteLength, 0);
+  const buffer = new Uint8Array(framesBytes + 4096).fill(0xee);
   let at = 0;
   for (const frame of frames) {
-    bytes.set(frame, at);
+    buffer.set(frame, at);
     at += frame.byteLength;
   }
-  return { kind: 'dispatch', metaIndex, frames: bytes, lastSeq: entries.at(-1)!.seq };
+  return { kind: 'dispatch', metaIndex, frames: buffer.subarray(0, framesBytes), lastSeq: entries.at(-1)!.seq };
 }
 
 function recordText(t: Test, result: Extract<FromWorker, { kind: 'readResult' | 'failed' }>): { payload: string; key: string | null } {
