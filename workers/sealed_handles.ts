@@ -1,9 +1,10 @@
 // Open read handles (.idx and .log) of sealed segments, kept between reads with a window read ahead of each: a
 // consumer catching up reads one sealed segment run after run, and opening and closing both files for every run cost
-// four thread-pool round trips beside the two reads, which the windows then mostly spare too. One cache per thread (module state: each partition worker has its own), bounded, least recently
-// used first out; a handle is closed once it is out of the cache and no read holds it. Sealed segments never change,
-// so a handle stays valid until its segment is deleted: retention and topic deletion forget it first, so a read
-// that starts afterwards finds the file gone, as it would without the cache.
+// four thread-pool round trips beside the two reads, which the windows then mostly spare too. One cache per thread
+// (module state: each partition worker has its own), bounded, least recently used first out; a handle is closed once
+// it is out of the cache and no read holds it. Sealed segments never change, so a handle stays valid until its
+// segment is deleted: retention and topic deletion forget it first, so a read that starts afterwards finds the file
+// gone, as it would without the cache.
 import { open, type FileHandle } from 'node:fs/promises';
 import { readExact } from '../src/util/durable_fs.js';
 import { segmentPath } from './partition_dirs.js';

@@ -13,7 +13,6 @@
 // close cut them, so sealed segments end at their last frame. The active .idx gets its entries at a roll or a clean
 // close (activeIdxComplete); until then readers take positions from memory, and open() rebuilds it from the .log.
 import assert from 'node:assert/strict';
-import { readSync } from 'node:fs';
 import { open, readdir, readFile, rename, rm, unlink, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Packr } from 'msgpackr';
@@ -25,7 +24,7 @@ import { arrayHeaderBytes, binBytes, MsgpackWriter, uintBytes } from '../src/pro
 import { parseSegmentFileName, segmentPath } from './partition_dirs.js';
 import { forgetSealedSegment, forgetSealedSegmentsOf, withSealedSegment } from './sealed_handles.js';
 import { indexEntryBytes, indexEntryRead, segmentPositionLimit, SegmentPositions } from './segment_index.js';
-import { dirCreateDurably, dirSync, readExact, writeAll, writeAllSync } from '../src/util/durable_fs.js';
+import { dirCreateDurably, dirSync, readExact, readExactSync, writeAll, writeAllSync } from '../src/util/durable_fs.js';
 import { ZeroFill } from '../src/util/zero_fill.js';
 
 /** A record as answered (StoredRecordView) plus where it came from: ingress sequence of its frame and its position
@@ -955,17 +954,3 @@ function recordDecode(body: Uint8Array): StoredRecord {
   if (!wellFormed) throw new Error('segment record: malformed fields');
   return { offset, timestampSec, key, payload, payloadKind, ingressSeq, ingressIndex };
 }
-
-
-/** Reads exactly length bytes at position, blocking the calling thread (never the front thread). */
-function readExactSync(fd: number, position: number, length: number): Uint8Array {
-  const out = new Uint8Array(length);
-  let done = 0;
-  while (done < length) {
-    const bytesRead = readSync(fd, out, done, length - done, position + done);
-    if (bytesRead === 0) throw new Error(`short read: ${done} of ${length} bytes at ${position}`);
-    done += bytesRead;
-  }
-  return out;
-}
-

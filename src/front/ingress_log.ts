@@ -103,9 +103,8 @@ export class IngressLog {
   /** Called once per synced group, BEFORE the group's appends are called back, with the exact bytes written and the
    *  group's last seq: the front dispatches these bytes to partition workers. Their ArrayBuffer is the group's alone
    *  (past the bytes it holds only scratch: uninitialised memory or a failed append's partial frame) and is never
-   *  touched again here, so it can be transferred. It must not throw: an
-   *  exception here is a programmer error and ends the process through the unhandled rejection (fail-stop), leaving
-   *  the group unanswered. */
+   *  touched again here, so it can be transferred. It must not throw: an exception here is a programmer error and ends
+   *  the process through the unhandled rejection (fail-stop), leaving the group unanswered. */
   onSynced: (group: Uint8Array, lastSeq: number) => void = onSyncedUnset;
 
   private readonly dir: string;

@@ -1,7 +1,7 @@
 // File helpers shared by every log on disk (ingress log, segment logs, ack logs): whole writes and reads at a
 // position, and directory syncs so a new or renamed file's entry survives a power loss. Async fs, so the front
-// thread may use them too, except writeAllSync, which blocks: partition workers only.
-import { writeSync } from 'node:fs';
+// thread may use them too, except writeAllSync and readExactSync, which block: partition workers only.
+import { readSync, writeSync } from 'node:fs';
 import { mkdir, open, type FileHandle } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 
@@ -21,6 +21,18 @@ export async function readExact(handle: FileHandle, position: number, length: nu
   let done = 0;
   while (done < length) {
     const { bytesRead } = await handle.read(out, done, length - done, position + done);
+    if (bytesRead === 0) throw new Error(`short read: ${done} of ${length} bytes at ${position}`);
+    done += bytesRead;
+  }
+  return out;
+}
+
+/** readExact, blocking the calling thread: partition workers only, never the front thread. */
+export function readExactSync(fd: number, position: number, length: number): Uint8Array {
+  const out = new Uint8Array(length);
+  let done = 0;
+  while (done < length) {
+    const bytesRead = readSync(fd, out, done, length - done, position + done);
     if (bytesRead === 0) throw new Error(`short read: ${done} of ${length} bytes at ${position}`);
     done += bytesRead;
   }
