@@ -173,7 +173,7 @@ export function allSettledAnswer(count: number): Buffer {
 }
 
 /** The statuses of a batch ack answer {"results":[{"status":204},...]}, in order. */
-export function scanStatuses(body: Buffer): number[] {
+function scanStatuses(body: Buffer): number[] {
   const statuses: number[] = [];
   let at = body.indexOf(statusKey);
   while (at >= 0) {

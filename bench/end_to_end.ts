@@ -19,7 +19,7 @@ import { AckRequests, ackStatuses, scanHandleSpans, topicPath } from './consume.
 import { HttpConnection, HttpFailure, requestBuffer } from './http_conn.js';
 import { runLoad } from './load.js';
 import { readRssBytes } from './node_process.js';
-import { epochUsNow, idLimit, scanTracedMessages, TracedRequestTemplate } from './traced_message.js';
+import { epochUs, epochUsNow, idLimit, scanTracedMessages, TracedRequestTemplate } from './traced_message.js';
 import type { BenchOptions } from './options.js';
 
 /** Issue 4: end-to-end p99 <= 10 ms at 50% of the peak rate. */
@@ -101,7 +101,7 @@ class Ledger {
     this.receivedMs[slot] = atMs;
     this.deliveredTotal++;
     if (this.inWindow[slot] && Number.isFinite(sentEpochUs)) {
-      recordUs(this.sendToReceiptUs, (Math.round((performance.timeOrigin + atMs) * 1000) - sentEpochUs) / 1000);
+      recordUs(this.sendToReceiptUs, (epochUs(atMs) - sentEpochUs) / 1000);
     }
     this.settle(slot);
   }
@@ -196,17 +196,18 @@ function startProducer(flow: Flow, connections: HttpConnection[]): Promise<void>
     connection.send(template.request(id, epochUsNow()), (reply) => {
       if (reply instanceof HttpFailure) {
         state.bump(state.errors, `produce ${reply.code}`);
-      } else if (reply.status === 202) {
-        state.bump(state.produceStatus, '202');
-        state.accepted++;
-        ledger.accepted(id, reply.endedMs);
-        if (counting) {
-          state.acceptedInWindow++;
-          recordUs(state.produceUs, reply.endedMs - scheduledMs);
-        }
       } else {
         state.bump(state.produceStatus, String(reply.status));
-        state.bump(state.errors, `produce ${reply.status}`);
+        if (reply.status !== 202) {
+          state.bump(state.errors, `produce ${reply.status}`);
+        } else {
+          state.accepted++;
+          ledger.accepted(id, reply.endedMs);
+          if (counting) {
+            state.acceptedInWindow++;
+            recordUs(state.produceUs, reply.endedMs - scheduledMs);
+          }
+        }
       }
       // The connection is free: the oldest waiting message goes next, else it parks as idle.
       if (backlogHead < backlog.length && state.producing) {

@@ -23,7 +23,7 @@ export class HttpFailure extends Error {
 }
 
 /** Called once per request: with the reply, or with why none came. */
-export type ReplyCallback = (outcome: HttpReply | HttpFailure) => void;
+type ReplyCallback = (outcome: HttpReply | HttpFailure) => void;
 
 export class HttpConnection {
   /** TCP connections opened so far (the first, plus reconnects). */

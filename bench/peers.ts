@@ -276,6 +276,8 @@ export interface RedisConsumeFigures {
 /** A rewrite of the append-only file that the prefill set off (its forked child takes most of a core) ends before the
  *  window, so the window measures Redis reading and acking, and the child does not count as another process's load. */
 const aofRewriteWaitMsMax = 60_000;
+/** Any one command of the consume baseline (INFO, XREADGROUP, XACK) fails after this, so a stalled Redis ends the run. */
+const redisCommandTimeoutMs = 10_000;
 
 async function aofRewriteSettled(client: Redis): Promise<void> {
   const deadline = performance.now() + aofRewriteWaitMsMax;
@@ -309,7 +311,7 @@ export async function runRedisConsume(redis: RedisPeer, options: { consumers: nu
     requests: options.prefill, stream, payload: options.payload });
   const prefillSec = (performance.now() - prefillStart) / 1000;
   const clients = Array.from({ length: options.consumers }, () => new Redis({ host: '127.0.0.1', port: redis.port,
-    maxRetriesPerRequest: 1, enableOfflineQueue: true, lazyConnect: false }));
+    maxRetriesPerRequest: 1, enableOfflineQueue: true, lazyConnect: false, commandTimeout: redisCommandTimeoutMs }));
   const errors = new Map<string, number>();
   const histogram = newHistogram();
   try {

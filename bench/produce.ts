@@ -106,7 +106,8 @@ export interface ProduceReport {
   options: Record<string, unknown>;
   runs: RunFigures[];
   ratios: ProduceRatios;
-  /** Peers that were asked for (wrk always on produce-single and the floor, Redis with --compare) but are not installed. */
+  /** Peers that were asked for (wrk beside closed-loop single and batch produce and the floor, Redis with --compare)
+   *  but are not installed. */
   missingPeers: string[];
   redisVersion: string | null;
   failures: string[];
@@ -126,9 +127,10 @@ export async function runProduce(options: BenchOptions): Promise<ProduceReport> 
   const runs: RunFigures[] = [];
   const failures: string[] = [];
   const missingPeers: string[] = [];
-  const attempt = async (run: () => Promise<RunFigures>): Promise<void> => {
+  const attempt = async (run: () => Promise<RunFigures | RunFigures[]>): Promise<void> => {
     try {
-      runs.push(await run());
+      const figures = await run();
+      runs.push(...(Array.isArray(figures) ? figures : [figures]));
     } catch (error) {
       failures.push(errorText(error));
     }
@@ -140,13 +142,16 @@ export async function runProduce(options: BenchOptions): Promise<ProduceReport> 
   if (!wrkInstalled) missingPeers.push(`wrk not installed (${installHint})`);
   const withWrk = wrkInstalled && options.rate === null;
   if (floor && kinds.single) {
-    await attempt(() => measureFloor(options, topic, payload, options.connections, 'http floor (hello world)',
-      withWrk ? (wrkRun) => attempt(wrkRun) : undefined));
+    await attempt(async () => {
+      const { rows, wrkFailure } = await measureFloor(options, topic, payload, options.connections, 'http floor (hello world)', withWrk);
+      if (wrkFailure !== null) failures.push(wrkFailure);
+      return rows;
+    });
     await sleep(1000);
   }
   if (floor && kinds.batch && options.scenario !== 'produce') {
-    await attempt(() => measureFloor(options, topic, batchBody, options.batchConnections,
-      `http floor, batch body (hello world)`));
+    await attempt(async () => (await measureFloor(options, topic, batchBody, options.batchConnections,
+      'http floor, batch body (hello world)', false)).rows);
     await sleep(1000);
   }
   let target: BrokerTarget | null = null;
@@ -242,9 +247,10 @@ async function measureSecurityOff(options: BenchOptions, topic: string, payload:
 }
 
 /** The hello-world server fed the broker's requests by the bench's client; with withWrk, then by wrk as well (the
- *  bench's client saturates a core before the floor's server does, so wrk's figure is the floor proper). */
+ *  bench's client saturates a core before the floor's server does, so wrk's figure is the floor proper). Rows in
+ *  the order measured; a failed wrk run leaves the client's row and says why. */
 async function measureFloor(options: BenchOptions, topic: string, body: Buffer, connections: number,
-  name: string, withWrk?: (wrkRun: () => Promise<RunFigures>) => Promise<void>): Promise<RunFigures> {
+  name: string, withWrk: boolean): Promise<{ rows: RunFigures[]; wrkFailure: string | null }> {
   const hello = await startChildServer({ name: 'hello-world', script: helloWorldScript,
     args: ['--port', '0', '--host', '127.0.0.1'] });
   cleanups.push(async () => void (await hello.stop()));
@@ -252,14 +258,17 @@ async function measureFloor(options: BenchOptions, topic: string, body: Buffer, 
     // Same path, headers, body and connections as single produce; the credentials are only bytes to it.
     const batch = connections !== options.connections || body.length > options.messageBytes;
     const request = produceRequest(topic, body, basicAuth('admin', 'x'.repeat(24)), batch);
-    const figures = await measure(options, { name, url: hello.url, request, connections,
-      messagesPerRequest: batch ? options.batch : 1, serverPid: hello.pid, server: hello });
-    if (withWrk !== undefined) {
-      await sleep(1000);
-      await withWrk(() => runWrk({ name: floorWrkName, url: hello.url, path: request.path, headers: request.headers,
+    const rows = [await measure(options, { name, url: hello.url, request, connections,
+      messagesPerRequest: batch ? options.batch : 1, serverPid: hello.pid, server: hello })];
+    if (!withWrk) return { rows, wrkFailure: null };
+    await sleep(1000);
+    try {
+      rows.push(await runWrk({ name: floorWrkName, url: hello.url, path: request.path, headers: request.headers,
         body, connections, durationSec: options.durationSec, messageBytes: options.messageBytes, serverPid: hello.pid }));
+      return { rows, wrkFailure: null };
+    } catch (error) {
+      return { rows, wrkFailure: errorText(error) };
     }
-    return figures;
   } finally {
     await hello.stop();
   }

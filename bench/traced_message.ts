@@ -6,7 +6,7 @@
 import { performance } from 'node:perf_hooks';
 import { requestBuffer } from './http_conn.js';
 
-export const idDigits = 9;
+const idDigits = 9;
 /** The first id that no longer fits idDigits: a producer stops before it. */
 export const idLimit = 10 ** idDigits;
 /** Epoch µs has 16 digits from 2001 to 2286: the template keeps that many places for the send time. */
@@ -15,8 +15,13 @@ const timeDigits = 16;
 const idKey = Buffer.from('"payload":{"id":"');
 const timeKey = Buffer.from('","t":');
 
+/** performance.now()-clock time atMs in epoch µs: comparable with a send time another clock wrote in a payload. */
+export function epochUs(atMs: number): number {
+  return Math.round((performance.timeOrigin + atMs) * 1000);
+}
+
 export function epochUsNow(): number {
-  return Math.round((performance.timeOrigin + performance.now()) * 1000);
+  return epochUs(performance.now());
 }
 
 /** The payload of message id sent at sentEpochUs, exactly bytes long; throws when bytes cannot hold the id and time. */
