@@ -31,5 +31,12 @@ t.test('what does not fit is refused', async (t) => {
   t.throws(() => template.request(idLimit, epochUsNow()), /does not fit 9 digits/);
   t.throws(() => template.request(-1, epochUsNow()), /does not fit/);
   t.throws(() => template.request(1, 10 ** 16), /does not fit 16 digits/);
-  t.throws(() => tracedPayload(1, epochUsNow(), 40), /too small/);
+  t.throws(() => tracedPayload(1, epochUsNow(), 45), /too small/, 'one byte short of the id and time');
+  t.equal(tracedPayload(1, epochUsNow(), 46).length, 46, 'the smallest size holds them with no filler');
+});
+
+t.test('a time the scanner cannot read is NaN, the id still read', async (t) => {
+  const id = '"payload":{"id":"000000007"';
+  t.same(scanTracedMessages(Buffer.from(`{${id},"t":1795358795603123}`)), [{ id: 7, sentEpochUs: NaN }], 'no comma after the time');
+  t.same(scanTracedMessages(Buffer.from(`{${id},"d":"x"}`)), [{ id: 7, sentEpochUs: NaN }], 'no time after the id');
 });

@@ -476,15 +476,19 @@ t.test('appendThen calls back exactly once and never inside the call: after the 
   append('after the failure');
   await answered('after the failure');
   await log.close();
-  append('after close');
+  // A log that never failed, closed: its refusal is the close's own.
+  const unfailed = (await openLog({ dir: await tempDir(t), segmentBytesMax: mib })).log;
+  await unfailed.close();
+  calls.set('after close', []);
+  unfailed.appendThen(entry(unfailed.takeSeq()), (error) => calls.get('after close')!.push(error));
+  t.same(calls.get('after close'), [], 'after close: not called inside appendThen');
   await answered('after close');
   // A second call would come from the same microtask or group: one more turn shows none came.
   await new Promise((r) => setTimeout(r, 10));
   t.same(calls.get('synced'), [null], 'once, with null, after its sync');
   t.same(calls.get('failing')!.map((e) => e?.message), ['ingress log failed']);
   t.same(calls.get('after the failure')!.map((e) => e?.message), ['ingress log failed']);
-  t.equal(calls.get('after close')!.length, 1, 'once after close too');
-  t.ok(calls.get('after close')![0] instanceof Error);
+  t.same(calls.get('after close')!.map((e) => e?.message), ['ingress log closed'], 'once after close too');
 });
 
 t.test('an entry is encoded when appended: its payload may be reused at once, and a failed encode appends nothing', async (t) => {
@@ -510,15 +514,23 @@ t.test('an entry is encoded when appended: its payload may be reused at once, an
 t.test('a group larger than its first buffer grows and keeps every frame', async (t) => {
   const dir = await tempDir(t);
   const { log, groups } = await openLog({ dir, segmentBytesMax: 64 * mib });
-  // 40 frames of 5 KB pass the group's first 64 KiB buffer in one loop turn; one of 200 KB passes it alone.
+  // The first group's buffer is 4 KiB (no group before it): 40 frames of 5 KB and one of 200 KB, in one loop turn,
+  // grow it several times; an entry that fails to encode after the growth leaves the frames before it whole.
   const sizes = [...new Array<number>(40).fill(5_000), 200_000, 10];
-  const appended = sizes.map((size) => appendSynced(log, entry(log.takeSeq(), size)));
+  const appended = sizes.slice(0, 41).map((size) => appendSynced(log, entry(log.takeSeq(), size)));
+  t.throws(() => log.appendThen({ ...entry(log.takeSeq()), timestampSec: -1 }, () => t.fail('never called back')), /not an unsigned/);
+  appended.push(appendSynced(log, entry(log.takeSeq(), sizes[41])));
   await Promise.all(appended);
   t.equal(groups.length, 1, 'appended in one loop turn: one group, grown past its first buffer');
   t.ok(groups[0]!.bytes.byteLength > 200_000);
-  t.same(groups.flatMap((group) => seqsOf(group.bytes)), range(1, sizes.length));
+  // Seq 42 failed to encode and was never appended.
+  const seqs = [...range(1, 41), 43];
+  t.same(groups.flatMap((group) => seqsOf(group.bytes)), seqs);
   const frames = groups.flatMap((group) => scanFrames(group.bytes).bodies.map(hex));
-  t.same(frames, sizes.map((size, i) => hex(body(i + 1, size))), 'every frame whole, in order');
+  t.same(frames, sizes.map((size, i) => hex(body(seqs[i]!, size))), 'every frame whole, in order');
   t.equal(hex(await framesOnDisk(t, path.join(dir, segmentFileName(1)))), hex(concat(groups.map((group) => group.bytes))));
+  // The next group starts from the last one's size, capped: a small append after a 400 KB group gets 64 KiB.
+  await appendOne(log);
+  t.equal(groups[1]!.bytes.buffer.byteLength, 64 * 1024, 'the next first buffer is capped at 64 KiB');
   await log.close();
 });

@@ -69,7 +69,7 @@ t.test('however many sealed segments are read, the descriptors stay bounded; clo
   const dir = await tempDir(t);
   const log = await logWith(dir, 200);
   const before = await openDescriptors();
-  // 100 segments of two records; every other one is sealed and read once.
+  // 100 segments of two records: the first record of each of the 99 sealed ones is read once.
   for (let offset = 0; offset < 198; offset += 2) {
     const [result] = await log.readMany([offset]);
     t.equal(typeof result === 'string' ? result : result!.offset, offset);

@@ -13,7 +13,7 @@ function tempDir(t: Test): Promise<string> {
   return partitionTempDir(t, 'segment-log');
 }
 
-/** Record i of a test stream (test/helpers/partition_records.ts), written at 1,700,000,000 + i. */
+/** Record i of a test stream (test/helpers/segment_log_fixtures.ts), written at 1,700,000,000 + i. */
 function record(i: number, payloadBytes = 40): Omit<StoredRecord, 'offset'> {
   return partitionRecord(i, undefined, payloadBytes);
 }

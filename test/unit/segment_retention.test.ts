@@ -16,7 +16,7 @@ function tempDir(t: Test): Promise<string> {
 }
 
 
-/** Record i (test/helpers/partition_records.ts), written at timestampSec. */
+/** Record i (test/helpers/segment_log_fixtures.ts), written at timestampSec. */
 function record(i: number, timestampSec: number): Omit<StoredRecord, 'offset'> {
   return partitionRecord(i, timestampSec);
 }

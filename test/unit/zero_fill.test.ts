@@ -103,9 +103,10 @@ for (const blockingWrites of [false, true]) {
     const missing = path.join(path.dirname(file), 'no-such-dir', 'log');
     const fill = new ZeroFill({ path: missing, fileBytes: 0, limitBytes: 1024 * KiB, chunkBytes: 64 * KiB, blockingWrites });
     fill.extendIfLow(0);
-    await fill.reserve(10 * KiB);
+    await fill.reserve(60 * KiB);
     await fill.idle();
-    fill.extendIfLow(10 * KiB);
+    // Data near the failed chunk's end: a fill still running would prepare the next chunk now.
+    fill.extendIfLow(60 * KiB);
     t.equal(fill.fileBytes, 64 * KiB, 'only the failed fill was ever prepared');
     await fill.close();
   });
