@@ -16,7 +16,9 @@ export class ParkedTakes {
     return this.topicOfReq.size;
   }
 
+  /** Request ids are unique per front, so one parked twice is a programmer error: it would leave a stale take behind. */
   park(take: TakeRequest): void {
+    if (this.topicOfReq.has(take.reqId)) throw new Error(`parked takes: request ${take.reqId} is parked already`);
     let takes = this.byTopic.get(take.topicId);
     if (takes === undefined) this.byTopic.set(take.topicId, (takes = new Map()));
     takes.set(take.reqId, take);

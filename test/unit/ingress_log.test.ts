@@ -8,6 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { IngressLog, segmentFileName, type IngressLogOptions } from '../../src/front/ingress_log.js';
 import { decodeIngressEntry, PayloadKind, type IngressEntry } from '../../src/protocol/ingress_frame.js';
+import { pollUntil } from '../helpers/http.js';
 import { encodeIngressEntry } from '../helpers/ingress_entries.js';
 import { scanFrames } from '../../src/util/frame.js';
 
@@ -464,9 +465,9 @@ t.test('appendThen calls back exactly once and never inside the call: after the 
     log.appendThen(entry(seq), (error) => calls.get(name)!.push(error));
     t.same(calls.get(name), [], `${name}: not called inside appendThen`);
   };
-  /** Waits (at most 2 s) until the named append was called back. */
+  /** Waits (at most 10 s) until the named append was called back. */
   const answered = async (name: string): Promise<void> => {
-    for (let i = 0; i < 200 && calls.get(name)!.length === 0; i++) await new Promise((r) => setTimeout(r, 10));
+    await pollUntil(async () => (calls.get(name)!.length > 0 ? true : undefined), 10_000, 10);
   };
   append('synced');
   await answered('synced');

@@ -37,3 +37,22 @@ t.test('a deleted topic takes its parked takes with it; shutdown takes all', asy
   t.equal(parked.size, 0);
   t.same([...parked.ofTopic('b')], []);
 });
+
+t.test('every take of a topic removed while walking it: the walk ends and the topic is gone; a reqId parked twice throws', async (t) => {
+  const parked = new ParkedTakes();
+  for (const reqId of [1, 2, 3]) parked.park(take(reqId, 'a'));
+  parked.park(take(4, 'b'));
+  const walked: number[] = [];
+  for (const parkedTake of parked.ofTopic('a')) {
+    walked.push(parkedTake.reqId);
+    parked.remove(parkedTake.reqId);
+  }
+  t.same(walked, [1, 2, 3]);
+  t.same([...parked.ofTopic('a')], [], 'nothing of the topic is left');
+  t.equal(parked.size, 1);
+  parked.park(take(5, 'a'));
+  t.same([...parked.ofTopic('a')].map((x) => x.reqId), [5], 'the topic parks anew');
+  t.throws(() => parked.park(take(4, 'a')), /request 4 is parked already/, 'under another topic too');
+  t.same([...parked.ofTopic('a')].map((x) => x.reqId), [5], 'a refused park changes nothing');
+  t.equal(parked.size, 2);
+});

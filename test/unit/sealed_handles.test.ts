@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { PartitionLog, type StoredRecord } from '../../workers/segment_log.js';
 import { sealedSegmentsOpen } from '../../workers/sealed_handles.js';
 import { parseSegmentFileName, segmentFileName } from '../../workers/partition_dirs.js';
+import { pollUntil } from '../helpers/http.js';
 import { partitionRecord, partitionTempDir, segmentBytesSmall } from '../helpers/segment_log_fixtures.js';
 
 
@@ -79,9 +80,9 @@ t.test('however many sealed segments are read, the descriptors stay bounded; clo
   await log.close();
   t.equal(sealedSegmentsOpen(), 0, 'closing the log forgets its segments');
   // `before` counted the active segment's .log and .idx, which close releases too. Handles close asynchronously once
-  // dropped: give them a few turns.
+  // dropped: wait for them (at most 10 s), then count.
   const target = before - 2;
-  for (let i = 0; i < 50 && (await openDescriptors()) > target; i++) await new Promise((r) => setTimeout(r, 10));
+  await pollUntil(async () => ((await openDescriptors()) <= target ? true : undefined), 10_000, 10);
   t.equal(await openDescriptors(), target, 'every descriptor is closed, the active segment\'s included');
 });
 
