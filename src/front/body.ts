@@ -28,9 +28,15 @@ export interface BudgetShare {
   freeBytesMax: number;
 }
 
+/** Who hears how a body ended: an object rather than two closures, so a single produce makes one per request. */
+export interface BodyListener {
+  onBody(bytes: Uint8Array): void;
+  onFailure(error: BrokerError): void;
+}
+
 /**
  * Collects one body. It ends once: with the bytes, or with the BrokerError that the handler answers (413/400 over
- * the cap, 503 budget full, the client gone). `whenDone` hears of it through callbacks (the single produce's path,
+ * the cap, 503 budget full, the client gone). `whenDone` hears of it through a listener (the single produce's path,
  * with no promise per request); `done` is the same as a promise, made on first use. Whatever was taken from the
  * budget stays taken until release().
  */
@@ -41,18 +47,25 @@ export class BodyReader {
   private bytes: Uint8Array | null = null;
   private failure: BrokerError | null = null;
   /** The listener while the body has not ended. */
-  private listener: { onBody: (bytes: Uint8Array) => void; onFailure: (error: BrokerError) => void } | null = null;
+  private listener: BodyListener | null = null;
   private donePromise: Promise<Uint8Array> | null = null;
+  /** What has arrived so far: the first `received` bytes of `buffer`. */
+  private buffer: Uint8Array;
+  private received = 0;
 
-  constructor(res: HttpResponse, contentLength: number | null, rule: BodyRule, private readonly share?: BudgetShare) {
-    const tooLarge = (): BrokerError =>
-      rule.oversizeStatus === 400 ? errors.bodyTooLargeAs400(rule.bytesMax) : errors.bodyTooLarge(rule.bytesMax);
+  constructor(
+    res: HttpResponse,
+    private readonly contentLength: number | null,
+    private readonly rule: BodyRule,
+    private readonly share?: BudgetShare,
+  ) {
     let failed: BrokerError | null = null;
-    if (contentLength !== null && contentLength > rule.bytesMax) failed = tooLarge();
+    if (contentLength !== null && contentLength > rule.bytesMax) failed = this.tooLarge();
     else if (contentLength !== null && !this.takeBudget(contentLength)) failed = errors.batchBudgetFull();
+    this.buffer = bodyBuffer(failed === null ? contentLength ?? 0 : 0);
     if (failed === null && contentLength === 0) {
       this.receiving = false;
-      this.end(new Uint8Array(0));
+      this.end(this.buffer);
       return;
     }
     if (failed !== null) {
@@ -63,45 +76,21 @@ export class BodyReader {
       });
       return;
     }
-    // Node's shared buffer pool for small bodies (no allocation or zeroing per request). Handlers get a view of the
-    // bytes received only; what crosses to another thread goes through util/owned_bytes.ts.
-    let buffer: Uint8Array = Buffer.allocUnsafe(contentLength ?? 0);
-    let length = 0;
-    res.onData((chunk, isLast) => {
-      if (this.failure === null) {
-        const bytes = new Uint8Array(chunk);
-        const needed = length + bytes.byteLength;
-        if (needed > rule.bytesMax) {
-          this.fail(tooLarge());
-        } else if (contentLength === null && !this.takeBudget(needed)) {
-          this.fail(errors.batchBudgetFull());
-        } else {
-          if (needed > buffer.byteLength) buffer = grow(buffer, length, needed);
-          // uWS neuters the chunk after this callback: copy now.
-          buffer.set(bytes, length);
-          length = needed;
-        }
-      }
-      if (isLast) {
-        this.receiving = false;
-        // A plain Uint8Array view: handlers take many subarrays of it, and Buffer's own subarray is slower.
-        if (this.failure === null) this.end(new Uint8Array(buffer.buffer, buffer.byteOffset, length));
-      }
-    });
+    res.onData((chunk, isLast) => this.onChunk(chunk, isLast));
   }
 
   /** The body, as a promise (made on first use). */
   get done(): Promise<Uint8Array> {
-    return (this.donePromise ??= new Promise((resolve, reject) => this.whenDone(resolve, reject)));
+    return (this.donePromise ??= new Promise((resolve, reject) => this.whenDone({ onBody: resolve, onFailure: reject })));
   }
 
-  /** Calls onBody with the bytes, or onFailure with the error, once: now if the body has ended, else when it does.
-   *  One listener per body. */
-  whenDone(onBody: (bytes: Uint8Array) => void, onFailure: (error: BrokerError) => void): void {
+  /** Calls listener.onBody with the bytes, or listener.onFailure with the error, once: now if the body has ended, else
+   *  when it does. One listener per body. */
+  whenDone(listener: BodyListener): void {
     if (this.listener !== null) throw new Error('body: one listener per body');
-    if (this.bytes !== null) onBody(this.bytes);
-    else if (this.failure !== null) onFailure(this.failure);
-    else this.listener = { onBody, onFailure };
+    if (this.bytes !== null) listener.onBody(this.bytes);
+    else if (this.failure !== null) listener.onFailure(this.failure);
+    else this.listener = listener;
   }
 
   /** The client went away: a handler waiting for the body stops, so its request ends and gives back its shares. */
@@ -114,6 +103,34 @@ export class BodyReader {
   release(): void {
     if (this.share !== undefined && this.takenBytes > 0) this.share.budget.give(this.takenBytes);
     this.takenBytes = 0;
+  }
+
+  private onChunk(chunk: ArrayBuffer, isLast: boolean): void {
+    if (this.failure === null) {
+      const bytes = new Uint8Array(chunk);
+      const needed = this.received + bytes.byteLength;
+      if (needed > this.rule.bytesMax) {
+        this.fail(this.tooLarge());
+      } else if (this.contentLength === null && !this.takeBudget(needed)) {
+        this.fail(errors.batchBudgetFull());
+      } else {
+        if (needed > this.buffer.byteLength) this.buffer = grow(this.buffer, this.received, needed);
+        // uWS neuters the chunk after this callback: copy now.
+        this.buffer.set(bytes, this.received);
+        this.received = needed;
+      }
+    }
+    if (isLast) {
+      this.receiving = false;
+      if (this.failure === null) {
+        const length = this.received;
+        this.end(length === this.buffer.byteLength ? this.buffer : this.buffer.subarray(0, length));
+      }
+    }
+  }
+
+  private tooLarge(): BrokerError {
+    return this.rule.oversizeStatus === 400 ? errors.bodyTooLargeAs400(this.rule.bytesMax) : errors.bodyTooLarge(this.rule.bytesMax);
   }
 
   private end(bytes: Uint8Array): void {
@@ -148,8 +165,35 @@ export class BodyReader {
   }
 }
 
+/** Bodies up to this size share slabs, as Node's Buffer pool shares its pool, but as plain Uint8Arrays: handlers take
+ *  many subarrays of a body, and Buffer's own subarray is slower. A view spans part of a slab only, so whatever
+ *  crosses to another thread goes through util/owned_bytes.ts. */
+const slabPieceBytesMax = 4 * 1024;
+const slabBytes = 16 * 1024;
+let slab = new ArrayBuffer(slabBytes);
+let slabUsed = 0;
+
+/** Room for a body of `bytes` (not zeroed: it is written before it is read). */
+function bodyBuffer(bytes: number): Uint8Array {
+  // Its own empty buffer: a shared one, transferred once, would be detached for every later body.
+  if (bytes === 0) return new Uint8Array(0);
+  if (bytes > slabPieceBytesMax) return ownBuffer(bytes);
+  if (slabUsed + bytes > slabBytes) {
+    slab = Buffer.allocUnsafeSlow(slabBytes).buffer;
+    slabUsed = 0;
+  }
+  const piece = new Uint8Array(slab, slabUsed, bytes);
+  // Eight-byte steps keep every piece aligned, as Node's pool does.
+  slabUsed += (bytes + 7) & ~7;
+  return piece;
+}
+
+function ownBuffer(bytes: number): Uint8Array {
+  return new Uint8Array(Buffer.allocUnsafeSlow(bytes).buffer, 0, bytes);
+}
+
 function grow(buffer: Uint8Array, length: number, needed: number): Uint8Array {
-  const next = Buffer.allocUnsafe(Math.max(needed, buffer.byteLength * 2, 16 * 1024));
+  const next = ownBuffer(Math.max(needed, buffer.byteLength * 2, 16 * 1024));
   next.set(buffer.subarray(0, length));
   return next;
 }

@@ -3,6 +3,8 @@
 import { errors } from '../errors.js';
 
 export class Query {
+  /** The query of a request without one: shared, since an empty query never parses anything. */
+  static readonly empty = new Query('');
   private params: URLSearchParams | null = null;
 
   constructor(private readonly raw: string) {}

@@ -2,14 +2,19 @@
 // path, headers, remote address) is copied in before the first await. Lives until the reply is written.
 // A handler answers by returning a Reply, a promise of one, or `deferred` and then ctx.respond / ctx.fail from a
 // callback (the single produce: no promise per request on the hottest route).
+import type { HttpResponse } from 'uWebSockets.js';
 import type { UserRecord } from '../raft/metadata/state.js';
-import type { BodyReader } from './body.js';
-import type { BrokerError } from '../errors.js';
+import type { BodyListener, BodyReader } from './body.js';
 import type { Reply } from './respond.js';
 import type { Query } from './query.js';
 
 /** What a handler returns when it answers later through ctx.respond or ctx.fail. */
 export const deferred = Symbol('deferred');
+
+/** The server's side of a deferred answer (server.ts). */
+export interface DeferredAnswers {
+  answer(ctx: RequestContext, res: HttpResponse, pattern: string, answer: Reply | { failure: unknown }): void;
+}
 
 export interface RequestHeaders {
   authorization: string;
@@ -29,9 +34,11 @@ export class RequestContext {
   bodyReader: BodyReader | undefined;
   /** Work to undo when the reply is written (budget shares, in-flight counts). */
   private cleanups: (() => void)[] | null = null;
-  /** Set by the server: how a handler that returned `deferred` answers later; the server clears it once the request is
-   *  answered, so later calls do nothing. */
-  answerLater: ((reply: Reply | { failure: unknown }) => void) | null = null;
+  /** Set by the server: where a handler that returned `deferred` answers later; cleared once the request is answered,
+   *  so later calls do nothing. Fields rather than a closure: the single produce makes none per request for it. */
+  private deferredAnswers: DeferredAnswers | null = null;
+  private res: HttpResponse | null = null;
+  private pattern = '';
 
   constructor(
     readonly method: string,
@@ -69,20 +76,33 @@ export class RequestContext {
     return value;
   }
 
+  /** The server: a handler that returns `deferred` answers through answers, on res, under the route's pattern. */
+  deferTo(answers: DeferredAnswers, res: HttpResponse, pattern: string): void {
+    this.deferredAnswers = answers;
+    this.res = res;
+    this.pattern = pattern;
+  }
+
+  /** The server: the request is answered; respond and fail do nothing from now on. */
+  stopDeferring(): void {
+    this.deferredAnswers = null;
+    this.res = null;
+  }
+
   /** The answer of a handler that returned `deferred`. */
   respond(reply: Reply): void {
-    this.answerLater?.(reply);
+    this.deferredAnswers?.answer(this, this.res!, this.pattern, reply);
   }
 
   /** The failure of a handler that returned `deferred`: answered as if the handler had thrown it. */
   fail(failure: unknown): void {
-    this.answerLater?.({ failure });
+    this.deferredAnswers?.answer(this, this.res!, this.pattern, { failure });
   }
 
-  /** The body through callbacks (BodyReader.whenDone). */
-  whenBody(onBody: (bytes: Uint8Array) => void, onFailure: (error: BrokerError) => void): void {
+  /** The body through a listener (BodyReader.whenDone). */
+  whenBody(listener: BodyListener): void {
     if (this.bodyReader === undefined) throw new Error('body read on a route without a body rule');
-    this.bodyReader.whenDone(onBody, onFailure);
+    this.bodyReader.whenDone(listener);
   }
 
   body(): Promise<Uint8Array> {

@@ -16,7 +16,7 @@ import { produceHandlers } from './handlers/produce.js';
 import { topicHandlers } from './handlers/topics.js';
 import { userHandlers } from './handlers/users.js';
 import { Query } from './query.js';
-import { deferred, RequestContext, type RequestHeaders } from './request_context.js';
+import { deferred, RequestContext, type DeferredAnswers, type RequestHeaders } from './request_context.js';
 import { errorReply, plainReply, writeReply, type Reply } from './respond.js';
 import { RouteTable, type BodyRule, type RouteEntry } from './routes.js';
 import type { FrontServices } from './services.js';
@@ -46,6 +46,14 @@ export class FrontServer {
   private readonly security: boolean;
   private readonly headerBytesMax: number;
   private closeWaiters: () => void = () => undefined;
+  private readonly headerScan = new HeaderScan();
+  private readonly corkedWriter = new CorkedWriter();
+  /** How a handler that returned `deferred` answers: its request is finished like any other. */
+  private readonly deferredAnswers: DeferredAnswers = {
+    answer: (ctx, res, pattern, answer) => {
+      this.finish(res, ctx, pattern, 'failure' in answer ? this.failureReply(answer.failure, pattern) : answer, true);
+    },
+  };
 
   constructor(
     private readonly uws: uWSModule,
@@ -189,26 +197,16 @@ export class FrontServer {
     const method = methodName(req.getMethod());
     const path = req.getUrl();
     const rawQuery = req.getQuery() ?? '';
-    const headers: RequestHeaders = { authorization: '', contentType: '', contentEncoding: '', svcClient: null };
-    let contentLength: number | null = null;
-    let chunked = false;
+    const scan = this.headerScan;
     // Request line and terminating CRLFs count too; uWS itself allows more (UWS_HTTP_MAX_HEADERS_SIZE is set
     // above http.max_header_bytes at load), so the spec's 431 is decided here.
-    let headerBytes = method.length + path.length + rawQuery.length + 16;
-    req.forEach((name, value) => {
-      headerBytes += name.length + value.length + 4;
-      switch (name) {
-        case 'authorization': headers.authorization = value; break;
-        case 'content-type': headers.contentType = value; break;
-        case 'content-length': contentLength = /^\d+$/.test(value) ? Number(value) : null; break;
-        case 'content-encoding': headers.contentEncoding = value; break;
-        case 'x-svc-client': headers.svcClient = value; break;
-        case 'transfer-encoding': chunked = true; break;
-      }
-    });
+    scan.start(method.length + path.length + rawQuery.length + 16);
+    req.forEach(scan.visit);
+    const headers = scan.take();
+    const contentLength = scan.contentLength;
     // Without a length or chunked encoding a request has no body (RFC 9112 §6.3).
-    const hasBody = chunked || (contentLength !== null && contentLength > 0);
-    if (headerBytes > this.headerBytesMax) {
+    const hasBody = scan.chunked || (contentLength !== null && contentLength > 0);
+    if (scan.bytes > this.headerBytesMax) {
       this.writeEarly(res, plainReply(431, 'request header fields too large'), 'unmatched', method, hasBody);
       return;
     }
@@ -227,16 +225,15 @@ export class FrontServer {
       return;
     }
     const remoteIp = this.security ? '' : Buffer.from(res.getRemoteAddressAsText()).toString();
-    const ctx = new RequestContext(method, path, match.params, new Query(rawQuery), headers, remoteIp);
+    const ctx = new RequestContext(method, path, match.params, rawQuery === '' ? Query.empty : new Query(rawQuery),
+      headers, remoteIp);
     res.onAborted(() => ctx.abort());
     if (route.body !== undefined) {
       const share = route.body.usesBatchBudget ? { budget: this.services.batchBudget, freeBytesMax: limits.request_body_bytes_max } : undefined;
       ctx.bodyReader = new BodyReader(res, hasBody ? contentLength : 0, route.body, share);
     }
     this.inFlight++;
-    ctx.answerLater = (answer) => {
-      this.finish(res, ctx, route.pattern, 'failure' in answer ? this.failureReply(answer.failure, route.pattern) : answer, true);
-    };
+    ctx.deferTo(this.deferredAnswers, res, route.pattern);
     let reply: HandlerResult;
     try {
       reply = this.handle(route, ctx);
@@ -244,16 +241,18 @@ export class FrontServer {
       reply = this.failureReply(error, route.pattern);
     }
     if (reply === deferred) return;
-    if (reply instanceof Promise) {
-      reply.then(
-        (r) => {
-          if (r !== deferred) this.finish(res, ctx, route.pattern, r, true);
-        },
-        (error: unknown) => this.finish(res, ctx, route.pattern, this.failureReply(error, route.pattern), true),
-      );
-    } else {
-      this.finish(res, ctx, route.pattern, reply, false);
-    }
+    if (reply instanceof Promise) this.finishWhenSettled(res, ctx, route.pattern, reply);
+    else this.finish(res, ctx, route.pattern, reply, false);
+  }
+
+  /** A method of its own: closures in onRequest would make every request allocate their captured variables. */
+  private finishWhenSettled(res: HttpResponse, ctx: RequestContext, pattern: string, reply: Promise<Reply | typeof deferred>): void {
+    reply.then(
+      (r) => {
+        if (r !== deferred) this.finish(res, ctx, pattern, r, true);
+      },
+      (error: unknown) => this.finish(res, ctx, pattern, this.failureReply(error, pattern), true),
+    );
   }
 
   /** Authentication and the content-type rule, then the handler; synchronous while nothing needs to wait. */
@@ -300,7 +299,7 @@ export class FrontServer {
 
   private finish(res: HttpResponse, ctx: RequestContext, pattern: string, reply: Reply, corked: boolean): void {
     // Answered once: a late ctx.respond or ctx.fail finds nothing to call.
-    ctx.answerLater = null;
+    ctx.stopDeferring();
     this.inFlight--;
     ctx.finish();
     this.services.metrics.countRequest(pattern, ctx.method, ctx.aborted ? 499 : reply.status);
@@ -308,7 +307,7 @@ export class FrontServer {
     // An answer given while the client still sends its body closes the connection, so the unread rest of
     // the body is never taken for the next request.
     const close = ctx.bodyReader?.receiving === true;
-    if (corked) res.cork(() => writeReply(res, reply, close));
+    if (corked) this.corkedWriter.write(res, reply, close);
     else writeReply(res, reply, close);
   }
 
@@ -331,5 +330,80 @@ function methodName(lower: string): string {
     case 'head': return 'HEAD';
     case 'options': return 'OPTIONS';
     default: return lower.toUpperCase();
+  }
+}
+
+/** The headers the checks read, gathered in one uWS forEach per request through one callback made once per server: no
+ *  closure, and no context for it, per request. Front thread: forEach is synchronous, so a scan runs to its end before
+ *  the next starts. */
+class HeaderScan {
+  bytes = 0;
+  contentLength: number | null = null;
+  chunked = false;
+  private authorization = '';
+  private contentType = '';
+  private contentEncoding = '';
+  private svcClient: string | null = null;
+
+  readonly visit = (name: string, value: string): void => {
+    this.bytes += name.length + value.length + 4;
+    switch (name) {
+      case 'authorization': this.authorization = value; break;
+      case 'content-type': this.contentType = value; break;
+      case 'content-length': this.contentLength = decimalOrNull(value); break;
+      case 'content-encoding': this.contentEncoding = value; break;
+      case 'x-svc-client': this.svcClient = value; break;
+      case 'transfer-encoding': this.chunked = true; break;
+    }
+  };
+
+  /** Before a request's forEach; take() after it left the header fields empty. */
+  start(requestLineBytes: number): void {
+    this.bytes = requestLineBytes;
+    this.contentLength = null;
+    this.chunked = false;
+  }
+
+  /** The scanned headers; the scan lets go of them, so no credentials stay behind until the next request. */
+  take(): RequestHeaders {
+    const headers = { authorization: this.authorization, contentType: this.contentType, contentEncoding: this.contentEncoding,
+      svcClient: this.svcClient };
+    this.authorization = '';
+    this.contentType = '';
+    this.contentEncoding = '';
+    this.svcClient = null;
+    return headers;
+  }
+}
+
+/** A Content-Length value: digits only, else null (not a length). */
+function decimalOrNull(text: string): number | null {
+  if (text.length === 0) return null;
+  let value = 0;
+  for (let i = 0; i < text.length; i++) {
+    const digit = text.charCodeAt(i) - 48;
+    if (digit < 0 || digit > 9) return null;
+    value = value * 10 + digit;
+  }
+  return value;
+}
+
+/** res.cork with a callback made once: the reply to write waits in fields while cork runs it, synchronously. */
+class CorkedWriter {
+  private res: HttpResponse | null = null;
+  private reply: Reply | null = null;
+  private close = false;
+  private readonly writeCorked = (): void => writeReply(this.res!, this.reply!, this.close);
+
+  write(res: HttpResponse, reply: Reply, close: boolean): void {
+    this.res = res;
+    this.reply = reply;
+    this.close = close;
+    try {
+      res.cork(this.writeCorked);
+    } finally {
+      this.res = null;
+      this.reply = null;
+    }
   }
 }

@@ -90,6 +90,7 @@ export class MsgpackWriter {
   }
 
   str(text: string): void {
+    if (text.length < 32 && this.shortAscii(text)) return;
     const t = this.target;
     // Reserve the largest header, encode, then move the bytes if a smaller header fits.
     const start = this.at;
@@ -114,6 +115,21 @@ export class MsgpackWriter {
       this.u32(written);
     }
     this.at = start + header + written;
+  }
+
+  /** Writes text as a fixstr when it is ASCII (topic ids, names): a char-by-char copy costs less than the view and
+   *  the encodeInto call of the general path. False, with only scratch written past `at`, when it is not. */
+  private shortAscii(text: string): boolean {
+    const t = this.target;
+    const start = this.at;
+    for (let i = 0; i < text.length; i++) {
+      const code = text.charCodeAt(i);
+      if (code > 0x7f) return false;
+      t[start + 1 + i] = code;
+    }
+    t[start] = 0xa0 | text.length;
+    this.at = start + 1 + text.length;
+    return true;
   }
 
   private u32(value: number): void {

@@ -35,6 +35,20 @@ t.test('byte strings, nil and strings of every length class', async (t) => {
   strs.forEach((s, i) => t.equal(decoded[bins.length + i], s, `string of ${s.length}`));
 });
 
+t.test('short strings are written byte for byte as UTF-8 with the smallest header, ASCII or not', async (t) => {
+  // The short-ASCII copy and the general path meet here: a non-ASCII char after an ASCII prefix, DEL (0x7f) and 0x80
+  // on either side of the ASCII bound, a lone surrogate (encoded as U+FFFD), and 31 and 32 chars around fixstr's end.
+  const strs = ['', 'a', '0123456789abcdef', 'ab\u00e9', '\u007f', '\u0080', 'x\ud800', '\u{1f600}', 'q'.repeat(31), 'q'.repeat(32),
+    'z'.repeat(30) + '\u00e9'];
+  for (const s of strs) {
+    const writer = new MsgpackWriter(new Uint8Array(strBytesMax(s)).fill(0xee));
+    writer.str(s);
+    const utf8 = new TextEncoder().encode(s);
+    const header = utf8.byteLength < 32 ? [0xa0 | utf8.byteLength] : [0xd9, utf8.byteLength];
+    t.same([...writer.target.subarray(0, writer.at)], [...header, ...utf8], `string ${JSON.stringify(s)}`);
+  }
+});
+
 t.test('an ingress entry round-trips', async (t) => {
   const entry = {
     seq: 2 ** 33, topicId: '0123456789abcdef', timestampSec: 1_795_000_000,
