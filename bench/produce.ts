@@ -1,9 +1,13 @@
 // Scenarios produce-single and produce-batch of `npm run bench` (bench/README.md; `produce` runs both): single or
 // batch produce against a broker node it starts itself (or --url) with bench/load.ts's load generator (closed loop,
 // or open loop with --rate), and in the same run the baselines: the HTTP floor (bench/hello_world_server.ts, same
-// request and connections), wrk against the same node (produce-single, when installed) and, with --compare, Redis
-// XADD with appendfsync always (bench/peers.ts). Bench process main thread.
+// request and connections), the fsync floor beside single produce (bench/fsync_floor_server.ts, driven by wrk), wrk
+// against the same node (produce-single, when installed) and, with --compare, Redis XADD with appendfsync always
+// (bench/peers.ts). Bench process main thread.
+import { rmSync } from 'node:fs';
+import { mkdtemp } from 'node:fs/promises';
 import os from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import {
   basicAuth, cleanups, createTopic, CpuWindow, errorText, fixed, formatErrors, formatInt, makeBatchBody, makePayload,
@@ -15,6 +19,7 @@ import type { BenchOptions } from './options.js';
 import { installHint, onPath, redisBaselineMissing, runRedisBenchmark, runWrk, startRedis, type RedisPeer } from './peers.js';
 
 const helloWorldScript = fileURLToPath(new URL('./hello_world_server.js', import.meta.url));
+const fsyncFloorScript = fileURLToPath(new URL('./fsync_floor_server.js', import.meta.url));
 
 /** Options only the consume scenario reads; left out of produce's JSON. */
 const consumeOnlyOptions = ['max', 'prefill', 'batchPrefill', 'prefillTimeoutSec', 'pollers', 'wakeRate', 'phases',
@@ -148,6 +153,10 @@ export async function runProduce(options: BenchOptions): Promise<ProduceReport> 
       return rows;
     });
     await sleep(1000);
+    if (withWrk) {
+      await attempt(() => measureFsyncFloor(options, topic, payload));
+      await sleep(1000);
+    }
   }
   if (floor && kinds.batch && options.scenario !== 'produce') {
     await attempt(async () => (await measureFloor(options, topic, batchBody, options.batchConnections,
@@ -274,7 +283,28 @@ async function measureFloor(options: BenchOptions, topic: string, body: Buffer, 
   }
 }
 
+/** The fsync floor (fsync_floor_server.ts) driven by wrk with single produce's requests: what HTTP plus a group-commit
+ *  fdatasync before each 202 allow on this machine, with none of the broker's own work. */
+async function measureFsyncFloor(options: BenchOptions, topic: string, payload: Buffer): Promise<RunFigures> {
+  // The broker's data goes to a temp dir as well: both sync on the same disk.
+  const dir = await mkdtemp(join(os.tmpdir(), 'svc-bench-fsync-floor-'));
+  cleanups.push(async () => rmSync(dir, { recursive: true, force: true }));
+  const server = await startChildServer({ name: 'fsync-floor', script: fsyncFloorScript,
+    args: ['--port', '0', '--host', '127.0.0.1', '--dir', dir] });
+  cleanups.push(async () => void (await server.stop()));
+  try {
+    const request = produceRequest(topic, payload, basicAuth('admin', 'x'.repeat(24)), false);
+    return await runWrk({ name: fsyncFloorWrkName, url: server.url, path: request.path, headers: request.headers,
+      body: payload, connections: options.connections, durationSec: options.durationSec, messageBytes: options.messageBytes,
+      serverPid: server.pid });
+  } finally {
+    await server.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
 const floorWrkName = 'http floor (hello world, wrk)';
+const fsyncFloorWrkName = 'fsync floor (group-commit fdatasync, wrk)';
 const singleWrkName = 'single produce (wrk)';
 const batchWrkName = 'batch produce (wrk)';
 /** The batch produce row of the bench's own client (its name carries the batch size). */
@@ -293,6 +323,8 @@ interface ProduceRatios {
   singleWrkOfFloorWrk: number | null;
   /** Single produce msgs/s driven by wrk over Redis XADD driven by redis-benchmark: two C clients. */
   singleWrkOverRedis: number | null;
+  /** Single produce req/s over the fsync floor's, both driven by wrk: the share of what HTTP and a synced write allow. */
+  singleWrkOfFsyncFloorWrk: number | null;
   batchMsgsPerSec: number | null;
   /** Batch produce req/s over the floor fed the same batch bodies on the same connections. */
   batchReqPerSecOfFloor: number | null;
@@ -321,6 +353,7 @@ function ratios(runs: RunFigures[]): ProduceRatios {
   const single = find('single produce');
   const wrk = find(singleWrkName);
   const floorWrk = find(floorWrkName);
+  const fsyncFloorWrk = find(fsyncFloorWrkName);
   const batch = runs.find((run) => isBatchByBenchClient(run));
   const batchWrk = find(batchWrkName);
   const redis = find('redis XADD');
@@ -334,6 +367,7 @@ function ratios(runs: RunFigures[]): ProduceRatios {
     batchOverWrk: ratio(batch?.msgsPerSec, batchWrk?.msgsPerSec),
     singleWrkOfFloorWrk: ratio(wrk?.reqPerSec, floorWrk?.reqPerSec),
     singleWrkOverRedis: ratio(wrk?.msgsPerSec, redis?.msgsPerSec),
+    singleWrkOfFsyncFloorWrk: ratio(wrk?.reqPerSec, fsyncFloorWrk?.reqPerSec),
     batchMsgsPerSec: batch ? batch.msgsPerSec : null,
     batchReqPerSecOfFloor: ratio(batch?.reqPerSec, floorBatch?.reqPerSec),
     batchOverRedis: ratio(batch?.msgsPerSec, redisBatch?.msgsPerSec),
@@ -361,7 +395,8 @@ export function produceHeadlines(report: ProduceReport): Headline[] {
       (redisRatio === null || redisRatio >= t.singleOfRedis);
     const unmeasured = [floorRatio === null ? 'floor' : '', redisRatio === null ? 'Redis' : ''].filter((name) => name !== '');
     headlines.push({ scenario: 'produce-single', value: single.msgsPerSec,
-      figure: `${formatInt(single.msgsPerSec)} msg/s (${single.client}), p99 ${fixed(single.latencyMs.p99, 1)} ms`,
+      figure: `${formatInt(single.msgsPerSec)} msg/s (${single.client}), p99 ${fixed(single.latencyMs.p99, 1)} ms` +
+        (wrk !== undefined && r.singleWrkOfFsyncFloorWrk !== null ? `, x${fixed(r.singleWrkOfFsyncFloorWrk, 2)} fsync floor` : ''),
       target: `>= ${t.singleOfFloor}x floor, >= ${t.singleOfRedis}x Redis, p99 <= ${t.singleP99Ms} ms` +
         (unmeasured.length > 0 ? ` (${unmeasured.join(', ')} not measured)` : ''),
       floorRatio, redisRatio, met,
@@ -405,6 +440,7 @@ export function printProduceTable(report: ProduceReport): void {
   line('single produce req/s, bench client / wrk (same node)', r.singleOverWrk);
   line('single produce req/s / http floor req/s, both driven by wrk', r.singleWrkOfFloorWrk);
   line('single produce msgs/s driven by wrk / Redis XADD driven by redis-benchmark', r.singleWrkOverRedis);
+  line('single produce req/s / fsync floor req/s (group-commit fdatasync), both driven by wrk', r.singleWrkOfFsyncFloorWrk);
   if (r.batchMsgsPerSec !== null) out.push(`batch produce msgs/s: ${formatInt(r.batchMsgsPerSec)}`);
   line('batch produce req/s / http floor req/s (same batch bodies)', r.batchReqPerSecOfFloor);
   line('batch produce msgs/s / Redis XADD pipelined 100 msgs/s', r.batchOverRedis);

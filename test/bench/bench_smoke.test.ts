@@ -83,9 +83,14 @@ t.test('produce-single --compare: floor, ours, wrk and Redis (when installed), r
   if (hasWrk) {
     numbers(t, run(report, 'single produce (wrk)'), ['reqPerSec', 'latencyMs.p99'], 'wrk');
     numbers(t, run(report, 'http floor (hello world, wrk)'), ['reqPerSec', 'latencyMs.p99'], 'floor driven by wrk');
-    numbers(t, report.ratios, ['singleWrkOfFloorWrk'], 'ratios');
+    const fsyncFloor = run(report, 'fsync floor (group-commit fdatasync, wrk)');
+    numbers(t, fsyncFloor, ['reqPerSec', 'latencyMs.p99', 'serverCpuPercent'], 'fsync floor driven by wrk');
+    t.same(fsyncFloor?.errorCounts, {}, 'the fsync floor answers every request 202');
+    numbers(t, report.ratios, ['singleWrkOfFloorWrk', 'singleWrkOfFsyncFloorWrk'], 'ratios');
     t.match(out.stdout, /single produce req\/s \/ http floor req\/s, both driven by wrk: \d+\.\d{3}/);
-    t.match(out.stdout, /produce-single >= 0\.6x floor.*: [\d,]+ msg\/s \(wrk\), p99/, 'the headline is wrk\'s');
+    t.match(out.stdout, /single produce req\/s \/ fsync floor req\/s \(group-commit fdatasync\), both driven by wrk: \d+\.\d{3}/);
+    t.match(out.stdout, /produce-single >= 0\.6x floor.*: [\d,]+ msg\/s \(wrk\), p99 [\d.]+ ms, x\d+\.\d\d fsync floor/,
+      'the headline is wrk\'s, with the fsync floor ratio');
   } else {
     t.match(out.stdout, /wrk not installed \(scripts\/install-peers.sh\)/);
   }

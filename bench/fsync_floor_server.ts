@@ -1,0 +1,155 @@
+// The durable floor for `npm run bench`: a uWebSockets.js server that appends every POST body to one file and answers
+// 202 only after the group-commit fdatasync covering it, doing nothing else (no parsing, credentials, framing or
+// hand-off). Issue 4 names such a server as what single produce is near at best: it costs what HTTP on loopback plus
+// a synced write per group cost on this machine, and the broker's figure over it is what the broker's own work costs.
+// Like the broker's ingress log, the file is filled with zeros first and then overwritten in place (a ring), so a
+// sync never changes the file's size and needs no journal commit. Single-threaded, like the broker's front thread.
+// bench/produce.ts starts it as a child process (`node dist/bench/fsync_floor_server.js --port 0 --dir DIR`), reads
+// the port from the stdout line {"msg":"listening","port":N} and stops it with SIGTERM.
+import { closeSync, fdatasync, fsyncSync, openSync, write, writeSync } from 'node:fs';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import uWS from 'uWebSockets.js';
+import type { HttpResponse, us_listen_socket, us_socket } from 'uWebSockets.js';
+
+/** The ring file: room for about a second of single produces, and for any group of batch bodies the bench sends. */
+const fileBytes = 128 * 1024 * 1024;
+const zeroChunkBytes = 1024 * 1024;
+const groupBytesFirst = 64 * 1024;
+
+interface FloorOptions {
+  host: string;
+  port: number;
+  dir: string;
+}
+
+function readOptions(): FloorOptions {
+  const { values } = parseArgs({
+    options: { host: { type: 'string', default: '127.0.0.1' }, port: { type: 'string', default: '0' }, dir: { type: 'string' } },
+    strict: true,
+  });
+  const port = Number(values.port);
+  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`--port must be 0..65535, got ${values.port}`);
+  if (values.dir === undefined || values.dir === '') throw new Error('--dir (where the ring file goes) is required');
+  return { host: values.host ?? '127.0.0.1', port, dir: values.dir };
+}
+
+interface Waiter {
+  res: HttpResponse;
+  aborted: boolean;
+}
+
+/** Bodies waiting for the next write, and whom to answer once it is synced. */
+class Group {
+  bytes = Buffer.allocUnsafe(groupBytesFirst);
+  used = 0;
+  waiters: Waiter[] = [];
+
+  append(chunk: Uint8Array): void {
+    if (this.used + chunk.byteLength > this.bytes.byteLength) {
+      const grown = Buffer.allocUnsafe(Math.max(this.bytes.byteLength * 2, this.used + chunk.byteLength));
+      this.bytes.copy(grown, 0, 0, this.used);
+      this.bytes = grown;
+    }
+    this.bytes.set(chunk, this.used);
+    this.used += chunk.byteLength;
+  }
+}
+
+/** One write and one fdatasync at a time; requests that arrive meanwhile wait for the next. */
+class GroupCommit {
+  private pending = new Group();
+  private spare = new Group();
+  private writing = false;
+  private position = 0;
+
+  constructor(private readonly fd: number) {}
+
+  append(chunk: Uint8Array): void {
+    this.pending.append(chunk);
+  }
+
+  /** Answers waiter once the bytes appended so far are synced. */
+  commit(waiter: Waiter): void {
+    this.pending.waiters.push(waiter);
+    if (this.writing) return;
+    this.writing = true;
+    // The check phase: every request this loop turn delivers shares the first write, as in the broker.
+    setImmediate(() => this.writeNext());
+  }
+
+  private writeNext(): void {
+    const group = this.pending;
+    if (group.waiters.length === 0) {
+      this.writing = false;
+      return;
+    }
+    this.pending = this.spare;
+    this.spare = group;
+    if (group.used > fileBytes) fail(new Error(`a group of ${group.used} bytes does not fit the ${fileBytes}-byte ring`));
+    if (this.position + group.used > fileBytes) this.position = 0;
+    const at = this.position;
+    this.position += group.used;
+    write(this.fd, group.bytes, 0, group.used, at, (writeError) => {
+      if (writeError !== null) fail(writeError);
+      fdatasync(this.fd, (syncError) => {
+        if (syncError !== null) fail(syncError);
+        for (const waiter of group.waiters) {
+          if (!waiter.aborted) waiter.res.cork(() => waiter.res.writeStatus('202 Accepted').end());
+        }
+        group.waiters = [];
+        group.used = 0;
+        this.writeNext();
+      });
+    });
+  }
+}
+
+function fail(error: Error): never {
+  process.stderr.write(`fsync_floor_server: ${error.message}\n`);
+  process.exit(1);
+}
+
+/** The ring file, zeros to its end and synced, before the first request. */
+function openRing(dir: string): number {
+  const fd = openSync(join(dir, 'fsync-floor.ring'), 'w+');
+  const zeros = Buffer.alloc(zeroChunkBytes);
+  for (let at = 0; at < fileBytes; at += zeroChunkBytes) writeSync(fd, zeros, 0, zeroChunkBytes, at);
+  fsyncSync(fd);
+  return fd;
+}
+
+function main(): void {
+  const options = readOptions();
+  const fd = openRing(options.dir);
+  const commit = new GroupCommit(fd);
+  const app = uWS.App();
+  app.post('/*', (res) => {
+    const waiter: Waiter = { res, aborted: false };
+    res.onAborted(() => {
+      waiter.aborted = true;
+    });
+    res.onData((chunk, isLast) => {
+      // uWS neuters the chunk after this callback: the group copies it now.
+      commit.append(new Uint8Array(chunk));
+      if (isLast) commit.commit(waiter);
+    });
+  });
+  app.any('/*', (res) => {
+    res.writeStatus('404 Not Found').end();
+  });
+  let listenSocket: us_listen_socket | null = null;
+  app.listen(options.host, options.port, (socket) => {
+    if (socket === false) fail(new Error(`cannot listen on ${options.host}:${options.port}`));
+    listenSocket = socket;
+    const port = uWS.us_socket_local_port(socket as unknown as us_socket);
+    process.stdout.write(JSON.stringify({ level: 30, msg: 'listening', host: options.host, port, pid: process.pid }) + '\n');
+  });
+  process.on('SIGTERM', () => {
+    if (listenSocket !== null) uWS.us_listen_socket_close(listenSocket);
+    closeSync(fd);
+    process.exit(0);
+  });
+}
+
+main();
