@@ -32,6 +32,9 @@ export interface BudgetShare {
 export interface BodyListener {
   onBody(bytes: Uint8Array): void;
   onFailure(error: BrokerError): void;
+  /** True when onBody is done with the bytes when it returns and keeps no view of them: a body of known length that
+   *  arrives in one chunk is then handed over in uWS's own chunk, with no copy (uWS frees it after the call). */
+  readonly readsInPlace?: boolean;
 }
 
 /**
@@ -49,8 +52,8 @@ export class BodyReader {
   /** The listener while the body has not ended. */
   private listener: BodyListener | null = null;
   private donePromise: Promise<Uint8Array> | null = null;
-  /** What has arrived so far: the first `received` bytes of `buffer`. */
-  private buffer: Uint8Array;
+  /** What has arrived so far: the first `received` bytes of `buffer`; null until a chunk is copied. */
+  private buffer: Uint8Array | null = null;
   private received = 0;
 
   constructor(
@@ -62,10 +65,9 @@ export class BodyReader {
     let failed: BrokerError | null = null;
     if (contentLength !== null && contentLength > rule.bytesMax) failed = this.tooLarge();
     else if (contentLength !== null && !this.takeBudget(contentLength)) failed = errors.batchBudgetFull();
-    this.buffer = bodyBuffer(failed === null ? contentLength ?? 0 : 0);
     if (failed === null && contentLength === 0) {
       this.receiving = false;
-      this.end(this.buffer);
+      this.end(new Uint8Array(0));
       return;
     }
     if (failed !== null) {
@@ -108,23 +110,31 @@ export class BodyReader {
   private onChunk(chunk: ArrayBuffer, isLast: boolean): void {
     if (this.failure === null) {
       const bytes = new Uint8Array(chunk);
+      // Its length was checked against the cap and the budget before the first byte came.
+      if (isLast && this.received === 0 && this.contentLength !== null && this.listener?.readsInPlace === true) {
+        this.receiving = false;
+        this.end(bytes);
+        return;
+      }
       const needed = this.received + bytes.byteLength;
       if (needed > this.rule.bytesMax) {
         this.fail(this.tooLarge());
       } else if (this.contentLength === null && !this.takeBudget(needed)) {
         this.fail(errors.batchBudgetFull());
       } else {
-        if (needed > this.buffer.byteLength) this.buffer = grow(this.buffer, this.received, needed);
+        let buffer = (this.buffer ??= bodyBuffer(this.contentLength ?? 0));
+        if (needed > buffer.byteLength) buffer = this.buffer = grow(buffer, this.received, needed);
         // uWS neuters the chunk after this callback: copy now.
-        this.buffer.set(bytes, this.received);
+        buffer.set(bytes, this.received);
         this.received = needed;
       }
     }
     if (isLast) {
       this.receiving = false;
       if (this.failure === null) {
+        const buffer = this.buffer ?? new Uint8Array(0);
         const length = this.received;
-        this.end(length === this.buffer.byteLength ? this.buffer : this.buffer.subarray(0, length));
+        this.end(length === buffer.byteLength ? buffer : buffer.subarray(0, length));
       }
     }
   }

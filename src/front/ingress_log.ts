@@ -63,19 +63,22 @@ export function parseSegmentFileName(name: string): number | undefined {
   return baseSeq;
 }
 
-/** Appends waiting for one write + fdatasync, each with the callback its sync (or failure) calls. Their frames are
+/** Appends waiting for one write + fdatasync, each with the listener its sync (or failure) tells. Their frames are
  *  encoded straight into the group's buffer as they arrive, which the group then owns alone until it is dispatched. */
 interface Group {
   buffer: Uint8Array;
   /** Bytes of whole frames at the start of buffer: the group's write. */
   used: number;
-  callbacks: AppendCallback[];
+  listeners: AppendListener[];
   firstSeq: number;
   lastSeq: number;
 }
 
-/** Called once per append: null after the fdatasync covering its frame, else the log's failure. Must not throw. */
-export type AppendCallback = (error: Error | null) => void;
+/** Told once per append: null after the fdatasync covering its frame, else the log's failure. Must not throw. An
+ *  object rather than a callback: the single produce is its own listener and makes no closure per request for it. */
+export interface AppendListener {
+  appended(error: Error | null): void;
+}
 
 interface Segment {
   baseSeq: number;
@@ -189,11 +192,12 @@ export class IngressLog {
     return seq;
   }
 
-  /** Appends entry (its seq from takeSeq) as one frame and calls `done` once, always from a microtask: with null after
-   *  the fdatasync covering it, or with an error when the log has failed (then `failed` is true forever: every produce
-   *  answers 500 until restart) or close has begun. A callback, not a promise: the single produce makes one append per
-   *  request. The entry is encoded now, into the group's buffer; its payloads may be reused once this returns. */
-  appendThen(entry: IngressEntry, done: AppendCallback): void {
+  /** Appends entry (its seq from takeSeq) as one frame and tells `done` once, always from a microtask: null after the
+   *  fdatasync covering it, or an error when the log has failed (then `failed` is true forever: every produce answers
+   *  500 until restart) or close has begun. A listener, not a promise: the single produce makes one append per request.
+   *  The entry is encoded now, into the group's buffer, and not kept: it and its payloads may be reused once this
+   *  returns. */
+  appendThen(entry: IngressEntry, done: AppendListener): void {
     const seq = entry.seq;
     if (this.failure !== null) return callAll([done], this.failure);
     if (this.closing) return callAll([done], new Error('ingress log closed'));
@@ -208,7 +212,7 @@ export class IngressLog {
     // A typed array drops writes past its end: a bound that fell short would lose bytes without a word.
     assert(bodyBytes <= frameBytesMax - frameHeaderBytes, 'ingress log: entry larger than its bound');
     group.used += sealFrame(group.buffer, group.used, bodyBytes);
-    group.callbacks.push(done);
+    group.listeners.push(done);
     group.lastSeq = seq;
     this.lastAppendedSeq = seq;
     if (this.pending === null) {
@@ -264,7 +268,7 @@ export class IngressLog {
       }
       this.active().lastSeq = group.lastSeq;
       this.onSynced(bytes, group.lastSeq);
-      callAll(group.callbacks, null);
+      callAll(group.listeners, null);
     }
     this.drainRun = null;
   }
@@ -311,8 +315,8 @@ export class IngressLog {
   private fail(cause: unknown, inFlight: Group): void {
     const failure = new Error('ingress log failed', { cause });
     this.failure = failure;
-    callAll(inFlight.callbacks, failure);
-    if (this.pending !== null) callAll(this.pending.callbacks, failure);
+    callAll(inFlight.listeners, failure);
+    if (this.pending !== null) callAll(this.pending.listeners, failure);
     this.pending = null;
   }
 
@@ -334,18 +338,18 @@ export class IngressLog {
   }
 }
 
-/** Calls every callback with error in one microtask, so callers never see one called inside their own call (none may
- *  throw: that would be a programmer error, and the unhandled exception ends the process). */
-function callAll(callbacks: AppendCallback[], error: Error | null): void {
+/** Tells every listener in one microtask, so callers never hear inside their own call (none may throw: that would be
+ *  a programmer error, and the unhandled exception ends the process). */
+function callAll(listeners: AppendListener[], error: Error | null): void {
   queueMicrotask(() => {
-    for (const callback of callbacks) callback(error);
+    for (const listener of listeners) listener.appended(error);
   });
 }
 
 /** firstFrameBytesMax: the first append's frame bound; lastGroupBytes: the frame bytes of the last group written. */
 function newGroup(firstSeq: number, firstFrameBytesMax: number, lastGroupBytes: number): Group {
   const hinted = Math.min(groupBytesFirstMax, Math.max(groupBytesFirstMin, lastGroupBytes + (lastGroupBytes >> 2)));
-  return { buffer: groupBuffer(Math.max(firstFrameBytesMax, hinted)), used: 0, callbacks: [], firstSeq, lastSeq: firstSeq };
+  return { buffer: groupBuffer(Math.max(firstFrameBytesMax, hinted)), used: 0, listeners: [], firstSeq, lastSeq: firstSeq };
 }
 
 /** Not zeroed (every byte up to `used` is written; zeroing a batch group's megabytes cost the front page clears), and

@@ -110,6 +110,13 @@ export class Metrics {
     }
   }
 
+  /** Counts one accepted record of a single produce. */
+  countProducedTo(topic: string, partition: number): void {
+    let counts = this.produced.get(topic);
+    if (counts === undefined) this.produced.set(topic, (counts = []));
+    counts[partition] = (counts[partition] ?? 0) + 1;
+  }
+
   latchIngressFailed(): void {
     this.ingressFailed = 1;
   }

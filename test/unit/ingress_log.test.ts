@@ -42,7 +42,7 @@ function body(seq: number, payloadBytes = 16): Uint8Array {
 function appendSynced(log: IngressLog, appended: IngressEntry): Promise<void> {
   let settle: (error: Error | null) => void = () => undefined;
   const synced = new Promise<void>((resolve, reject) => (settle = (error) => (error === null ? resolve() : reject(error))));
-  log.appendThen(appended, (error) => settle(error));
+  log.appendThen(appended, { appended: (error) => settle(error) });
   return synced;
 }
 
@@ -454,7 +454,7 @@ t.test('appends must come in increasing, taken seq order', async (t) => {
   await log.close();
 });
 
-t.test('appendThen calls back exactly once and never inside the call: after the sync, after a failure, after close', async (t) => {
+t.test('appendThen tells its listener exactly once and never inside the call: after the sync, after a failure, after close', async (t) => {
   const dir = await tempDir(t);
   let failWrites = false;
   const { log } = await openLog({ dir, segmentBytesMax: mib, faults: { write: () => (failWrites ? new Error('disk full') : undefined) } });
@@ -462,7 +462,7 @@ t.test('appendThen calls back exactly once and never inside the call: after the 
   const append = (name: string): void => {
     calls.set(name, []);
     const seq = log.takeSeq();
-    log.appendThen(entry(seq), (error) => calls.get(name)!.push(error));
+    log.appendThen(entry(seq), { appended: (error) => calls.get(name)!.push(error) });
     t.same(calls.get(name), [], `${name}: not called inside appendThen`);
   };
   /** Waits (at most 10 s) until the named append was called back. */
@@ -481,7 +481,7 @@ t.test('appendThen calls back exactly once and never inside the call: after the 
   const unfailed = (await openLog({ dir: await tempDir(t), segmentBytesMax: mib })).log;
   await unfailed.close();
   calls.set('after close', []);
-  unfailed.appendThen(entry(unfailed.takeSeq()), (error) => calls.get('after close')!.push(error));
+  unfailed.appendThen(entry(unfailed.takeSeq()), { appended: (error) => calls.get('after close')!.push(error) });
   t.same(calls.get('after close'), [], 'after close: not called inside appendThen');
   await answered('after close');
   // A second call would come from the same microtask or group: one more turn shows none came.
@@ -496,7 +496,7 @@ t.test('an entry is encoded when appended: its payload may be reused at once, an
   const dir = await tempDir(t);
   const { log, groups } = await openLog({ dir, segmentBytesMax: mib });
   // A failed encode while no group is pending.
-  t.throws(() => log.appendThen({ ...entry(log.takeSeq()), timestampSec: -1 }, () => t.fail('never called back')), /not an unsigned/);
+  t.throws(() => log.appendThen({ ...entry(log.takeSeq()), timestampSec: -1 }, { appended: () => t.fail('never called back') }), /not an unsigned/);
   const reused = entry(log.takeSeq());
   const payload = reused.records[0]!.payload;
   const expected = hex(body(reused.seq));
@@ -504,7 +504,7 @@ t.test('an entry is encoded when appended: its payload may be reused at once, an
   payload.fill(0xee);
   // A timestamp that is no unsigned integer cannot be encoded: appendThen throws and keeps nothing of it.
   const broken = { ...entry(log.takeSeq()), timestampSec: -1 };
-  t.throws(() => log.appendThen(broken, () => t.fail('a failed append is never called back')), /not an unsigned safe integer/);
+  t.throws(() => log.appendThen(broken, { appended: () => t.fail('a failed append is never called back') }), /not an unsigned safe integer/);
   const after = entry(log.takeSeq());
   await Promise.all([synced, appendSynced(log, after)]);
   const frames = groups.flatMap((group) => scanFrames(group.bytes).bodies.map(hex));
@@ -519,7 +519,7 @@ t.test('a group larger than its first buffer grows and keeps every frame', async
   // grow it several times; an entry that fails to encode after the growth leaves the frames before it whole.
   const sizes = [...new Array<number>(40).fill(5_000), 200_000, 10];
   const appended = sizes.slice(0, 41).map((size) => appendSynced(log, entry(log.takeSeq(), size)));
-  t.throws(() => log.appendThen({ ...entry(log.takeSeq()), timestampSec: -1 }, () => t.fail('never called back')), /not an unsigned/);
+  t.throws(() => log.appendThen({ ...entry(log.takeSeq()), timestampSec: -1 }, { appended: () => t.fail('never called back') }), /not an unsigned/);
   appended.push(appendSynced(log, entry(log.takeSeq(), sizes[41])));
   await Promise.all(appended);
   t.equal(groups.length, 1, 'appended in one loop turn: one group, grown past its first buffer');

@@ -3,7 +3,7 @@
 // goes to the partition workers in the background. Front thread.
 import { limits } from '../../config.js';
 import { errors, BrokerError } from '../../errors.js';
-import type { IngressRecord } from '../../protocol/ingress_frame.js';
+import { PayloadKind, type IngressEntry, type IngressRecord } from '../../protocol/ingress_frame.js';
 import { localPartitions, noLocalPartition, requireLocalPartition } from '../partition_owners.js';
 import { parseBatchBody, partitionForKey, partitionUnassigned, type BatchParse } from '../../protocol/batch_produce_body.js';
 import { classifyPayload, decodeBase64 } from '../../protocol/payload.js';
@@ -15,14 +15,12 @@ import { jsonReply, type Reply } from '../respond.js';
 import { ownedBytes } from '../../util/owned_bytes.js';
 import { deferred, type RequestContext } from '../request_context.js';
 import type { BodyListener } from '../body.js';
+import type { AppendListener } from '../ingress_log.js';
 import type { FrontServices } from '../services.js';
 
 const textEncoder = new TextEncoder();
+const emptyPayload = new Uint8Array(0);
 
-/** Hears whether a produce's ingress frame was synced (null) or not. */
-interface StoreListener {
-  stored(failure: BrokerError | null): void;
-}
 const accepted: Reply = { status: 202 };
 
 export function produceHandlers(services: FrontServices) {
@@ -54,25 +52,72 @@ export function produceHandlers(services: FrontServices) {
     ctx.onDone(() => produceInFlight.give(ctx.identity, taken));
   }
 
-  /** Writes one ingress frame and tells `to` once it is synced (the moment a 202 may be answered) or failed. */
-  function store(topic: TopicRecord, records: IngressRecord[], to: StoreListener): void {
+  /** Writes one ingress frame for records and tells `listener` once it is synced (the moment a 202 may be answered) or
+   *  failed (ingressFailed then says so). */
+  function appendToIngress(topic: TopicRecord, records: IngressRecord[], listener: AppendListener): void {
     if (ingress.failed) throw errors.ingressFailed();
     const seq = ingress.takeSeq();
-    ingress.appendThen({ seq, topicId: topic.id, timestampSec: Math.floor(Date.now() / 1000), records }, (error) => {
-      if (error !== null) {
-        metrics.latchIngressFailed();
-        services.log.error({ err: error }, 'ingress log write failed: every produce answers 500 until restart');
-        to.stored(errors.ingressFailed());
-        return;
-      }
-      metrics.countProduced(topic.name, records);
-      to.stored(null);
-    });
+    ingress.appendThen({ seq, topicId: topic.id, timestampSec: Math.floor(Date.now() / 1000), records }, listener);
   }
 
-  /** One single produce from its body to its answer. The body's listener and the ingress log's callback in one
-   *  object: the hottest route makes no promise, and one object rather than a closure each, per request. */
-  class SingleProduce implements BodyListener {
+  /** The entry of every single produce: appendThen encodes an entry before it returns and keeps none of it, so one
+   *  serves them all (three objects fewer per request on the hottest route). Front thread, never re-entered: appendThen
+   *  tells its listener from a microtask. */
+  const singleRecord: IngressRecord = { partition: 0, key: null, payload: emptyPayload, payloadKind: PayloadKind.Json };
+  const singleEntry: IngressEntry = { seq: 0, topicId: '', timestampSec: 0, records: [singleRecord] };
+
+  /** appendToIngress of one record, through singleEntry. */
+  function appendOne(topic: TopicRecord, partition: number, key: Uint8Array | null, payload: Uint8Array, listener: AppendListener): void {
+    if (ingress.failed) throw errors.ingressFailed();
+    singleRecord.partition = partition;
+    singleRecord.key = key;
+    singleRecord.payload = payload;
+    singleRecord.payloadKind = classifyPayload(payload);
+    singleEntry.seq = ingress.takeSeq();
+    singleEntry.topicId = topic.id;
+    singleEntry.timestampSec = Math.floor(Date.now() / 1000);
+    try {
+      ingress.appendThen(singleEntry, listener);
+    } finally {
+      // The payload may be a view of uWS's chunk (readsInPlace): nothing keeps it past this call.
+      singleRecord.key = null;
+      singleRecord.payload = emptyPayload;
+    }
+  }
+
+  /** A failed ingress write as its produce answers it: 500, and every later produce too until restart. */
+  function ingressFailed(error: Error): BrokerError {
+    metrics.latchIngressFailed();
+    services.log.error({ err: error }, 'ingress log write failed: every produce answers 500 until restart');
+    return errors.ingressFailed();
+  }
+
+  /** A batch produce's wait for its ingress frame. */
+  class BatchAppend implements AppendListener {
+    constructor(
+      private readonly topic: TopicRecord,
+      private readonly records: IngressRecord[],
+      private readonly resolve: () => void,
+      private readonly reject: (failure: BrokerError) => void,
+    ) {}
+
+    appended(error: Error | null): void {
+      if (error !== null) {
+        this.reject(ingressFailed(error));
+        return;
+      }
+      metrics.countProduced(this.topic.name, this.records);
+      this.resolve();
+    }
+  }
+
+  /** One single produce from its body to its answer: the body's listener and the ingress log's in one object, so the
+   *  hottest route makes no promise, and one object rather than a closure each, per request. */
+  class SingleProduce implements BodyListener, AppendListener {
+    /** The payload is encoded into the ingress log's group before onBody returns, and nothing keeps a view of it. */
+    readonly readsInPlace = true;
+    private partition = 0;
+
     constructor(
       private readonly ctx: RequestContext,
       private readonly topic: TopicRecord,
@@ -93,7 +138,8 @@ export function produceHandlers(services: FrontServices) {
         const topic = this.topic;
         const partition = this.pin ?? (this.key !== null ? partitionForKey(this.key, topic.partitions) : nextPartition(topic));
         requireLocalPartition(topic, partition, services.nodeId);
-        store(topic, [{ partition, key: this.key, payload, payloadKind: classifyPayload(payload) }], this);
+        this.partition = partition;
+        appendOne(topic, partition, this.key, payload, this);
       } catch (error) {
         this.ctx.fail(error);
       }
@@ -103,9 +149,13 @@ export function produceHandlers(services: FrontServices) {
       this.ctx.fail(error);
     }
 
-    stored(failure: BrokerError | null): void {
-      if (failure === null) this.ctx.respond(accepted);
-      else this.ctx.fail(failure);
+    appended(error: Error | null): void {
+      if (error !== null) {
+        this.ctx.fail(ingressFailed(error));
+        return;
+      }
+      metrics.countProducedTo(this.topic.name, this.partition);
+      this.ctx.respond(accepted);
     }
   }
 
@@ -159,7 +209,7 @@ export function produceHandlers(services: FrontServices) {
       if (record.partition === partitionUnassigned) record.partition = nextPartition(current);
       else requireLocalPartition(current, record.partition, services.nodeId);
     }
-    await new Promise<void>((resolve, reject) => store(current, records, { stored: (failure) => (failure === null ? resolve() : reject(failure)) }));
+    await new Promise<void>((resolve, reject) => appendToIngress(current, records, new BatchAppend(current, records, resolve, reject)));
     return jsonReply(202, { accepted: records.length });
   }
 
