@@ -174,9 +174,7 @@ export async function runProduce(options: BenchOptions): Promise<ProduceReport> 
         request, messagesPerRequest: 1 }));
       await sleep(1000);
       if (withWrk) {
-        await attempt(() => runWrk({ name: singleWrkName, url: target!.url, path: request.path,
-          headers: request.headers, body: payload, connections: options.connections, durationSec: options.durationSec,
-          messageBytes: options.messageBytes, serverPid: target!.serverPid }));
+        await attempt(() => wrkRow(options, singleWrkName, target!.url, target!.serverPid, request, options.connections));
         await sleep(1000);
       }
     }
@@ -188,9 +186,8 @@ export async function runProduce(options: BenchOptions): Promise<ProduceReport> 
       // percent of a core it is not what limits batch produce (the ratio of the two rows says so).
       if (withWrk) {
         await sleep(1000);
-        await attempt(() => runWrk({ name: batchWrkName, url: target!.url, path: request.path, headers: request.headers,
-          body: batchBody, connections: options.batchConnections, durationSec: options.durationSec,
-          messageBytes: options.messageBytes, messagesPerRequest: options.batch, serverPid: target!.serverPid }));
+        await attempt(() => wrkRow(options, batchWrkName, target!.url, target!.serverPid, request, options.batchConnections,
+          options.batch));
       }
     }
     if (options.compareSecurity && options.url === null) {
@@ -272,8 +269,7 @@ async function measureFloor(options: BenchOptions, topic: string, body: Buffer, 
     if (!withWrk) return { rows, wrkFailure: null };
     await sleep(1000);
     try {
-      rows.push(await runWrk({ name: floorWrkName, url: hello.url, path: request.path, headers: request.headers,
-        body, connections, durationSec: options.durationSec, messageBytes: options.messageBytes, serverPid: hello.pid }));
+      rows.push(await wrkRow(options, floorWrkName, hello.url, hello.pid, request, connections));
       return { rows, wrkFailure: null };
     } catch (error) {
       return { rows, wrkFailure: errorText(error) };
@@ -294,13 +290,18 @@ async function measureFsyncFloor(options: BenchOptions, topic: string, payload: 
   cleanups.push(async () => void (await server.stop()));
   try {
     const request = produceRequest(topic, payload, basicAuth('admin', 'x'.repeat(24)), false);
-    return await runWrk({ name: fsyncFloorWrkName, url: server.url, path: request.path, headers: request.headers,
-      body: payload, connections: options.connections, durationSec: options.durationSec, messageBytes: options.messageBytes,
-      serverPid: server.pid });
+    return await wrkRow(options, fsyncFloorWrkName, server.url, server.pid, request, options.connections);
   } finally {
     await server.stop();
     rmSync(dir, { recursive: true, force: true });
   }
+}
+
+/** wrk sending request (path, headers, body) to url on `connections` connections for the scenario's window. */
+function wrkRow(options: BenchOptions, name: string, url: string, serverPid: number | null, request: LoadRequest,
+  connections: number, messagesPerRequest = 1): Promise<RunFigures> {
+  return runWrk({ name, url, path: request.path, headers: request.headers, body: request.body, connections,
+    durationSec: options.durationSec, messageBytes: options.messageBytes, messagesPerRequest, serverPid });
 }
 
 const floorWrkName = 'http floor (hello world, wrk)';
