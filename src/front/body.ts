@@ -52,6 +52,8 @@ export class BodyReader {
   /** The listener while the body has not ended. */
   private listener: BodyListener | null = null;
   private donePromise: Promise<Uint8Array> | null = null;
+  /** The body went to its listener as uWS's own chunk, which is gone now. */
+  private handedInPlace = false;
   /** What has arrived so far: the first `received` bytes of `buffer`; null until a chunk is copied. */
   private buffer: Uint8Array | null = null;
   private received = 0;
@@ -89,7 +91,7 @@ export class BodyReader {
   /** Calls listener.onBody with the bytes, or listener.onFailure with the error, once: now if the body has ended, else
    *  when it does. One listener per body. */
   whenDone(listener: BodyListener): void {
-    if (this.listener !== null) throw new Error('body: one listener per body');
+    if (this.listener !== null || this.handedInPlace) throw new Error('body: one listener per body');
     if (this.bytes !== null) listener.onBody(this.bytes);
     else if (this.failure !== null) listener.onFailure(this.failure);
     else this.listener = listener;
@@ -110,10 +112,13 @@ export class BodyReader {
   private onChunk(chunk: ArrayBuffer, isLast: boolean): void {
     if (this.failure === null) {
       const bytes = new Uint8Array(chunk);
-      // Its length was checked against the cap and the budget before the first byte came.
-      if (isLast && this.received === 0 && this.contentLength !== null && this.listener?.readsInPlace === true) {
+      // Exactly the length checked against the cap and the budget before the first byte came; anything else is copied
+      // and checked below.
+      if (isLast && this.received === 0 && bytes.byteLength === this.contentLength && this.listener?.readsInPlace === true) {
         this.receiving = false;
         this.end(bytes);
+        // uWS frees the chunk after this callback: nothing may read the body again (whenDone says so).
+        this.handedInPlace = true;
         return;
       }
       const needed = this.received + bytes.byteLength;

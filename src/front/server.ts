@@ -357,7 +357,7 @@ class HeaderScan {
     }
   };
 
-  /** Before a request's forEach; take() after it left the header fields empty. */
+  /** Before a request's forEach. The header fields need no reset: the previous request's take() emptied them. */
   start(requestLineBytes: number): void {
     this.bytes = requestLineBytes;
     this.contentLength = null;

@@ -1,5 +1,5 @@
-// Bytes about to cross to another thread. A view may share its ArrayBuffer with other data (Node's pooled buffers
-// for small bodies, a grown read buffer with an uninitialised tail): a port or a pool clones, or transfers, the whole
+// Bytes about to cross to another thread. A view may share its ArrayBuffer with other data (the slabs small bodies
+// are carved from, a grown read buffer with an uninitialised tail): a port or a pool clones, or transfers, the whole
 // ArrayBuffer, which would hand other requests' bytes to the other side. Shared by every thread.
 
 /** bytes itself when it spans its whole ArrayBuffer, else an exactly sized copy that does. */

@@ -192,7 +192,7 @@ export function produceHandlers(services: FrontServices) {
     if (encoding === 'identity' && body.byteLength <= limits.request_body_bytes_max) {
       parsed = parseBatchBody(body, topic.partitions, batchLimits);
     } else {
-      // The pool clones the body's whole ArrayBuffer: only the body's own bytes may go (a small one shares Node's pool).
+      // The pool clones the body's whole ArrayBuffer: only the body's own bytes may go (a small one shares a slab).
       const task: BatchTask = {
         body: ownedBytes(body), encoding, partitions: topic.partitions, limits: batchLimits,
         decodedBytesMax: limits.batch_produce_body_bytes_max,
