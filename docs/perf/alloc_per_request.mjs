@@ -6,12 +6,11 @@
 // where req/s moves by tens. docs/performance.md quotes it.
 // Usage: node docs/perf/alloc_per_request.mjs TREE [TREE ...] [--seconds 4] [--rounds 1] [--top 12]
 //        (each TREE built: TREE/dist/src/main.js)
-import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
-import { join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import { parseArgs } from 'node:util';
+import { requireWrk, withProduceNode } from './wrk_node.mjs';
 
 const { values, positionals } = parseArgs({
   allowPositionals: true,
@@ -24,13 +23,7 @@ if (positionals.length === 0 || !(seconds >= 1 && seconds <= 60) || !(rounds >= 
   console.error('usage: node docs/perf/alloc_per_request.mjs TREE [TREE ...] [--seconds 1..60] [--rounds 1..10] [--top 0..100]');
   process.exit(2);
 }
-if (spawnSync('wrk', ['--version']).error !== undefined) {
-  console.error('wrk not found: scripts/install-peers.sh installs it');
-  process.exit(2);
-}
-const here = fileURLToPath(new URL('../..', import.meta.url));
-const { parseOptions } = await import(join(here, 'dist/bench/options.js'));
-const { startBroker, createTopic, makePayload, cleanup } = await import(join(here, 'dist/bench/common.js'));
+requireWrk();
 
 const scratch = mkdtempSync(join(os.tmpdir(), 'alloc-per-request-'));
 const profilePath = join(scratch, 'profile.json');
@@ -60,8 +53,6 @@ if (isMainThread) {
 }
 `);
 
-const luaString = (text) => `[==[${text}]==]`;
-
 async function waitForFile(path, timeoutMs) {
   const deadline = Date.now() + timeoutMs;
   while (!existsSync(path)) {
@@ -89,25 +80,13 @@ function bytesByFunction(profile) {
 async function measure(tree) {
   rmSync(profilePath, { force: true });
   rmSync(profilePath + '.started', { force: true });
-  const options = parseOptions(['produce-single', '--node-script', join(resolve(tree), 'dist/src/main.js')]);
-  const target = await startBroker(options, { NODE_OPTIONS: `--import=${preload}` });
-  try {
-    await createTopic(target, 'alloc', 6);
-    const script = join(scratch, 'produce.lua');
-    writeFileSync(script, [
-      'wrk.method = "POST"',
-      `wrk.body = ${luaString(makePayload(100).toString('latin1'))}`,
-      `wrk.headers["authorization"] = ${luaString(target.authorization)}`,
-      'wrk.headers["content-type"] = "application/json"',
-    ].join('\n'));
-    const url = `${target.url}/v1/topics/alloc/produce`;
-    const wrk = (secs) => spawnSync('wrk', ['-t1', '-c256', `-d${secs}s`, '-s', script, url],
-      { encoding: 'utf8', timeout: (secs + 30) * 1000 });
+  const env = { NODE_OPTIONS: `--import=${preload}` };
+  return withProduceNode(tree, { scratch, topic: 'alloc', env }, async ({ wrk, serverPid }) => {
     wrk(2);
-    process.kill(target.serverPid, 'SIGUSR2');
+    process.kill(serverPid, 'SIGUSR2');
     await waitForFile(profilePath + '.started', 10_000);
     const run = wrk(seconds);
-    process.kill(target.serverPid, 'SIGUSR2');
+    process.kill(serverPid, 'SIGUSR2');
     await waitForFile(profilePath, 30_000);
     if (run.status !== 0) throw new Error(`wrk failed: ${run.stderr ?? run.error}`);
     const requests = Number(/(\d+) requests in/.exec(run.stdout)?.[1]);
@@ -115,9 +94,7 @@ async function measure(tree) {
     const profile = JSON.parse(readFileSync(profilePath, 'utf8'));
     if (profile.error !== undefined) throw new Error(`sampling failed: ${profile.error}`);
     return { requests, non2xx, reqPerSec: requests / seconds, ...bytesByFunction(profile) };
-  } finally {
-    await cleanup();
-  }
+  });
 }
 
 try {

@@ -5,12 +5,12 @@
 // /proc/<pid>/task/*/stat around the window. Per-thread CPU moves less than req/s on a shared machine, and alternating
 // the trees spreads the machine's slow minutes over both. docs/performance.md quotes its figures.
 // Usage: node docs/perf/wrk_cpu.mjs TREE [TREE ...] [--seconds 8] [--rounds 3]   (each TREE built: TREE/dist/src/main.js)
-import { spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import { requireWrk, withProduceNode } from './wrk_node.mjs';
 
 const { values, positionals } = parseArgs({
   allowPositionals: true,
@@ -22,49 +22,27 @@ if (positionals.length === 0 || !(seconds >= 1 && seconds <= 120) || !(rounds >=
   console.error('usage: node docs/perf/wrk_cpu.mjs TREE [TREE ...] [--seconds 1..120] [--rounds 1..20]');
   process.exit(2);
 }
-if (spawnSync('wrk', ['--version']).error !== undefined) {
-  console.error('wrk not found: scripts/install-peers.sh installs it');
-  process.exit(2);
-}
+requireWrk();
 const here = fileURLToPath(new URL('../..', import.meta.url));
-const { parseOptions } = await import(join(here, 'dist/bench/options.js'));
-const { startBroker, createTopic, makePayload, cleanup } = await import(join(here, 'dist/bench/common.js'));
 const { readThreadCpuMs } = await import(join(here, 'dist/bench/node_process.js'));
-
-const luaString = (text) => `[==[${text}]==]`;
 const scratch = mkdtempSync(join(os.tmpdir(), 'wrk-cpu-'));
 
 /** One node of tree: returns req/s, p99 and CPU per request. */
-async function measure(tree) {
-  const options = parseOptions(['produce-single', '--node-script', join(resolve(tree), 'dist/src/main.js')]);
-  const target = await startBroker(options);
-  try {
-    await createTopic(target, 'wrk-cpu', 6);
-    const script = join(scratch, 'produce.lua');
-    writeFileSync(script, [
-      'wrk.method = "POST"',
-      `wrk.body = ${luaString(makePayload(100).toString('latin1'))}`,
-      `wrk.headers["authorization"] = ${luaString(target.authorization)}`,
-      'wrk.headers["content-type"] = "application/json"',
-    ].join('\n'));
-    const url = `${target.url}/v1/topics/wrk-cpu/produce`;
-    const wrk = (secs) => spawnSync('wrk', ['-t1', '-c256', `-d${secs}s`, '--latency', '-s', script, url],
-      { encoding: 'utf8', timeout: (secs + 30) * 1000 });
+function measure(tree) {
+  return withProduceNode(tree, { scratch, topic: 'wrk-cpu' }, ({ wrk, serverPid }) => {
     wrk(2);
-    const before = readThreadCpuMs(target.serverPid);
+    const before = readThreadCpuMs(serverPid);
     const run = wrk(seconds);
-    const after = readThreadCpuMs(target.serverPid);
+    const after = readThreadCpuMs(serverPid);
     if (run.status !== 0 || before === null || after === null) throw new Error(`wrk failed: ${run.stderr ?? run.error}`);
     const reqPerSec = Number(/Requests\/sec:\s+([\d.]+)/.exec(run.stdout)?.[1]);
     const p99 = /^\s+99%\s+(\S+)/m.exec(run.stdout)?.[1] ?? '?';
     const requests = reqPerSec * seconds;
     const perRequestUs = (tid) => ((after.get(tid) ?? 0) - (before.get(tid) ?? 0)) * 1000 / requests;
-    const others = [...after.keys()].filter((tid) => tid !== target.serverPid).map(perRequestUs);
+    const others = [...after.keys()].filter((tid) => tid !== serverPid).map(perRequestUs);
     const total = [...after.keys()].reduce((sum, tid) => sum + perRequestUs(tid), 0);
-    return { reqPerSec, p99, front: perRequestUs(target.serverPid), worker: Math.max(0, ...others), total };
-  } finally {
-    await cleanup();
-  }
+    return { reqPerSec, p99, front: perRequestUs(serverPid), worker: Math.max(0, ...others), total };
+  });
 }
 
 try {
