@@ -25,6 +25,7 @@ import { parseSegmentFileName, segmentPath } from './partition_dirs.js';
 import { forgetSealedSegment, forgetSealedSegmentsOf, withSealedSegment } from './sealed_handles.js';
 import { indexEntryBytes, indexEntryRead, segmentPositionLimit, SegmentPositions } from './segment_index.js';
 import { dirCreateDurably, dirSync, readExact, readExactSync, writeAll, writeAllSync } from '../src/util/durable_fs.js';
+import { grownOwnBytes } from '../src/util/owned_bytes.js';
 import { ZeroFill } from '../src/util/zero_fill.js';
 
 /** A record as answered (StoredRecordView) plus where it came from: ingress sequence of its frame and its position
@@ -535,10 +536,8 @@ export class PartitionLog {
     if (needed <= this.staging.byteLength) return;
     let capacity = Math.max(this.staging.byteLength * 2, this.stagingCapacityHint);
     while (capacity < needed) capacity *= 2;
-    // Not zeroed (only the staged bytes are ever read), and a view of its own memory, not of Node's shared pool.
-    const grown = new Uint8Array(Buffer.allocUnsafeSlow(capacity).buffer, 0, capacity);
-    grown.set(this.staging.subarray(0, this.stagingBytes));
-    this.staging = grown;
+    // Only the staged bytes are ever read.
+    this.staging = grownOwnBytes(this.staging, this.stagingBytes, capacity);
   }
 
   /** Makes the active segment able to take the frame at offset: creates the first one, or rolls. */

@@ -4,6 +4,7 @@
 import type { HttpResponse } from 'uWebSockets.js';
 import { BrokerError, errors } from '../errors.js';
 import type { BodyRule } from './routes.js';
+import { grownOwnBytes, unzeroedOwnBytes } from '../util/owned_bytes.js';
 
 /** Bytes shared by every batch produce body over 1 MiB that is being read or worked on (spec §8, v3.2.0). */
 export class ByteBudget {
@@ -185,16 +186,16 @@ export class BodyReader {
  *  crosses to another thread goes through util/owned_bytes.ts. */
 const slabPieceBytesMax = 4 * 1024;
 const slabBytes = 16 * 1024;
-let slab = new ArrayBuffer(slabBytes);
+let slab: ArrayBuffer = unzeroedOwnBytes(slabBytes).buffer;
 let slabUsed = 0;
 
 /** Room for a body of `bytes` (not zeroed: it is written before it is read). */
 function bodyBuffer(bytes: number): Uint8Array {
   // Its own empty buffer: a shared one, transferred once, would be detached for every later body.
   if (bytes === 0) return new Uint8Array(0);
-  if (bytes > slabPieceBytesMax) return ownBuffer(bytes);
+  if (bytes > slabPieceBytesMax) return unzeroedOwnBytes(bytes);
   if (slabUsed + bytes > slabBytes) {
-    slab = Buffer.allocUnsafeSlow(slabBytes).buffer;
+    slab = unzeroedOwnBytes(slabBytes).buffer;
     slabUsed = 0;
   }
   const piece = new Uint8Array(slab, slabUsed, bytes);
@@ -203,12 +204,6 @@ function bodyBuffer(bytes: number): Uint8Array {
   return piece;
 }
 
-function ownBuffer(bytes: number): Uint8Array {
-  return new Uint8Array(Buffer.allocUnsafeSlow(bytes).buffer, 0, bytes);
-}
-
 function grow(buffer: Uint8Array, length: number, needed: number): Uint8Array {
-  const next = ownBuffer(Math.max(needed, buffer.byteLength * 2, 16 * 1024));
-  next.set(buffer.subarray(0, length));
-  return next;
+  return grownOwnBytes(buffer, length, Math.max(needed, buffer.byteLength * 2, 16 * 1024));
 }

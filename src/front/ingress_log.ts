@@ -9,6 +9,7 @@ import path from 'node:path';
 import { decodeIngressEntry, ingressEntryBytesMax, writeIngressEntry, type IngressEntry } from '../protocol/ingress_frame.js';
 import { frameHeaderBytes, scanFrames, sealFrame, type FrameScan } from '../util/frame.js';
 import { dirCreateDurably, dirSync, writeAll } from '../util/durable_fs.js';
+import { grownOwnBytes, unzeroedOwnBytes } from '../util/owned_bytes.js';
 import { ZeroFill } from '../util/zero_fill.js';
 
 /** A replay chunk is one re-dispatch message, so its size stays near this; one bigger frame is a chunk alone. */
@@ -349,19 +350,12 @@ function callAll(listeners: AppendListener[], error: Error | null): void {
 /** firstFrameBytesMax: the first append's frame bound; lastGroupBytes: the frame bytes of the last group written. */
 function newGroup(firstSeq: number, firstFrameBytesMax: number, lastGroupBytes: number): Group {
   const hinted = Math.min(groupBytesFirstMax, Math.max(groupBytesFirstMin, lastGroupBytes + (lastGroupBytes >> 2)));
-  return { buffer: groupBuffer(Math.max(firstFrameBytesMax, hinted)), used: 0, listeners: [], firstSeq, lastSeq: firstSeq };
+  return { buffer: unzeroedOwnBytes(Math.max(firstFrameBytesMax, hinted)), used: 0, listeners: [], firstSeq, lastSeq: firstSeq };
 }
 
-/** Not zeroed (every byte up to `used` is written; zeroing a batch group's megabytes cost the front page clears), and
- *  its own memory, not Node's shared pool: it is transferred to a partition worker. */
-function groupBuffer(bytes: number): Uint8Array {
-  return new Uint8Array(Buffer.allocUnsafeSlow(bytes).buffer, 0, bytes);
-}
-
+/** Its own memory, since it is transferred to a partition worker; every byte up to `used` is written before a read. */
 function groupGrow(group: Group, bytesMin: number): void {
-  const grown = groupBuffer(Math.max(bytesMin, group.buffer.byteLength * 2));
-  grown.set(group.buffer.subarray(0, group.used));
-  group.buffer = grown;
+  group.buffer = grownOwnBytes(group.buffer, group.used, Math.max(bytesMin, group.buffer.byteLength * 2));
 }
 
 function nextLoopTurn(): Promise<void> {
