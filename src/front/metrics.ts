@@ -102,8 +102,7 @@ export class Metrics {
 
   /** Counts accepted records by partition; takes the records themselves, so a produce builds no array for it. */
   countProduced(topic: string, records: readonly { partition: number }[]): void {
-    let counts = this.produced.get(topic);
-    if (counts === undefined) this.produced.set(topic, (counts = []));
+    const counts = this.producedCounts(topic);
     for (let i = 0; i < records.length; i++) {
       const partition = records[i]!.partition;
       counts[partition] = (counts[partition] ?? 0) + 1;
@@ -112,9 +111,15 @@ export class Metrics {
 
   /** Counts one accepted record of a single produce. */
   countProducedTo(topic: string, partition: number): void {
+    const counts = this.producedCounts(topic);
+    counts[partition] = (counts[partition] ?? 0) + 1;
+  }
+
+  /** Accepted records of topic by partition (made on first use). */
+  private producedCounts(topic: string): number[] {
     let counts = this.produced.get(topic);
     if (counts === undefined) this.produced.set(topic, (counts = []));
-    counts[partition] = (counts[partition] ?? 0) + 1;
+    return counts;
   }
 
   latchIngressFailed(): void {

@@ -52,12 +52,14 @@ export function produceHandlers(services: FrontServices) {
     ctx.onDone(() => produceInFlight.give(ctx.identity, taken));
   }
 
-  /** Writes one ingress frame for records and tells `listener` once it is synced (the moment a 202 may be answered) or
-   *  failed (ingressFailed then says so). */
-  function appendToIngress(topic: TopicRecord, records: IngressRecord[], listener: AppendListener): void {
+  /** Stamps entry with the next ingress seq, this topic and the time, writes it as one frame and tells `listener` once
+   *  it is synced (the moment a 202 may be answered) or failed (ingressFailed then says so). */
+  function appendToIngress(topic: TopicRecord, entry: IngressEntry, listener: AppendListener): void {
     if (ingress.failed) throw errors.ingressFailed();
-    const seq = ingress.takeSeq();
-    ingress.appendThen({ seq, topicId: topic.id, timestampSec: Math.floor(Date.now() / 1000), records }, listener);
+    entry.seq = ingress.takeSeq();
+    entry.topicId = topic.id;
+    entry.timestampSec = Math.floor(Date.now() / 1000);
+    ingress.appendThen(entry, listener);
   }
 
   /** The entry of every single produce: appendThen encodes an entry before it returns and keeps none of it, so one
@@ -68,16 +70,12 @@ export function produceHandlers(services: FrontServices) {
 
   /** appendToIngress of one record, through singleEntry. */
   function appendOne(topic: TopicRecord, partition: number, key: Uint8Array | null, payload: Uint8Array, listener: AppendListener): void {
-    if (ingress.failed) throw errors.ingressFailed();
     singleRecord.partition = partition;
     singleRecord.key = key;
     singleRecord.payload = payload;
     singleRecord.payloadKind = classifyPayload(payload);
-    singleEntry.seq = ingress.takeSeq();
-    singleEntry.topicId = topic.id;
-    singleEntry.timestampSec = Math.floor(Date.now() / 1000);
     try {
-      ingress.appendThen(singleEntry, listener);
+      appendToIngress(topic, singleEntry, listener);
     } finally {
       // The payload may be a view of uWS's chunk (readsInPlace): nothing keeps it past this call.
       singleRecord.key = null;
@@ -209,7 +207,8 @@ export function produceHandlers(services: FrontServices) {
       if (record.partition === partitionUnassigned) record.partition = nextPartition(current);
       else requireLocalPartition(current, record.partition, services.nodeId);
     }
-    await new Promise<void>((resolve, reject) => appendToIngress(current, records, new BatchAppend(current, records, resolve, reject)));
+    const entry: IngressEntry = { seq: 0, topicId: '', timestampSec: 0, records };
+    await new Promise<void>((resolve, reject) => appendToIngress(current, entry, new BatchAppend(current, records, resolve, reject)));
     return jsonReply(202, { accepted: records.length });
   }
 
