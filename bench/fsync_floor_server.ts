@@ -4,34 +4,37 @@
 // a synced write per group cost on this machine, and the broker's figure over it is what the broker's own work costs.
 // Like the broker's ingress log, the file is filled with zeros first and then overwritten in place (a ring), so a
 // sync never changes the file's size and needs no journal commit. Single-threaded, like the broker's front thread.
-// bench/produce.ts starts it as a child process (`node dist/bench/fsync_floor_server.js --port 0 --dir DIR`), reads
-// the port from the stdout line {"msg":"listening","port":N} and stops it with SIGTERM.
+// bench/produce.ts starts it as a child process (`node dist/bench/fsync_floor_server.js --port 0 --dir DIR`, and
+// `--ring-bytes N` for a ring other than 128 MiB), reads the port from the stdout line {"msg":"listening","port":N}
+// and stops it with SIGTERM.
 import { closeSync, fdatasync, fsyncSync, openSync, write, writeSync } from 'node:fs';
 import { join } from 'node:path';
-import { parseArgs } from 'node:util';
 import uWS from 'uWebSockets.js';
-import type { HttpResponse, us_listen_socket, us_socket } from 'uWebSockets.js';
+import type { HttpResponse } from 'uWebSockets.js';
+import { readFloorOptions, serveFloor } from './floor_server.js';
 
-/** The ring file: room for about a second of single produces, and for any group of batch bodies the bench sends. */
-const fileBytes = 128 * 1024 * 1024;
+/** The ring file by default: room for about a second of single produces, and for any group of batch bodies the bench
+ *  sends. Tests set a small one (--ring-bytes) to see it wrap. */
+const ringBytesDefault = 128 * 1024 * 1024;
+const ringBytesMin = 64 * 1024;
 const zeroChunkBytes = 1024 * 1024;
 const groupBytesFirst = 64 * 1024;
 
-interface FloorOptions {
+interface FsyncFloorOptions {
   host: string;
   port: number;
   dir: string;
+  ringBytes: number;
 }
 
-function readOptions(): FloorOptions {
-  const { values } = parseArgs({
-    options: { host: { type: 'string', default: '127.0.0.1' }, port: { type: 'string', default: '0' }, dir: { type: 'string' } },
-    strict: true,
-  });
-  const port = Number(values.port);
-  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`--port must be 0..65535, got ${values.port}`);
-  if (values.dir === undefined || values.dir === '') throw new Error('--dir (where the ring file goes) is required');
-  return { host: values.host ?? '127.0.0.1', port, dir: values.dir };
+function readOptions(): FsyncFloorOptions {
+  const { host, port, own } = readFloorOptions(['dir', 'ring-bytes']);
+  if (own.dir === undefined || own.dir === '') throw new Error('--dir (where the ring file goes) is required');
+  const ringBytes = own['ring-bytes'] === undefined ? ringBytesDefault : Number(own['ring-bytes']);
+  if (!Number.isSafeInteger(ringBytes) || ringBytes < ringBytesMin) {
+    throw new Error(`--ring-bytes must be an integer of at least ${ringBytesMin}, got ${own['ring-bytes']}`);
+  }
+  return { host, port, dir: own.dir, ringBytes };
 }
 
 interface Waiter {
@@ -63,7 +66,7 @@ class GroupCommit {
   private writing = false;
   private position = 0;
 
-  constructor(private readonly fd: number) {}
+  constructor(private readonly fd: number, private readonly ringBytes: number) {}
 
   append(chunk: Uint8Array): void {
     this.pending.append(chunk);
@@ -86,8 +89,8 @@ class GroupCommit {
     }
     this.pending = this.spare;
     this.spare = group;
-    if (group.used > fileBytes) fail(new Error(`a group of ${group.used} bytes does not fit the ${fileBytes}-byte ring`));
-    if (this.position + group.used > fileBytes) this.position = 0;
+    if (group.used > this.ringBytes) fail(new Error(`a group of ${group.used} bytes does not fit the ${this.ringBytes}-byte ring`));
+    if (this.position + group.used > this.ringBytes) this.position = 0;
     const at = this.position;
     this.position += group.used;
     this.writeFrom(group, 0, at);
@@ -120,19 +123,19 @@ function fail(error: Error): never {
 }
 
 /** The ring file, zeros to its end and synced, before the first request. */
-function openRing(dir: string): number {
+function openRing(dir: string, ringBytes: number): number {
   const fd = openSync(join(dir, 'fsync-floor.ring'), 'w+');
   const zeros = Buffer.alloc(zeroChunkBytes);
   // writeSync may write less than asked: each step goes on from where the last one ended.
-  for (let at = 0; at < fileBytes;) at += writeSync(fd, zeros, 0, Math.min(zeroChunkBytes, fileBytes - at), at);
+  for (let at = 0; at < ringBytes;) at += writeSync(fd, zeros, 0, Math.min(zeroChunkBytes, ringBytes - at), at);
   fsyncSync(fd);
   return fd;
 }
 
 function main(): void {
   const options = readOptions();
-  const fd = openRing(options.dir);
-  const commit = new GroupCommit(fd);
+  const fd = openRing(options.dir, options.ringBytes);
+  const commit = new GroupCommit(fd, options.ringBytes);
   const app = uWS.App();
   app.post('/*', (res, req) => {
     const waiter: Waiter = { res, aborted: false };
@@ -151,21 +154,7 @@ function main(): void {
       if (isLast) commit.commit(waiter);
     });
   });
-  app.any('/*', (res) => {
-    res.writeStatus('404 Not Found').end();
-  });
-  let listenSocket: us_listen_socket | null = null;
-  app.listen(options.host, options.port, (socket) => {
-    if (socket === false) fail(new Error(`cannot listen on ${options.host}:${options.port}`));
-    listenSocket = socket;
-    const port = uWS.us_socket_local_port(socket as unknown as us_socket);
-    process.stdout.write(JSON.stringify({ level: 30, msg: 'listening', host: options.host, port, pid: process.pid }) + '\n');
-  });
-  process.on('SIGTERM', () => {
-    if (listenSocket !== null) uWS.us_listen_socket_close(listenSocket);
-    closeSync(fd);
-    process.exit(0);
-  });
+  serveFloor('fsync_floor_server', app, options.host, options.port, () => closeSync(fd));
 }
 
 main();
