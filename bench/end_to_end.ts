@@ -198,9 +198,8 @@ function startProducer(flow: Flow, connections: HttpConnection[]): Promise<void>
         state.bump(state.errors, `produce ${reply.code}`);
       } else {
         state.bump(state.produceStatus, String(reply.status));
-        if (reply.status !== 202) {
-          state.bump(state.errors, `produce ${reply.status}`);
-        } else {
+        if (reply.status !== 202) state.bump(state.errors, `produce ${reply.status}`);
+        else {
           state.accepted++;
           ledger.accepted(id, reply.endedMs);
           if (counting) {

@@ -79,16 +79,22 @@ function luaString(text: string): string {
   return `[==[${text}]==]`;
 }
 
+/** Writes dir/post.lua, which makes wrk POST body with headers on every request; returns its path. */
+export function writeWrkScript(dir: string, body: Buffer, headers: Record<string, string>): string {
+  const script = join(dir, 'post.lua');
+  const lines = ['wrk.method = "POST"', `wrk.body = ${luaString(body.toString('latin1'))}`];
+  for (const [name, value] of Object.entries(headers)) lines.push(`wrk.headers[ ${luaString(name)} ] = ${luaString(value)}`);
+  writeFileSync(script, lines.join('\n') + '\n');
+  return script;
+}
+
 /** wrk -t1 -c<connections> with a Lua script for the POST, against the same node; its figures as a table row. */
 export async function runWrk(spec: WrkSpec): Promise<ThroughputFigures> {
   const wrk = onPath('wrk');
   if (wrk === null) throw new Error(`wrk not installed (${installHint})`);
   const dir = await mkdtemp(join(os.tmpdir(), 'svc-bench-wrk-'));
   cleanups.push(async () => rmSync(dir, { recursive: true, force: true }));
-  const script = join(dir, 'post.lua');
-  const lines = ['wrk.method = "POST"', `wrk.body = ${luaString(spec.body.toString('latin1'))}`];
-  for (const [name, value] of Object.entries(spec.headers)) lines.push(`wrk.headers[ ${luaString(name)} ] = ${luaString(value)}`);
-  writeFileSync(script, lines.join('\n') + '\n');
+  const script = writeWrkScript(dir, spec.body, spec.headers);
   const seconds = Math.max(1, Math.round(spec.durationSec));
   const cpu = new CpuWindow(spec.serverPid);
   process.stderr.write(`${spec.name}: wrk -t1 -c${spec.connections} -d${seconds}s --latency, ${spec.url}${spec.path}\n`);

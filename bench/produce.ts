@@ -397,7 +397,7 @@ export function produceHeadlines(report: ProduceReport): Headline[] {
     const unmeasured = [floorRatio === null ? 'floor' : '', redisRatio === null ? 'Redis' : ''].filter((name) => name !== '');
     headlines.push({ scenario: 'produce-single', value: single.msgsPerSec,
       figure: `${formatInt(single.msgsPerSec)} msg/s (${single.client}), p99 ${fixed(single.latencyMs.p99, 1)} ms` +
-        (wrk !== undefined && r.singleWrkOfFsyncFloorWrk !== null ? `, x${fixed(r.singleWrkOfFsyncFloorWrk, 2)} fsync floor` : ''),
+        (r.singleWrkOfFsyncFloorWrk !== null ? `, x${fixed(r.singleWrkOfFsyncFloorWrk, 2)} fsync floor` : ''),
       target: `>= ${t.singleOfFloor}x floor, >= ${t.singleOfRedis}x Redis, p99 <= ${t.singleP99Ms} ms` +
         (unmeasured.length > 0 ? ` (${unmeasured.join(', ')} not measured)` : ''),
       floorRatio, redisRatio, met,

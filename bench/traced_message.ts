@@ -65,7 +65,8 @@ export class TracedRequestTemplate {
   }
 }
 
-/** Ids and send times (epoch µs; NaN when unreadable) of the traced messages in a consume answer, in order. */
+/** Ids and send times (epoch µs) of the traced messages in a consume answer, in order; either is NaN when unreadable
+ *  (callers count such a message as a bad body). */
 export function scanTracedMessages(body: Buffer): Array<{ id: number; sentEpochUs: number }> {
   const found: Array<{ id: number; sentEpochUs: number }> = [];
   let at = body.indexOf(idKey);

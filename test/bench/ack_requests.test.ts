@@ -36,7 +36,7 @@ t.test('batchFromSpans refuses an answer without handles (an empty list is no va
 t.test('allSettledAnswer is the node\'s batch ack answer when every item is 204', async (t) => {
   t.equal(allSettledAnswer(2).toString(), '{"results":[{"status":204},{"status":204}]}');
   t.equal(allSettledAnswer(100), allSettledAnswer(100), 'built once per count');
-  t.same(ackStatuses(allSettledAnswer(2), 2), [204, 204], 'the all-204 answer by one comparison');
+  t.same(ackStatuses(allSettledAnswer(2), 2), [204, 204], 'the all-204 answer (taken by one comparison: the result cannot tell, the answer is the same)');
   t.same(ackStatuses(Buffer.from('{"results":[{"status":204},{"status":410,"error":"x"}]}'), 2), [204, 410], 'any other answer scanned');
   t.same(ackStatuses(allSettledAnswer(3), 2), [204, 204, 204], 'an answer for another count is scanned, not taken for this one');
 });

@@ -35,6 +35,11 @@ t.test('what does not fit is refused', async (t) => {
   t.equal(tracedPayload(1, epochUsNow(), 46).length, 46, 'the smallest size holds them with no filler');
 });
 
+t.test('an id the scanner cannot read is NaN, the time still read', async (t) => {
+  t.same(scanTracedMessages(Buffer.from('{"payload":{"id":"00000x007","t":1795358795603123,"d":"x"}')),
+    [{ id: NaN, sentEpochUs: 1795358795603123 }], 'a letter among the digits');
+});
+
 t.test('a time the scanner cannot read is NaN, the id still read', async (t) => {
   const id = '"payload":{"id":"000000007"';
   t.same(scanTracedMessages(Buffer.from(`{${id},"t":1795358795603123}`)), [{ id: 7, sentEpochUs: NaN }], 'no comma after the time');
