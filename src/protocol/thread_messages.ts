@@ -139,8 +139,6 @@ export type ToWorker =
 
 export type SettleMode = 'ack' | 'extend' | 'nack';
 
-
-
 export type FromWorker =
   /** Worker -> front: every record of every dispatch up to lastSeq that this worker owns is synced.
    *  The ingress log may drop segments once every worker has reported past them. */
