@@ -106,12 +106,14 @@ class GroupCommit {
       }
       fdatasync(this.fd, (syncError) => {
         if (syncError !== null) fail(syncError);
-        for (const waiter of group.waiters) {
-          if (!waiter.aborted) waiter.res.cork(() => waiter.res.writeStatus('202 Accepted').end());
-        }
+        const synced = group.waiters;
         group.waiters = [];
         group.used = 0;
+        // The next group's write goes out before these answers, as the ingress log's does: it runs while they are sent.
         this.writeNext();
+        for (const waiter of synced) {
+          if (!waiter.aborted) waiter.res.cork(() => waiter.res.writeStatus('202 Accepted').end());
+        }
       });
     });
   }

@@ -39,7 +39,8 @@ export function readExactSync(fd: number, position: number, length: number): Uin
   return out;
 }
 
-/** Writes all of bytes at position (a write may take less than asked). */
+/** Writes all of bytes at position (a write may take less than asked). The first write is issued before this returns:
+ *  the ingress log relies on it to have a group's write running while the last group's answers are sent. */
 export async function writeAll(handle: FileHandle, bytes: Uint8Array, position: number): Promise<void> {
   let done = 0;
   while (done < bytes.byteLength) {

@@ -84,10 +84,17 @@ export class ZeroFill {
     return this.preparedBytes;
   }
 
-  /** Call before writing data that ends at dataEnd: waits for a fill that covers any of it, then reserves it. */
-  async reserve(dataEnd: number): Promise<void> {
-    if (dataEnd > this.writtenBytes && this.fillWritten !== null) await this.fillWritten;
+  /** Call before writing data that ends at dataEnd: reserves it, once a fill that covers any of it is written. Returns
+   *  that wait, or null when there is none: the caller can then issue its write in the same synchronous step (an await
+   *  would queue it behind every microtask already waiting, such as the ingress log's answers to the last group). */
+  reserve(dataEnd: number): Promise<void> | null {
+    if (dataEnd > this.writtenBytes && this.fillWritten !== null) {
+      return this.fillWritten.then(() => {
+        if (dataEnd > this.preparedBytes) this.preparedBytes = dataEnd;
+      });
+    }
     if (dataEnd > this.preparedBytes) this.preparedBytes = dataEnd;
+    return null;
   }
 
   /** Call after a data write: starts the next fill when less than half the last fill's zeros is left past dataEnd. */

@@ -227,6 +227,52 @@ t.test('appends that arrive while a group is syncing join the next write togethe
   await recovery.log.close();
 });
 
+t.test('the next group is written before the last group is answered, so its write runs while they are', async (t) => {
+  const dir = await tempDir(t);
+  let writesIssued = 0;
+  let armed = false;
+  let second: Promise<void> | null = null;
+  const recovery = await openLog({
+    dir,
+    segmentBytesMax: 64 * mib,
+    faults: {
+      write: () => {
+        writesIssued += 1;
+        return undefined;
+      },
+      sync: () => {
+        // While the measured group syncs, one more append waits for the next write.
+        if (armed && second === null) second = appendSynced(recovery.log, entry(recovery.log.takeSeq()));
+        return undefined;
+      },
+    },
+  });
+  // The first sync starts the zero fill ahead of the data; a write into zeros not yet written must wait for them, as
+  // it may, so the measured groups come after the fill is on disk (and one more whole group after that).
+  await appendOne(recovery.log);
+  const file = path.join(dir, segmentFileName(1));
+  const filled = await pollUntil(async () => ((await stat(file)).size >= 4 * mib ? true : undefined), 10_000);
+  t.ok(filled, 'the first zero fill reached the file');
+  await appendOne(recovery.log);
+  armed = true;
+  const writesBefore = writesIssued;
+  let writesWhenAnswered = -1;
+  const measured = new Promise<void>((resolve, reject) => {
+    recovery.log.appendThen(entry(recovery.log.takeSeq()), {
+      appended: (error) => {
+        writesWhenAnswered = writesIssued - writesBefore;
+        if (error === null) resolve();
+        else reject(error);
+      },
+    });
+  });
+  await measured;
+  await second;
+  t.equal(writesWhenAnswered, 2, 'the next group\'s write was issued before the measured append heard of its sync');
+  t.same(recovery.groups.slice(2).map((g) => seqsOf(g.bytes)), [[3], [4]], 'one group each, in order');
+  await recovery.log.close();
+});
+
 t.test('reopen replays every frame in order and takeSeq continues', async (t) => {
   const dir = await tempDir(t);
   const first = await openLog({ dir, segmentBytesMax: mib });
