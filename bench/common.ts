@@ -33,6 +33,30 @@ export function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
+/** Busy CPU of the whole machine under which it counts as quiet, % of one core. */
+const quietCpuPercentMax = 15;
+const quietSampleMs = 250;
+
+/**
+ * Waits at least minMs, then until the machine is quiet (all cores together busy under 15% of one core over a 250 ms
+ * sample), at most maxMs: a server's work after its window (partition flushes and syncs, a Redis fsync) would
+ * otherwise land in the next window, on another server's figures. Returns the last sample's busy %, or null when
+ * /proc cannot tell (then it only sleeps minMs).
+ */
+export async function settle(minMs = 500, maxMs = 5000): Promise<number | null> {
+  await sleep(minMs);
+  const deadline = performance.now() + maxMs - minMs;
+  for (;;) {
+    const before = readMachineBusyCpuMs();
+    const startedAt = performance.now();
+    await sleep(quietSampleMs);
+    const after = readMachineBusyCpuMs();
+    if (before === null || after === null) return null;
+    const busyPercent = ((after - before) / (performance.now() - startedAt)) * 100;
+    if (busyPercent < quietCpuPercentMax || performance.now() >= deadline) return busyPercent;
+  }
+}
+
 export function errorText(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
 }
@@ -261,6 +285,8 @@ export interface ThroughputFigures {
   abandonedInFlight: number;
   /** Open loop only (--rate): what could not be sent on time; latency then counts from the scheduled time. */
   openLoop: OpenLoopFigures | null;
+  /** The round, from 1, of a comparison whose sides take turns (produce-single's wrk and Redis rows); absent elsewhere. */
+  round?: number;
 }
 
 /** One row of `all`'s summary: a scenario's headline figure beside its issue 4 target and the baselines. */
@@ -279,6 +305,14 @@ export interface Headline {
   /** The most CPU other processes took during any run behind this row (ours or a baseline's), % of one core: above
    *  about 50% on 2 cores the figure and its ratios are noise. */
   otherCpuPercentMax: number | null;
+}
+
+/** The middle value (the mean of the middle two for an even count), or null for none. */
+export function median(values: readonly number[]): number | null {
+  if (values.length === 0) return null;
+  const sorted = [...values].sort((a, b) => a - b);
+  const middle = sorted.length >> 1;
+  return sorted.length % 2 === 1 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2;
 }
 
 /** The largest of the known values, or null. */

@@ -48,6 +48,9 @@ export interface BenchOptions {
   compare: boolean;
   /** produce: also measure single produce on a node with security off, for the credential cache's cost. */
   compareSecurity: boolean;
+  /** produce-single: rounds in which the wrk-driven floors, the node and Redis XADD take turns, each window
+   *  durationSec / rounds long, so that a slow minute of a shared machine falls on every side alike. */
+  rounds: number;
   /** Open loop: requests (produce-*) or messages (end-to-end, soak) per second, sent on a fixed schedule; null =
    *  closed loop (produce-*) or 50% of the peak measured first (end-to-end; soak's default is fixed). */
   rate: number | null;
@@ -105,6 +108,8 @@ produce-single, produce-batch:
   --client net|undici     load generator client (default net; see bench/README.md)
   --skip-floor            do not measure the hello-world floor (produce alias)
   --compare-security      produce: also run single produce against a node with security off (issue 5's check)
+  --rounds N              rounds in which the wrk-driven floors, the node and Redis XADD take turns, each for
+                          --duration / N (at least 1 s); the ratios are the median of the rounds' (default 3)
 consume-single, consume-batch, wake-up:
   --phases LIST           consume alias: runs to do, comma-separated: single,batch,wake (default all three)
   --connections N         consume-single connections (default 64)
@@ -142,7 +147,7 @@ export function parseOptions(argv: string[]): BenchOptions {
       partitions: { type: 'string' }, connections: { type: 'string' }, 'batch-connections': { type: 'string' },
       duration: { type: 'string' }, warmup: { type: 'string' }, 'message-bytes': { type: 'string' },
       batch: { type: 'string' }, client: { type: 'string' }, json: { type: 'boolean' }, compare: { type: 'boolean' },
-      'skip-floor': { type: 'boolean' }, 'compare-security': { type: 'boolean' }, 'server-pid': { type: 'string' },
+      'skip-floor': { type: 'boolean' }, 'compare-security': { type: 'boolean' }, rounds: { type: 'string' }, 'server-pid': { type: 'string' },
       'node-script': { type: 'string' }, 'node-arg': { type: 'string', multiple: true }, help: { type: 'boolean', short: 'h' },
       phases: { type: 'string' }, max: { type: 'string' }, prefill: { type: 'string' },
       'batch-prefill': { type: 'string' }, 'prefill-timeout': { type: 'string' }, pollers: { type: 'string' },
@@ -191,6 +196,7 @@ export function parseOptions(argv: string[]): BenchOptions {
     skipFloor: values['skip-floor'] ?? false,
     compare: values.compare ?? false,
     compareSecurity: values['compare-security'] ?? false,
+    rounds: intOption('rounds', values.rounds, 3, 1, 20),
     rate: values.rate === undefined ? null : numberOption('rate', values.rate, 0, 1, 10_000_000),
     serverPid: values['server-pid'] === undefined ? null : intOption('server-pid', values['server-pid'], 0, 1, 2 ** 31),
     nodeScript: values['node-script'] ?? brokerScriptDefault,

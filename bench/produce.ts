@@ -3,7 +3,8 @@
 // or open loop with --rate), and in the same run the baselines: the HTTP floor (bench/hello_world_server.ts, same
 // request and connections), the fsync floor beside single produce (bench/fsync_floor_server.ts, driven by wrk), wrk
 // against the same node (produce-single, when installed) and, with --compare, Redis XADD with appendfsync always
-// (bench/peers.ts). Bench process main thread.
+// (bench/peers.ts). Beside single produce, wrk's runs and Redis XADD take turns over --rounds rounds. Bench process
+// main thread.
 import { rmSync } from 'node:fs';
 import { mkdtemp } from 'node:fs/promises';
 import os from 'node:os';
@@ -11,7 +12,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import {
   basicAuth, cleanups, createTopic, CpuWindow, errorText, fixed, formatErrors, formatInt, makeBatchBody, makePayload,
-  maxKnown, percent, renderTable, reportedOptions, serverCpuText, sleep, startBroker, type BrokerTarget, type Headline, type ThroughputFigures,
+  maxKnown, median, percent, renderTable, reportedOptions, serverCpuText, settle, sleep, startBroker, type BrokerTarget, type Headline, type ThroughputFigures,
 } from './common.js';
 import { runLoad, type LoadRequest, type LoadResult } from './load.js';
 import { startChildServer, type ChildServer } from './node_process.js';
@@ -146,21 +147,16 @@ export async function runProduce(options: BenchOptions): Promise<ProduceReport> 
   const wrkInstalled = onPath('wrk') !== null;
   if (!wrkInstalled) missingPeers.push(`wrk not installed (${installHint})`);
   const withWrk = wrkInstalled && options.rate === null;
+  const redisMissing = options.compare ? redisBaselineMissing() : null;
+  if (redisMissing !== null) missingPeers.push(redisMissing);
+  const withRedis = options.compare && redisMissing === null;
+  let redisVersion: string | null = null;
   if (floor && kinds.single) {
-    await attempt(async () => {
-      const { rows, wrkFailure } = await measureFloor(options, topic, payload, options.connections, 'http floor (hello world)', withWrk);
-      if (wrkFailure !== null) failures.push(wrkFailure);
-      return rows;
-    });
+    await attempt(() => measureFloor(options, topic, payload, options.connections, 'http floor (hello world)'));
     await sleep(1000);
-    if (withWrk) {
-      await attempt(() => measureFsyncFloor(options, topic, payload));
-      await sleep(1000);
-    }
   }
   if (floor && kinds.batch && options.scenario !== 'produce') {
-    await attempt(async () => (await measureFloor(options, topic, batchBody, options.batchConnections,
-      'http floor, batch body (hello world)', false)).rows);
+    await attempt(() => measureFloor(options, topic, batchBody, options.batchConnections, 'http floor, batch body (hello world)'));
     await sleep(1000);
   }
   let target: BrokerTarget | null = null;
@@ -174,7 +170,13 @@ export async function runProduce(options: BenchOptions): Promise<ProduceReport> 
         request, messagesPerRequest: 1 }));
       await sleep(1000);
       if (withWrk) {
-        await attempt(() => wrkRow(options, singleWrkName, target!.url, target!.serverPid, request, options.connections));
+        try {
+          const rounds = await measureSingleRounds(options, { topic, payload, target, request, floor, redis: withRedis }, failures);
+          runs.push(...rounds.rows);
+          redisVersion = rounds.redisVersion;
+        } catch (error) {
+          failures.push(`single produce rounds: ${errorText(error)}`);
+        }
         await sleep(1000);
       }
     }
@@ -204,23 +206,19 @@ export async function runProduce(options: BenchOptions): Promise<ProduceReport> 
   } catch (error) {
     failures.push(errorText(error));
   }
-  // Redis after the broker's runs and with the broker idle, so the two never share the cores.
-  let redisVersion: string | null = null;
-  if (options.compare) {
+  // Redis XADD that the rounds did not measure (single produce without wrk, and pipelined beside batch produce): after
+  // the broker's runs and with the broker stopped, so the two never share the cores.
+  const singleRedisLeft = kinds.single && !withWrk;
+  if (withRedis && (singleRedisLeft || kinds.batch)) {
     await target?.server?.stop();
-    const redisMissing = redisBaselineMissing();
-    if (redisMissing !== null) {
-      missingPeers.push(redisMissing);
-    } else {
-      try {
-        const redis = await startRedis();
-        redisVersion = redis.version;
-        if (kinds.single) await attempt(() => redisXadd(options, redis, payload, 1));
-        if (kinds.batch) await attempt(() => redisXadd(options, redis, payload, 100));
-        await redis.stop();
-      } catch (error) {
-        failures.push(`redis: ${errorText(error)}`);
-      }
+    try {
+      const redis = await startRedis();
+      redisVersion = redis.version;
+      if (singleRedisLeft) await attempt(() => redisXadd(options, redis, payload, 1));
+      if (kinds.batch) await attempt(() => redisXadd(options, redis, payload, 100));
+      await redis.stop();
+    } catch (error) {
+      failures.push(`redis: ${errorText(error)}`);
     }
   }
   for (const run of runs) {
@@ -234,7 +232,7 @@ export async function runProduce(options: BenchOptions): Promise<ProduceReport> 
  *  connections), pipeline 100 beside batch produce (batch connections), sized to last about --duration. */
 function redisXadd(options: BenchOptions, redis: RedisPeer, payload: Buffer, pipeline: number): Promise<RunFigures> {
   const single = pipeline === 1;
-  return runRedisBenchmark({ name: single ? 'redis XADD' : `redis XADD, pipeline ${pipeline}`, redis,
+  return runRedisBenchmark({ name: single ? redisXaddName : `redis XADD, pipeline ${pipeline}`, redis,
     connections: single ? options.connections : options.batchConnections, pipeline, durationSec: options.durationSec,
     stream: `xadd-${pipeline}-${Date.now()}`, payload });
 }
@@ -252,62 +250,138 @@ async function measureSecurityOff(options: BenchOptions, topic: string, payload:
   }
 }
 
-/** The hello-world server fed the broker's requests by the bench's client; with withWrk, then by wrk as well (the
- *  bench's client saturates a core before the floor's server does, so wrk's figure is the floor proper). Rows in
- *  the order measured; a failed wrk run leaves the client's row and says why. */
+/** The hello-world server fed the broker's requests by the bench's client (same path, headers, body and connections as
+ *  the produce it stands beside). */
 async function measureFloor(options: BenchOptions, topic: string, body: Buffer, connections: number,
-  name: string, withWrk: boolean): Promise<{ rows: RunFigures[]; wrkFailure: string | null }> {
-  const hello = await startChildServer({ name: 'hello-world', script: helloWorldScript,
-    args: ['--port', '0', '--host', '127.0.0.1'] });
-  cleanups.push(async () => void (await hello.stop()));
+  name: string): Promise<RunFigures> {
+  const hello = await startHelloWorld();
   try {
-    // Same path, headers, body and connections as single produce; the credentials are only bytes to it.
     const batch = connections !== options.connections || body.length > options.messageBytes;
-    const request = produceRequest(topic, body, basicAuth('admin', 'x'.repeat(24)), batch);
-    const rows = [await measure(options, { name, url: hello.url, request, connections,
-      messagesPerRequest: batch ? options.batch : 1, serverPid: hello.pid, server: hello })];
-    if (!withWrk) return { rows, wrkFailure: null };
-    await sleep(1000);
-    try {
-      rows.push(await wrkRow(options, floorWrkName, hello.url, hello.pid, request, connections));
-      return { rows, wrkFailure: null };
-    } catch (error) {
-      return { rows, wrkFailure: errorText(error) };
-    }
+    return await measure(options, { name, url: hello.url, request: floorRequest(topic, body, batch), connections,
+      messagesPerRequest: batch ? options.batch : 1, serverPid: hello.pid, server: hello });
   } finally {
     await hello.stop();
   }
 }
 
-/** The fsync floor (fsync_floor_server.ts) driven by wrk with single produce's requests: what HTTP plus a group-commit
- *  fdatasync before each 202 allow on this machine, with none of the broker's own work. */
-async function measureFsyncFloor(options: BenchOptions, topic: string, payload: Buffer): Promise<RunFigures> {
-  // The broker's data goes to a temp dir as well: both sync on the same disk.
+/** The produce request as the floors get it: the credentials are only bytes to them. */
+function floorRequest(topic: string, body: Buffer, batch: boolean): LoadRequest {
+  return produceRequest(topic, body, basicAuth('admin', 'x'.repeat(24)), batch);
+}
+
+async function startHelloWorld(): Promise<ChildServer> {
+  const hello = await startChildServer({ name: 'hello-world', script: helloWorldScript, args: ['--port', '0', '--host', '127.0.0.1'] });
+  cleanups.push(async () => void (await hello.stop()));
+  return hello;
+}
+
+/** The fsync floor (fsync_floor_server.ts): what HTTP plus a group-commit fdatasync before each 202 allow on this
+ *  machine, with none of the broker's own work. Its ring file goes to a temp dir, as the broker's data does: both sync
+ *  on the same disk. Stopping it removes the dir. */
+async function startFsyncFloor(): Promise<ChildServer> {
   const dir = await mkdtemp(join(os.tmpdir(), 'svc-bench-fsync-floor-'));
-  cleanups.push(async () => rmSync(dir, { recursive: true, force: true }));
+  const removeDir = async (): Promise<void> => rmSync(dir, { recursive: true, force: true });
+  cleanups.push(removeDir);
   const server = await startChildServer({ name: 'fsync-floor', script: fsyncFloorScript,
     args: ['--port', '0', '--host', '127.0.0.1', '--dir', dir] });
-  cleanups.push(async () => void (await server.stop()));
+  const stop = async (): Promise<string> => {
+    const how = await server.stop();
+    await removeDir();
+    return how;
+  };
+  cleanups.push(async () => void (await stop()));
+  return { ...server, stop };
+}
+
+interface SingleRoundsSpec {
+  topic: string;
+  payload: Buffer;
+  target: BrokerTarget;
+  /** Single produce as the node gets it (its credentials). */
+  request: LoadRequest;
+  /** Whether the two floors take part. */
+  floor: boolean;
+  /** Whether Redis XADD takes part. */
+  redis: boolean;
+}
+
+/**
+ * Single produce and its baselines taking turns: in each of --rounds rounds wrk drives the hello-world floor and the
+ * fsync floor (when the floor is measured) and then the node, and redis-benchmark drives Redis XADD (--compare, Redis
+ * installed), each for --duration / --rounds. Back-to-back runs of the whole duration put a minute of a shared machine
+ * between the node and its baselines, and their ratio moved by a third from run to run (docs/decisions.md,
+ * "Baselines that take turns"). Every server is up, and idle, while another is measured. Rows carry their round; a
+ * side that fails leaves its failure and the other sides go on.
+ */
+async function measureSingleRounds(options: BenchOptions, spec: SingleRoundsSpec,
+  failures: string[]): Promise<{ rows: RunFigures[]; redisVersion: string | null }> {
+  const windowSec = Math.max(1, Math.round(options.durationSec / options.rounds));
+  const sides: { name: string; run: () => Promise<RunFigures> }[] = [];
+  const stops: (() => Promise<unknown>)[] = [];
+  let redisVersion: string | null = null;
   try {
-    const request = produceRequest(topic, payload, basicAuth('admin', 'x'.repeat(24)), false);
-    return await wrkRow(options, fsyncFloorWrkName, server.url, server.pid, request, options.connections);
+    if (spec.floor) {
+      const request = floorRequest(spec.topic, spec.payload, false);
+      const hello = await startHelloWorld();
+      stops.push(() => hello.stop());
+      sides.push({ name: floorWrkName,
+        run: () => wrkRow(options, floorWrkName, hello.url, hello.pid, request, options.connections, 1, windowSec) });
+      const fsyncFloor = await startFsyncFloor();
+      stops.push(() => fsyncFloor.stop());
+      sides.push({ name: fsyncFloorWrkName,
+        run: () => wrkRow(options, fsyncFloorWrkName, fsyncFloor.url, fsyncFloor.pid, request, options.connections, 1, windowSec) });
+    }
+    const { target } = spec;
+    sides.push({ name: singleWrkName,
+      run: () => wrkRow(options, singleWrkName, target.url, target.serverPid, spec.request, options.connections, 1, windowSec) });
+    if (spec.redis) {
+      const redis = await startRedis();
+      stops.push(() => redis.stop());
+      redisVersion = redis.version;
+      // The first round calibrates how many XADDs fill a window; the later ones send as many.
+      let requests: number | undefined;
+      const stream = `xadd-1-${Date.now()}`;
+      sides.push({ name: redisXaddName, run: async () => {
+        const row = await runRedisBenchmark({ name: redisXaddName, redis, connections: options.connections, pipeline: 1,
+          stream, payload: spec.payload, ...(requests === undefined ? { durationSec: windowSec } : { requests }) });
+        requests = row.acceptedRequests;
+        return row;
+      } });
+    }
+    const rows: RunFigures[] = [];
+    for (let round = 1; round <= options.rounds; round++) {
+      for (const side of sides) {
+        process.stderr.write(`round ${round}/${options.rounds}: `);
+        try {
+          rows.push({ ...(await side.run()), round });
+        } catch (error) {
+          failures.push(`${side.name}, round ${round}: ${errorText(error)}`);
+        }
+        const busyPercent = await settle();
+        if (busyPercent !== null && busyPercent >= 15) {
+          process.stderr.write(`the machine is still ${fixed(busyPercent, 0)}% busy after 5 s; measuring on\n`);
+        }
+      }
+    }
+    return { rows, redisVersion };
   } finally {
-    await server.stop();
-    rmSync(dir, { recursive: true, force: true });
+    for (const stop of stops.reverse()) await stop();
   }
 }
 
-/** wrk sending request (path, headers, body) to url on `connections` connections for the scenario's window. */
+/** wrk sending request (path, headers, body) to url on `connections` connections for durationSec (the scenario's
+ *  window unless given). */
 function wrkRow(options: BenchOptions, name: string, url: string, serverPid: number | null, request: LoadRequest,
-  connections: number, messagesPerRequest = 1): Promise<RunFigures> {
+  connections: number, messagesPerRequest = 1, durationSec = options.durationSec): Promise<RunFigures> {
   return runWrk({ name, url, path: request.path, headers: request.headers, body: request.body, connections,
-    durationSec: options.durationSec, messageBytes: options.messageBytes, messagesPerRequest, serverPid });
+    durationSec, messageBytes: options.messageBytes, messagesPerRequest, serverPid });
 }
 
 const floorWrkName = 'http floor (hello world, wrk)';
 const fsyncFloorWrkName = 'fsync floor (group-commit fdatasync, wrk)';
 const singleWrkName = 'single produce (wrk)';
 const batchWrkName = 'batch produce (wrk)';
+const redisXaddName = 'redis XADD';
 /** The batch produce row of the bench's own client (its name carries the batch size). */
 const isBatchByBenchClient = (run: RunFigures): boolean => run.name.startsWith('batch produce') && run.client !== 'wrk';
 
@@ -320,12 +394,17 @@ interface ProduceRatios {
   singleOverWrk: number | null;
   /** The same for batch produce. */
   batchOverWrk: number | null;
-  /** Single produce req/s over the floor's, both driven by wrk (when installed). */
+  /** Single produce req/s over the floor's, both driven by wrk (when installed): the median of the rounds'. */
   singleWrkOfFloorWrk: number | null;
-  /** Single produce msgs/s driven by wrk over Redis XADD driven by redis-benchmark: two C clients. */
+  /** Single produce msgs/s driven by wrk over Redis XADD driven by redis-benchmark, two C clients: the median of the
+   *  rounds'. */
   singleWrkOverRedis: number | null;
-  /** Single produce req/s over the fsync floor's, both driven by wrk: the share of what HTTP and a synced write allow. */
+  /** Single produce req/s over the fsync floor's, both driven by wrk: the share of what HTTP and a synced write allow;
+   *  the median of the rounds'. */
   singleWrkOfFsyncFloorWrk: number | null;
+  /** Single produce driven by wrk over its rounds: msgs/s of them all, the median of their p99s, and each round's
+   *  ratios in round order (a round missing a side has none). */
+  singleWrkRounds: SingleRounds | null;
   batchMsgsPerSec: number | null;
   /** Batch produce req/s over the floor fed the same batch bodies on the same connections. */
   batchReqPerSecOfFloor: number | null;
@@ -338,6 +417,16 @@ interface ProduceRatios {
   securedOverSecurityOff: number | null;
 }
 
+interface SingleRounds {
+  rounds: number;
+  msgsPerSec: number;
+  p99Ms: number;
+  p99sMs: number[];
+  ofFloor: number[];
+  overRedis: number[];
+  ofFsyncFloor: number[];
+}
+
 /** Secured single produce windows (the first and the 'again' ones) against the security-off windows, per window. */
 function sumReqPerSec(runs: RunFigures[], name: string): number | undefined {
   const matching = runs.filter((run) => (name === 'single produce' ? run.name.startsWith('single produce') &&
@@ -347,28 +436,62 @@ function sumReqPerSec(runs: RunFigures[], name: string): number | undefined {
   return comparable.reduce((sum, run) => sum + run.reqPerSec, 0) / comparable.length;
 }
 
+/** The rows named `name`: merged over their rounds (requests and window summed), or the one row. */
+function merged(runs: RunFigures[], name: string): { reqPerSec: number; msgsPerSec: number } | undefined {
+  const rows = runs.filter((run) => run.name === name);
+  if (rows.length === 0) return undefined;
+  const seconds = rows.reduce((sum, run) => sum + run.durationSec, 0);
+  const requests = rows.reduce((sum, run) => sum + run.acceptedRequests, 0);
+  const messages = rows.reduce((sum, run) => sum + run.acceptedRequests * run.messagesPerRequest, 0);
+  return { reqPerSec: requests / seconds, msgsPerSec: messages / seconds };
+}
+
+/** Per round, `pick` of the row named `a` over that of the row named `b` in the same round, in round order. */
+function roundRatios(runs: RunFigures[], a: string, b: string, pick: (run: RunFigures) => number): number[] {
+  const ratios: number[] = [];
+  for (const ours of runs) {
+    if (ours.name !== a || ours.round === undefined) continue;
+    const theirs = runs.find((run) => run.name === b && run.round === ours.round);
+    if (theirs !== undefined && pick(theirs) > 0) ratios.push(pick(ours) / pick(theirs));
+  }
+  return ratios;
+}
+
+function singleRounds(runs: RunFigures[]): SingleRounds | null {
+  const wrkRows = runs.filter((run) => run.name === singleWrkName);
+  const whole = merged(runs, singleWrkName);
+  if (whole === undefined) return null;
+  const p99sMs = wrkRows.map((run) => run.latencyMs.p99);
+  const reqPerSec = (run: RunFigures): number => run.reqPerSec;
+  const msgsPerSec = (run: RunFigures): number => run.msgsPerSec;
+  return { rounds: wrkRows.length, msgsPerSec: whole.msgsPerSec, p99Ms: median(p99sMs)!, p99sMs,
+    ofFloor: roundRatios(runs, singleWrkName, floorWrkName, reqPerSec),
+    overRedis: roundRatios(runs, singleWrkName, redisXaddName, msgsPerSec),
+    ofFsyncFloor: roundRatios(runs, singleWrkName, fsyncFloorWrkName, reqPerSec) };
+}
+
 function ratios(runs: RunFigures[]): ProduceRatios {
   const find = (name: string): RunFigures | undefined => runs.find((run) => run.name === name);
   const floor = find('http floor (hello world)');
   const floorBatch = find('http floor, batch body (hello world)');
   const single = find('single produce');
-  const wrk = find(singleWrkName);
-  const floorWrk = find(floorWrkName);
-  const fsyncFloorWrk = find(fsyncFloorWrkName);
+  const wrk = merged(runs, singleWrkName);
   const batch = runs.find((run) => isBatchByBenchClient(run));
   const batchWrk = find(batchWrkName);
-  const redis = find('redis XADD');
+  const redis = merged(runs, redisXaddName);
   const redisBatch = runs.find((run) => run.name.startsWith('redis XADD, pipeline'));
   const ratio = (a: number | undefined, b: number | undefined): number | null =>
     a === undefined || b === undefined || b === 0 ? null : a / b;
+  const rounds = singleRounds(runs);
   return {
     singleReqPerSecOfFloor: ratio(single?.reqPerSec, floor?.reqPerSec),
     singleOverRedis: ratio(single?.msgsPerSec, redis?.msgsPerSec),
     singleOverWrk: ratio(single?.reqPerSec, wrk?.reqPerSec),
     batchOverWrk: ratio(batch?.msgsPerSec, batchWrk?.msgsPerSec),
-    singleWrkOfFloorWrk: ratio(wrk?.reqPerSec, floorWrk?.reqPerSec),
-    singleWrkOverRedis: ratio(wrk?.msgsPerSec, redis?.msgsPerSec),
-    singleWrkOfFsyncFloorWrk: ratio(wrk?.reqPerSec, fsyncFloorWrk?.reqPerSec),
+    singleWrkOfFloorWrk: median(rounds?.ofFloor ?? []),
+    singleWrkOverRedis: median(rounds?.overRedis ?? []),
+    singleWrkOfFsyncFloorWrk: median(rounds?.ofFsyncFloor ?? []),
+    singleWrkRounds: rounds,
     batchMsgsPerSec: batch ? batch.msgsPerSec : null,
     batchReqPerSecOfFloor: ratio(batch?.reqPerSec, floorBatch?.reqPerSec),
     batchOverRedis: ratio(batch?.msgsPerSec, redisBatch?.msgsPerSec),
@@ -386,18 +509,21 @@ export function produceHeadlines(report: ProduceReport): Headline[] {
   // Issue 4 item 2: wrk drives the single-route scenarios when installed. Its figures (against the broker, against
   // the floor, beside redis-benchmark) are the headline; the bench's own client is the fallback, and the headline
   // of an open-loop run (--rate), beside which wrk does not run.
-  const wrk = report.runs.find((run) => run.name === singleWrkName);
-  const single = wrk ?? report.runs.find((run) => run.name === 'single produce');
+  const rounds = r.singleWrkRounds;
+  const benchClient = report.runs.find((run) => run.name === 'single produce');
+  const single = rounds !== null ? { msgsPerSec: rounds.msgsPerSec, p99Ms: rounds.p99Ms, client: 'wrk' }
+    : benchClient === undefined ? undefined : { msgsPerSec: benchClient.msgsPerSec, p99Ms: benchClient.latencyMs.p99, client: benchClient.client };
   if (single !== undefined) {
     const t = produceTargets;
-    const floorRatio = wrk === undefined ? r.singleReqPerSecOfFloor : r.singleWrkOfFloorWrk;
-    const redisRatio = wrk === undefined ? r.singleOverRedis : r.singleWrkOverRedis;
-    const met = single.latencyMs.p99 <= t.singleP99Ms && (floorRatio === null || floorRatio >= t.singleOfFloor) &&
+    const floorRatio = rounds === null ? r.singleReqPerSecOfFloor : r.singleWrkOfFloorWrk;
+    const redisRatio = rounds === null ? r.singleOverRedis : r.singleWrkOverRedis;
+    const met = single.p99Ms <= t.singleP99Ms && (floorRatio === null || floorRatio >= t.singleOfFloor) &&
       (redisRatio === null || redisRatio >= t.singleOfRedis);
     const unmeasured = [floorRatio === null ? 'floor' : '', redisRatio === null ? 'Redis' : ''].filter((name) => name !== '');
     headlines.push({ scenario: 'produce-single', value: single.msgsPerSec,
-      figure: `${formatInt(single.msgsPerSec)} msg/s (${single.client}), p99 ${fixed(single.latencyMs.p99, 1)} ms` +
-        (r.singleWrkOfFsyncFloorWrk !== null ? `, x${fixed(r.singleWrkOfFsyncFloorWrk, 2)} fsync floor` : ''),
+      figure: `${formatInt(single.msgsPerSec)} msg/s (${single.client}), p99 ${fixed(single.p99Ms, 1)} ms` +
+        (r.singleWrkOfFsyncFloorWrk !== null ? `, x${fixed(r.singleWrkOfFsyncFloorWrk, 2)} fsync floor` : '') +
+        (rounds !== null && rounds.rounds > 1 ? ` (${rounds.rounds} rounds: ratios and p99 their medians)` : ''),
       target: `>= ${t.singleOfFloor}x floor, >= ${t.singleOfRedis}x Redis, p99 <= ${t.singleP99Ms} ms` +
         (unmeasured.length > 0 ? ` (${unmeasured.join(', ')} not measured)` : ''),
       floorRatio, redisRatio, met,
@@ -418,7 +544,7 @@ export function produceHeadlines(report: ProduceReport): Headline[] {
 export function printProduceTable(report: ProduceReport): void {
   const header = ['run', 'client', 'conns', 'req/s', 'msgs/s', 'MB/s', 'p50 ms', 'p90 ms', 'p99 ms', 'p99.9 ms', 'max ms',
     'errors', 'client CPU', 'client µs/req', 'server CPU', 'other CPU'];
-  const rows = report.runs.map((run) => [run.name, run.client, String(run.connections), formatInt(run.reqPerSec),
+  const rows = report.runs.map((run) => [run.round === undefined ? run.name : `${run.name} #${run.round}`, run.client, String(run.connections), formatInt(run.reqPerSec),
     formatInt(run.msgsPerSec), fixed(run.payloadMBPerSec, 1), fixed(run.latencyMs.p50, 2), fixed(run.latencyMs.p90, 2),
     fixed(run.latencyMs.p99, 2), fixed(run.latencyMs.p999, 2), fixed(run.latencyMs.max, 2),
     formatErrors(run.errorCounts), percent(run.clientCpuPercent), fixed(run.clientCpuUsPerRequest, 1),
@@ -439,9 +565,20 @@ export function printProduceTable(report: ProduceReport): void {
   line('single produce req/s / http floor req/s', r.singleReqPerSecOfFloor);
   line('single produce msgs/s / Redis XADD msgs/s (appendfsync always)', r.singleOverRedis);
   line('single produce req/s, bench client / wrk (same node)', r.singleOverWrk);
-  line('single produce req/s / http floor req/s, both driven by wrk', r.singleWrkOfFloorWrk);
-  line('single produce msgs/s driven by wrk / Redis XADD driven by redis-benchmark', r.singleWrkOverRedis);
-  line('single produce req/s / fsync floor req/s (group-commit fdatasync), both driven by wrk', r.singleWrkOfFsyncFloorWrk);
+  const rounds = r.singleWrkRounds;
+  const ofRounds = (values: number[] | undefined): string =>
+    values === undefined || values.length < 2 ? '' : ` (median of the rounds' ${values.map((value) => fixed(value, 3)).join(', ')})`;
+  const roundsLine = (label: string, value: number | null, values: number[] | undefined): void => {
+    if (value !== null) out.push(`${label}: ${fixed(value, 3)}${ofRounds(values)}`);
+  };
+  roundsLine('single produce req/s / http floor req/s, both driven by wrk', r.singleWrkOfFloorWrk, rounds?.ofFloor);
+  roundsLine('single produce msgs/s driven by wrk / Redis XADD driven by redis-benchmark', r.singleWrkOverRedis, rounds?.overRedis);
+  roundsLine('single produce req/s / fsync floor req/s (group-commit fdatasync), both driven by wrk', r.singleWrkOfFsyncFloorWrk,
+    rounds?.ofFsyncFloor);
+  if (rounds !== null && rounds.rounds > 1) {
+    out.push(`single produce driven by wrk, ${rounds.rounds} rounds: ${formatInt(rounds.msgsPerSec)} msgs/s in all, p99 ` +
+      `${fixed(rounds.p99Ms, 2)} ms (median of the rounds' ${rounds.p99sMs.map((p99) => fixed(p99, 2)).join(', ')})`);
+  }
   if (r.batchMsgsPerSec !== null) out.push(`batch produce msgs/s: ${formatInt(r.batchMsgsPerSec)}`);
   line('batch produce req/s / http floor req/s (same batch bodies)', r.batchReqPerSecOfFloor);
   line('batch produce msgs/s / Redis XADD pipelined 100 msgs/s', r.batchOverRedis);

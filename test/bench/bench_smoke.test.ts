@@ -69,8 +69,13 @@ function run(report: Json, name: string): Json | undefined {
 
 const quick = ['--warmup', '0.5'];
 
-t.test('produce-single --compare: floor, ours, wrk and Redis (when installed), ratios', async (t) => {
-  const out = await bench(['produce-single', '--compare', '--duration', '1', '--connections', '16', ...quick]);
+/** The rows of report named `name`, in the order run. */
+function rows(report: Json, name: string): Json[] {
+  return ((report.runs as Json[] | undefined) ?? []).filter((r) => r.name === name);
+}
+
+t.test('produce-single --compare: floor, ours, wrk and Redis (when installed) taking turns, ratios', async (t) => {
+  const out = await bench(['produce-single', '--compare', '--duration', '2', '--rounds', '2', '--connections', '16', ...quick]);
   t.equal(out.code, 0, `exit 0 (stderr tail: ${out.stderr.slice(-400)})`);
   t.match(out.stdout, /\nsingle produce\s+net\s+16\s+[\d,]+\s+[\d,]+/, 'a row for single produce');
   t.match(out.stdout, /single produce req\/s \/ http floor req\/s: \d+\.\d{3}/);
@@ -87,10 +92,21 @@ t.test('produce-single --compare: floor, ours, wrk and Redis (when installed), r
     numbers(t, fsyncFloor, ['reqPerSec', 'latencyMs.p99', 'serverCpuPercent'], 'fsync floor driven by wrk');
     t.same(fsyncFloor?.errorCounts, {}, 'the fsync floor answers every request 202');
     numbers(t, report.ratios, ['singleWrkOfFloorWrk', 'singleWrkOfFsyncFloorWrk'], 'ratios');
-    t.match(out.stdout, /single produce req\/s \/ http floor req\/s, both driven by wrk: \d+\.\d{3}/);
+    const turns = [...(hasRedis ? ['redis XADD'] : []), 'http floor (hello world, wrk)', 'fsync floor (group-commit fdatasync, wrk)',
+      'single produce (wrk)'];
+    for (const name of turns) t.same(rows(report, name).map((r) => r.round), [1, 2], `${name}: one row per round`);
+    t.same(rows(report, 'single produce (wrk)').map((r) => r.durationSec).every((s) => (s as number) >= 0.9 && (s as number) < 1.5),
+      true, 'each round\'s window is --duration / --rounds');
+    const rounds = (report.ratios as Json).singleWrkRounds as Json;
+    t.equal(rounds.rounds, 2);
+    t.equal((rounds.ofFloor as number[]).length, 2, 'a floor ratio per round');
+    const ofFloor = rounds.ofFloor as number[];
+    t.equal((report.ratios as Json).singleWrkOfFloorWrk, (ofFloor[0]! + ofFloor[1]!) / 2, 'the ratio is the median of the rounds\'');
+    t.match(out.stdout, /single produce req\/s \/ http floor req\/s, both driven by wrk: \d+\.\d{3} \(median of the rounds' \d+\.\d{3}, \d+\.\d{3}\)/);
     t.match(out.stdout, /single produce req\/s \/ fsync floor req\/s \(group-commit fdatasync\), both driven by wrk: \d+\.\d{3}/);
-    t.match(out.stdout, /produce-single >= 0\.6x floor.*: [\d,]+ msg\/s \(wrk\), p99 [\d.]+ ms, x\d+\.\d\d fsync floor/,
-      'the headline is wrk\'s, with the fsync floor ratio');
+    t.match(out.stdout, /\nsingle produce \(wrk\) #2\s+wrk\s+16\s/, 'the table names each round');
+    t.match(out.stdout, /produce-single >= 0\.6x floor.*: [\d,]+ msg\/s \(wrk\), p99 [\d.]+ ms, x\d+\.\d\d fsync floor \(2 rounds/,
+      'the headline is wrk\'s over its rounds, with the fsync floor ratio');
   } else {
     t.match(out.stdout, /wrk not installed \(scripts\/install-peers.sh\)/);
   }
