@@ -39,7 +39,7 @@ const quietSampleMs = 250;
 
 /**
  * Waits at least minMs, then until the machine is quiet (all cores together busy under 15% of one core over a 250 ms
- * sample), at most maxMs: a server's work after its window (partition flushes and syncs, a Redis fsync) would
+ * sample), at most maxMs in all: a server's work after its window (partition flushes and syncs, a Redis fsync) would
  * otherwise land in the next window, on another server's figures. Returns the last sample's busy %, or null when
  * /proc cannot tell (then it only sleeps minMs).
  */

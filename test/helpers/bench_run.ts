@@ -1,0 +1,71 @@
+// What the bench's smoke tests share (test/bench/bench_smoke*.test.ts): running dist/bench/run.js with --json, reading
+// the JSON result it names (and removing it afterwards), and checking that figures are numbers.
+import { execFileSync, spawn } from 'node:child_process';
+import { readFile, rm } from 'node:fs/promises';
+import { fileURLToPath } from 'node:url';
+import type { Test } from 'tap';
+
+const runJs = fileURLToPath(new URL('../../bench/run.js', import.meta.url));
+
+export function onPath(command: string): boolean {
+  try {
+    execFileSync('sh', ['-c', `command -v ${command}`], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+export const hasWrk = onPath('wrk');
+export const hasRedis = onPath('redis-server') && onPath('redis-benchmark');
+
+export function bench(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [runJs, ...args, '--json'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
+    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+    const timer = setTimeout(() => child.kill('SIGKILL'), 100_000);
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
+
+export type Json = Record<string, unknown>;
+
+export async function jsonResult(t: Test, stdout: string): Promise<Json> {
+  const path = /wrote (\S+\.json)/.exec(stdout)?.[1];
+  t.ok(path, 'the JSON result file is named');
+  if (path === undefined) return {};
+  t.teardown(() => rm(path, { force: true }));
+  const report = JSON.parse(await readFile(path, 'utf8')) as Json;
+  t.type(report.commit, 'string', 'the JSON names the commit');
+  t.type((report.machine as Json | undefined)?.cpuCount, 'number', 'and the machine');
+  return report;
+}
+
+/** Each key of obj (a dotted path each) holds a finite number. */
+export function numbers(t: Test, obj: unknown, keys: string[], label: string): void {
+  for (const key of keys) {
+    const value = key.split('.').reduce<unknown>((at, part) => (at as Json | undefined)?.[part], obj);
+    t.ok(typeof value === 'number' && Number.isFinite(value), `${label}: ${key} is a number (${String(value)})`);
+  }
+}
+
+export const latencyKeys = ['latencyMs.p50', 'latencyMs.p90', 'latencyMs.p99', 'latencyMs.p999', 'latencyMs.max'];
+export const cpuKeys = ['clientCpuPercent', 'serverCpuPercent'];
+
+export function run(report: Json, name: string): Json | undefined {
+  return (report.runs as Json[] | undefined)?.find((r) => r.name === name);
+}
+
+export const quick = ['--warmup', '0.5'];
+
+/** The rows of report named `name`, in the order run. */
+export function rows(report: Json, name: string): Json[] {
+  return ((report.runs as Json[] | undefined) ?? []).filter((r) => r.name === name);
+}
+
