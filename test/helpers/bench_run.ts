@@ -19,16 +19,43 @@ export function onPath(command: string): boolean {
 export const hasWrk = onPath('wrk');
 export const hasRedis = onPath('redis-server') && onPath('redis-benchmark');
 
+/** Process groups of the bench runs in flight. Each run has a group of its own, which its nodes, floors and peers
+ *  join: a run cut short (by its timeout here, or by the test runner ending this file) takes them with it. A killed
+ *  bench could not stop them itself, and a run of the CI once left a node running after the runner's timeout. */
+const runningGroups = new Set<number>();
+process.on('exit', () => {
+  for (const group of runningGroups) killGroup(group, 'SIGKILL');
+});
+
+function killGroup(group: number, signal: NodeJS.Signals): void {
+  try {
+    process.kill(-group, signal);
+  } catch {
+    // Already gone.
+  }
+}
+
 export function bench(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, [runJs, ...args, '--json'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [runJs, ...args, '--json'], { stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+    const group = child.pid!;
+    runningGroups.add(group);
     let stdout = '';
     let stderr = '';
     child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
     child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
-    const timer = setTimeout(() => child.kill('SIGKILL'), 100_000);
+    // SIGTERM first: the bench then stops what it started and removes its temp dirs; the whole group goes after 5 s.
+    let hardKill: NodeJS.Timeout | undefined;
+    const timer = setTimeout(() => {
+      killGroup(group, 'SIGTERM');
+      hardKill = setTimeout(() => killGroup(group, 'SIGKILL'), 5_000);
+    }, 100_000);
     child.once('exit', (code) => {
       clearTimeout(timer);
+      if (hardKill !== undefined) clearTimeout(hardKill);
+      // Whatever the bench left in its group (it stops its children before it exits; this is for when it could not).
+      killGroup(group, 'SIGKILL');
+      runningGroups.delete(group);
       resolve({ code, stdout, stderr });
     });
   });
