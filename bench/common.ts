@@ -37,13 +37,20 @@ export function sleep(ms: number): Promise<void> {
 const quietCpuPercentMax = 15;
 const quietSampleMs = 250;
 
+export interface Settled {
+  /** False when the wait ran out with the machine still busy. */
+  quiet: boolean;
+  /** The last sample's busy CPU, % of one core; null when /proc cannot tell. */
+  busyPercent: number | null;
+}
+
 /**
  * Waits at least minMs, then until the machine is quiet (all cores together busy under 15% of one core over a 250 ms
- * sample), at most maxMs in all: a server's work after its window (partition flushes and syncs, a Redis fsync) would
- * otherwise land in the next window, on another server's figures. Returns the last sample's busy %, or null when
- * /proc cannot tell (then it only sleeps minMs).
+ * sample), for about maxMs in all (the last sample may end up to 250 ms later): a server's work after its window
+ * (partition flushes and syncs, a Redis fsync) would otherwise land in the next window, on another server's figures.
+ * Without /proc it only sleeps minMs.
  */
-export async function settle(minMs = 500, maxMs = 5000): Promise<number | null> {
+export async function settle(minMs = 500, maxMs = 5000): Promise<Settled> {
   await sleep(minMs);
   const deadline = performance.now() + maxMs - minMs;
   for (;;) {
@@ -51,9 +58,10 @@ export async function settle(minMs = 500, maxMs = 5000): Promise<number | null> 
     const startedAt = performance.now();
     await sleep(quietSampleMs);
     const after = readMachineBusyCpuMs();
-    if (before === null || after === null) return null;
+    if (before === null || after === null) return { quiet: true, busyPercent: null };
     const busyPercent = ((after - before) / (performance.now() - startedAt)) * 100;
-    if (busyPercent < quietCpuPercentMax || performance.now() >= deadline) return busyPercent;
+    const quiet = busyPercent < quietCpuPercentMax;
+    if (quiet || performance.now() >= deadline) return { quiet, busyPercent };
   }
 }
 

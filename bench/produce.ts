@@ -206,9 +206,10 @@ export async function runProduce(options: BenchOptions): Promise<ProduceReport> 
   } catch (error) {
     failures.push(errorText(error));
   }
-  // Redis XADD that the rounds did not measure (single produce without wrk, and pipelined beside batch produce): after
-  // the broker's runs and with the broker stopped, so the two never share the cores.
-  const singleRedisLeft = kinds.single && !withWrk;
+  // Redis XADD that the rounds did not measure (single produce without wrk or when the rounds could not run, and
+  // pipelined beside batch produce): after the broker's runs and with the broker stopped, so the two never share the
+  // cores.
+  const singleRedisLeft = kinds.single && !runs.some((run) => run.name === redisXaddName);
   if (withRedis && (singleRedisLeft || kinds.batch)) {
     await target?.server?.stop();
     try {
@@ -225,7 +226,7 @@ export async function runProduce(options: BenchOptions): Promise<ProduceReport> 
     if (run.acceptedRequests === 0) failures.push(`${run.name}: no 202 responses (errors: ${formatErrors(run.errorCounts)})`);
   }
   return { scenario: options.scenario, startedAt, topic, target: target === null ? 'none' : target.url,
-    options: reportedOptions(options, consumeOnlyOptions), runs, ratios: ratios(runs), missingPeers, redisVersion, failures };
+    options: reportedOptions(options, consumeOnlyOptions), runs, ratios: produceRatios(runs), missingPeers, redisVersion, failures };
 }
 
 /** XADD of one payload-sized field per command with redis-benchmark: pipeline 1 beside single produce (same
@@ -280,17 +281,12 @@ async function startHelloWorld(): Promise<ChildServer> {
  *  on the same disk. Stopping it removes the dir. */
 async function startFsyncFloor(): Promise<ChildServer> {
   const dir = await mkdtemp(join(os.tmpdir(), 'svc-bench-fsync-floor-'));
-  const removeDir = async (): Promise<void> => rmSync(dir, { recursive: true, force: true });
-  cleanups.push(removeDir);
+  // Pushed first, so it runs after the server's stop (cleanups run last in, first out), as startBroker's data dir does.
+  cleanups.push(async () => rmSync(dir, { recursive: true, force: true }));
   const server = await startChildServer({ name: 'fsync-floor', script: fsyncFloorScript,
     args: ['--port', '0', '--host', '127.0.0.1', '--dir', dir] });
-  const stop = async (): Promise<string> => {
-    const how = await server.stop();
-    await removeDir();
-    return how;
-  };
-  cleanups.push(async () => void (await stop()));
-  return { ...server, stop };
+  cleanups.push(async () => void (await server.stop()));
+  return server;
 }
 
 interface SingleRoundsSpec {
@@ -305,63 +301,88 @@ interface SingleRoundsSpec {
   redis: boolean;
 }
 
+/** The window of each side in a round: --duration shared out over --rounds, in whole seconds (wrk's unit), at least 1. */
+export function roundWindowSec(durationSec: number, rounds: number): number {
+  return Math.max(1, Math.round(durationSec / rounds));
+}
+
+interface Side {
+  name: string;
+  run: () => Promise<RunFigures>;
+}
+
 /**
  * Single produce and its baselines taking turns: in each of --rounds rounds wrk drives the hello-world floor and the
  * fsync floor (when the floor is measured) and then the node, and redis-benchmark drives Redis XADD (--compare, Redis
  * installed), each for --duration / --rounds. Back-to-back runs of the whole duration put a minute of a shared machine
  * between the node and its baselines, and their ratio moved by a third from run to run (docs/decisions.md,
- * "Baselines that take turns"). Every server is up, and idle, while another is measured. Rows carry their round; a
- * side that fails leaves its failure and the other sides go on.
+ * "Baselines that take turns"). Every server is up, and idle, while another is measured, and each window starts once
+ * the machine is quiet. Rows carry their round. A baseline that fails to start, or a run that fails, leaves its
+ * failure and the other sides go on.
  */
 async function measureSingleRounds(options: BenchOptions, spec: SingleRoundsSpec,
   failures: string[]): Promise<{ rows: RunFigures[]; redisVersion: string | null }> {
-  const windowSec = Math.max(1, Math.round(options.durationSec / options.rounds));
-  const sides: { name: string; run: () => Promise<RunFigures> }[] = [];
+  const windowSec = roundWindowSec(options.durationSec, options.rounds);
+  const sides: Side[] = [];
   const stops: (() => Promise<unknown>)[] = [];
   let redisVersion: string | null = null;
+  /** Starts one side's server; a failure to start drops that side only. */
+  const addSide = async (name: string, start: () => Promise<Side['run']>): Promise<void> => {
+    try {
+      sides.push({ name, run: await start() });
+    } catch (error) {
+      failures.push(`${name}: ${errorText(error)}`);
+    }
+  };
   try {
+    const request = floorRequest(spec.topic, spec.payload, false);
+    const wrkOn = (name: string, server: ChildServer) => () =>
+      wrkRow(options, name, server.url, server.pid, request, options.connections, 1, windowSec);
     if (spec.floor) {
-      const request = floorRequest(spec.topic, spec.payload, false);
-      const hello = await startHelloWorld();
-      stops.push(() => hello.stop());
-      sides.push({ name: floorWrkName,
-        run: () => wrkRow(options, floorWrkName, hello.url, hello.pid, request, options.connections, 1, windowSec) });
-      const fsyncFloor = await startFsyncFloor();
-      stops.push(() => fsyncFloor.stop());
-      sides.push({ name: fsyncFloorWrkName,
-        run: () => wrkRow(options, fsyncFloorWrkName, fsyncFloor.url, fsyncFloor.pid, request, options.connections, 1, windowSec) });
+      await addSide(floorWrkName, async () => {
+        const hello = await startHelloWorld();
+        stops.push(() => hello.stop());
+        return wrkOn(floorWrkName, hello);
+      });
+      await addSide(fsyncFloorWrkName, async () => {
+        const fsyncFloor = await startFsyncFloor();
+        stops.push(() => fsyncFloor.stop());
+        return wrkOn(fsyncFloorWrkName, fsyncFloor);
+      });
     }
     const { target } = spec;
     sides.push({ name: singleWrkName,
       run: () => wrkRow(options, singleWrkName, target.url, target.serverPid, spec.request, options.connections, 1, windowSec) });
     if (spec.redis) {
-      const redis = await startRedis();
-      stops.push(() => redis.stop());
-      redisVersion = redis.version;
-      // The first round calibrates how many XADDs fill a window; the later ones send as many.
-      let requests: number | undefined;
-      const stream = `xadd-1-${Date.now()}`;
-      sides.push({ name: redisXaddName, run: async () => {
-        const row = await runRedisBenchmark({ name: redisXaddName, redis, connections: options.connections, pipeline: 1,
-          stream, payload: spec.payload, ...(requests === undefined ? { durationSec: windowSec } : { requests }) });
-        requests = row.acceptedRequests;
-        return row;
-      } });
+      await addSide(redisXaddName, async () => {
+        const redis = await startRedis();
+        stops.push(() => redis.stop());
+        redisVersion = redis.version;
+        // The first round calibrates how many XADDs fill a window; the later ones send as many.
+        let requests: number | undefined;
+        const stream = `xadd-1-${Date.now()}`;
+        return async () => {
+          const row = await runRedisBenchmark({ name: redisXaddName, redis, connections: options.connections, pipeline: 1,
+            stream, payload: spec.payload, ...(requests === undefined ? { durationSec: windowSec } : { requests }) });
+          requests = row.acceptedRequests;
+          return row;
+        };
+      });
     }
+    // A machine that stays busy cannot be waited out: the wait is bounded by the window it protects.
+    const settleMsMax = Math.max(1000, windowSec * 1000);
     const rows: RunFigures[] = [];
     for (let round = 1; round <= options.rounds; round++) {
       for (const side of sides) {
+        const settled = await settle(500, settleMsMax);
+        if (!settled.quiet) {
+          process.stderr.write(`the machine is still ${fixed(settled.busyPercent!, 0)}% busy after ${fixed(settleMsMax / 1000, 0)} s; measuring on\n`);
+        }
         process.stderr.write(`round ${round}/${options.rounds}: `);
         try {
           rows.push({ ...(await side.run()), round });
         } catch (error) {
           failures.push(`${side.name}, round ${round}: ${errorText(error)}`);
-        }
-        // A machine that stays busy cannot be waited out: the wait is bounded by the window it protects.
-        const settleMsMax = Math.max(1000, windowSec * 1000);
-        const busyPercent = await settle(500, settleMsMax);
-        if (busyPercent !== null && busyPercent >= 15) {
-          process.stderr.write(`the machine is still ${fixed(busyPercent, 0)}% busy after ${fixed(settleMsMax / 1000, 0)} s; measuring on\n`);
         }
       }
     }
@@ -472,7 +493,8 @@ function singleRounds(runs: RunFigures[]): SingleRounds | null {
     ofFsyncFloor: roundRatios(runs, singleWrkName, fsyncFloorWrkName, reqPerSec) };
 }
 
-function ratios(runs: RunFigures[]): ProduceRatios {
+/** Every ratio of a produce report, from its runs (the rounds' ones medians over the rounds that have both sides). */
+export function produceRatios(runs: RunFigures[]): ProduceRatios {
   const find = (name: string): RunFigures | undefined => runs.find((run) => run.name === name);
   const floor = find('http floor (hello world)');
   const floorBatch = find('http floor, batch body (hello world)');
@@ -561,21 +583,20 @@ export function printProduceTable(report: ProduceReport): void {
       `${formatInt(o.sentLate)} sent more than ${o.lateThresholdMs} ms late, ${formatInt(o.notSent)} not sent; send lateness ` +
       `p99 ${fixed(o.sendLatenessMs.p99, 2)} ms, max ${fixed(o.sendLatenessMs.max, 2)} ms (latencies count from the scheduled time)`);
   }
-  const line = (label: string, value: number | null, digits = 3): void => {
-    if (value !== null) out.push(`${label}: ${fixed(value, digits)}`);
+  /** A ratio line; with a round's values beside a median, those as well. */
+  const line = (label: string, value: number | null, digits = 3, perRound?: number[]): void => {
+    if (value === null) return;
+    const ofRounds = perRound === undefined || perRound.length < 2 ? ''
+      : ` (median of the rounds' ${perRound.map((one) => fixed(one, digits)).join(', ')})`;
+    out.push(`${label}: ${fixed(value, digits)}${ofRounds}`);
   };
   line('single produce req/s / http floor req/s', r.singleReqPerSecOfFloor);
   line('single produce msgs/s / Redis XADD msgs/s (appendfsync always)', r.singleOverRedis);
   line('single produce req/s, bench client / wrk (same node)', r.singleOverWrk);
   const rounds = r.singleWrkRounds;
-  const ofRounds = (values: number[] | undefined): string =>
-    values === undefined || values.length < 2 ? '' : ` (median of the rounds' ${values.map((value) => fixed(value, 3)).join(', ')})`;
-  const roundsLine = (label: string, value: number | null, values: number[] | undefined): void => {
-    if (value !== null) out.push(`${label}: ${fixed(value, 3)}${ofRounds(values)}`);
-  };
-  roundsLine('single produce req/s / http floor req/s, both driven by wrk', r.singleWrkOfFloorWrk, rounds?.ofFloor);
-  roundsLine('single produce msgs/s driven by wrk / Redis XADD driven by redis-benchmark', r.singleWrkOverRedis, rounds?.overRedis);
-  roundsLine('single produce req/s / fsync floor req/s (group-commit fdatasync), both driven by wrk', r.singleWrkOfFsyncFloorWrk,
+  line('single produce req/s / http floor req/s, both driven by wrk', r.singleWrkOfFloorWrk, 3, rounds?.ofFloor);
+  line('single produce msgs/s driven by wrk / Redis XADD driven by redis-benchmark', r.singleWrkOverRedis, 3, rounds?.overRedis);
+  line('single produce req/s / fsync floor req/s (group-commit fdatasync), both driven by wrk', r.singleWrkOfFsyncFloorWrk, 3,
     rounds?.ofFsyncFloor);
   if (rounds !== null && rounds.rounds > 1) {
     out.push(`single produce driven by wrk, ${rounds.rounds} rounds: ${formatInt(rounds.msgsPerSec)} msgs/s in all, p99 ` +
