@@ -1,9 +1,35 @@
 // What both floors of `npm run bench` share (hello_world_server.ts, fsync_floor_server.ts): --host and --port, a 404
 // for any other route, the stdout line {"msg":"listening","port":N} that bench/node_process.ts waits for (the broker's
-// pino shape), and a clean stop on SIGTERM or SIGINT. Each runs as a child process of the bench.
+// pino shape), a clean stop on SIGTERM or SIGINT, and reading a POST's body. Each runs as a child process of the bench.
 import { parseArgs } from 'node:util';
 import uWS from 'uWebSockets.js';
-import type { TemplatedApp, us_listen_socket, us_socket } from 'uWebSockets.js';
+import type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket, us_socket } from 'uWebSockets.js';
+
+/** A request being read or waiting for its answer; aborted once the client went away (nothing is written then). */
+export interface FloorRequest {
+  res: HttpResponse;
+  aborted: boolean;
+}
+
+/** Reads a POST's body to its end (so a floor pays for receiving it, as a produce does): onChunk sees each chunk, a
+ *  view uWS neuters after the call, then onEnd the request once, also for a request without a body (to which uWS
+ *  delivers no data at all). */
+export function readFloorBody(res: HttpResponse, req: HttpRequest, onChunk: (chunk: Uint8Array) => void,
+  onEnd: (request: FloorRequest) => void): void {
+  const request: FloorRequest = { res, aborted: false };
+  res.onAborted(() => {
+    request.aborted = true;
+  });
+  const length = req.getHeader('content-length');
+  if ((length === '' || length === '0') && req.getHeader('transfer-encoding') === '') {
+    onEnd(request);
+    return;
+  }
+  res.onData((chunk, isLast) => {
+    onChunk(new Uint8Array(chunk));
+    if (isLast) onEnd(request);
+  });
+}
 
 /** The floor's options: --host (127.0.0.1), --port (0: a free one) and the string options named in `own`. */
 export function readFloorOptions<K extends string>(own: readonly K[]): { host: string; port: number; own: Partial<Record<K, string>> } {

@@ -10,8 +10,7 @@
 import { closeSync, fdatasync, fsyncSync, openSync, write, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import uWS from 'uWebSockets.js';
-import type { HttpResponse } from 'uWebSockets.js';
-import { readFloorOptions, serveFloor } from './floor_server.js';
+import { readFloorBody, readFloorOptions, serveFloor, type FloorRequest } from './floor_server.js';
 
 /** The ring file by default: room for about a second of single produces, and for any group of batch bodies the bench
  *  sends. Tests set a small one (--ring-bytes) to see it wrap. */
@@ -37,16 +36,11 @@ function readOptions(): FsyncFloorOptions {
   return { host, port, dir: own.dir, ringBytes };
 }
 
-interface Waiter {
-  res: HttpResponse;
-  aborted: boolean;
-}
-
 /** Bodies waiting for the next write, and whom to answer once it is synced. */
 class Group {
   bytes = Buffer.allocUnsafe(groupBytesFirst);
   used = 0;
-  waiters: Waiter[] = [];
+  waiters: FloorRequest[] = [];
 
   append(chunk: Uint8Array): void {
     if (this.used + chunk.byteLength > this.bytes.byteLength) {
@@ -65,6 +59,9 @@ class GroupCommit {
   private spare = new Group();
   private writing = false;
   private position = 0;
+  /** Groups written and fdatasyncs done, printed at stop: the test sees that requests shared syncs. */
+  groups = 0;
+  syncs = 0;
 
   constructor(private readonly fd: number, private readonly ringBytes: number) {}
 
@@ -73,7 +70,7 @@ class GroupCommit {
   }
 
   /** Answers waiter once the bytes appended so far are synced. */
-  commit(waiter: Waiter): void {
+  commit(waiter: FloorRequest): void {
     this.pending.waiters.push(waiter);
     if (this.writing) return;
     this.writing = true;
@@ -93,6 +90,7 @@ class GroupCommit {
     if (this.position + group.used > this.ringBytes) this.position = 0;
     const at = this.position;
     this.position += group.used;
+    this.groups += 1;
     this.writeFrom(group, 0, at);
   }
 
@@ -106,6 +104,7 @@ class GroupCommit {
       }
       fdatasync(this.fd, (syncError) => {
         if (syncError !== null) fail(syncError);
+        this.syncs += 1;
         const synced = group.waiters;
         group.waiters = [];
         group.used = 0;
@@ -139,24 +138,12 @@ function main(): void {
   const fd = openRing(options.dir, options.ringBytes);
   const commit = new GroupCommit(fd, options.ringBytes);
   const app = uWS.App();
-  app.post('/*', (res, req) => {
-    const waiter: Waiter = { res, aborted: false };
-    res.onAborted(() => {
-      waiter.aborted = true;
-    });
-    // uWS delivers no data to a request without a body: it waits for the next sync all the same.
-    const length = req.getHeader('content-length');
-    if ((length === '' || length === '0') && req.getHeader('transfer-encoding') === '') {
-      commit.commit(waiter);
-      return;
-    }
-    res.onData((chunk, isLast) => {
-      // uWS neuters the chunk after this callback: the group copies it now.
-      commit.append(new Uint8Array(chunk));
-      if (isLast) commit.commit(waiter);
-    });
+  // A request without a body waits for the next sync all the same. The group copies each chunk, which uWS neuters.
+  app.post('/*', (res, req) => readFloorBody(res, req, (chunk) => commit.append(chunk), (request) => commit.commit(request)));
+  serveFloor('fsync_floor_server', app, options.host, options.port, () => {
+    closeSync(fd);
+    process.stdout.write(JSON.stringify({ level: 30, msg: 'stopped', groups: commit.groups, syncs: commit.syncs }) + '\n');
   });
-  serveFloor('fsync_floor_server', app, options.host, options.port, () => closeSync(fd));
 }
 
 main();

@@ -1,25 +1,20 @@
 // The HTTP floor for `npm run bench`: a uWebSockets.js server that reads each request body to its end and answers
-// every POST with 202 and an empty body (Content-Length 0), doing nothing else. bench/run.ts starts it as its own
+// every POST with 202 and an empty body (Content-Length 0), doing nothing else. bench/produce.ts starts it as its own
 // child process (`node dist/bench/hello_world_server.js --port 0 --host 127.0.0.1`), reads the port from the
 // stdout line {"msg":"listening","port":N} (the broker's pino shape), and stops it with SIGTERM.
 // Single-threaded, like the broker's front thread; whatever the broker does beyond this costs throughput.
 import uWS from 'uWebSockets.js';
-import type { HttpResponse } from 'uWebSockets.js';
-import { readFloorOptions, serveFloor } from './floor_server.js';
+import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
+import { readFloorBody, readFloorOptions, serveFloor } from './floor_server.js';
 
-/** Reads the body to its last chunk (so the floor pays for receiving it, as a produce does), then answers 202. */
-function onPost(res: HttpResponse): void {
-  let aborted = false;
-  res.onAborted(() => {
-    aborted = true;
-  });
-  res.onData((_chunk, isLast) => {
-    if (!isLast || aborted) return;
-    res.cork(() => {
-      res.writeStatus('202 Accepted').end();
-    });
+/** Reads the body to its end, then answers 202. */
+function onPost(res: HttpResponse, req: HttpRequest): void {
+  readFloorBody(res, req, ignoreChunk, (request) => {
+    if (!request.aborted) res.cork(() => res.writeStatus('202 Accepted').end());
   });
 }
+
+function ignoreChunk(): void {}
 
 function main(): void {
   const options = readFloorOptions([]);

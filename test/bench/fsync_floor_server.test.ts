@@ -1,6 +1,7 @@
 // Goal: the fsync floor (bench/fsync_floor_server.ts) answers every POST 202 with its bytes already in the ring file
-// (the last body's are read back right after its answer), and the file keeps its size as writes wrap around it; empty and chunked bodies are answered too; bad options stop
-// it with a message. Method: the built server as a child process on a free loopback port with a 64 KiB ring, 400
+// (the last body's are read back right after its answer), and the file keeps its size as writes wrap around it; empty
+// and chunked bodies are answered too; one fdatasync per group, and groups shared by requests that arrive during a
+// sync (its counts at stop); bad options stop it with a message. Method: the built server as a child process on a free loopback port with a 64 KiB ring, 400
 // bodies of 1 KiB sent 32 at a time (so groups form while a sync runs, and the ring wraps about six times), then the
 // file read back.
 import t from 'tap';
@@ -42,6 +43,12 @@ t.test('every POST is answered 202 with its bytes in the ring, which wraps and k
   const chunked = await fetch(`${server.url}/x`, { method: 'POST', body: new Blob(['abc']).stream(), duplex: 'half' } as RequestInit);
   t.equal(chunked.status, 202, 'a chunked body too');
   t.equal((await fetch(`${server.url}/x`)).status, 404, 'anything but POST is 404');
+  await server.stop();
+  const stopped = /"msg":"stopped","groups":(\d+),"syncs":(\d+)/.exec(server.outputTail());
+  t.ok(stopped, 'it says at stop how many groups it wrote and synced');
+  const [groups, syncs] = [Number(stopped?.[1]), Number(stopped?.[2])];
+  t.equal(syncs, groups, 'one fdatasync per group written');
+  t.ok(groups < count, `requests that arrived during a sync shared the next one (${groups} groups for ${count + 2} bodies)`);
 });
 
 t.test('bad options stop it with a message and status 1', async (t) => {
