@@ -1,29 +1,23 @@
 // What the bench's smoke tests share (test/bench/bench_smoke*.test.ts): running dist/bench/run.js with --json, reading
 // the JSON result it names (and removing it afterwards), and checking that figures are numbers.
-import { execFileSync, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { readFile, rm } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
+import { onExit } from 'signal-exit';
 import type { Test } from 'tap';
+import { onPath, redisBaselineMissing } from '../../bench/peers.js';
 
 const runJs = fileURLToPath(new URL('../../bench/run.js', import.meta.url));
 
-export function onPath(command: string): boolean {
-  try {
-    execFileSync('sh', ['-c', `command -v ${command}`], { stdio: 'ignore' });
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-export const hasWrk = onPath('wrk');
-export const hasRedis = onPath('redis-server') && onPath('redis-benchmark');
+export const hasWrk = onPath('wrk') !== null;
+export const hasRedis = redisBaselineMissing() === null;
 
 /** Process groups of the bench runs in flight. Each run has a group of its own, which its nodes, floors and peers
- *  join: a run cut short (by its timeout here, or by the test runner ending this file) takes them with it. A killed
- *  bench could not stop them itself, and a run of the CI once left a node running after the runner's timeout. */
+ *  join: a run cut short takes them with it. A killed bench cannot stop them itself, and a CI run once left a node
+ *  running after the runner timed the file out. signal-exit's onExit, not process.on('exit'): tap ends a timed-out
+ *  file with SIGALRM, which emits no 'exit'. */
 const runningGroups = new Set<number>();
-process.on('exit', () => {
+onExit(() => {
   for (const group of runningGroups) killGroup(group, 'SIGKILL');
 });
 
