@@ -44,7 +44,7 @@ const windowSecMin = 1;
 const loopDelayResolutionMs = 1;
 
 /** Options only the produce scenario reads; left out of consume's JSON. */
-const produceOnlyOptions = ['topic', 'batch', 'client', 'skipFloor', 'compareSecurity', 'rate', 'consumers', 'peakSec',
+const produceOnlyOptions = ['topic', 'batch', 'client', 'skipFloor', 'compareSecurity', 'rounds', 'rate', 'consumers', 'peakSec',
   'intervalSec', 'soakDurationSec', 'topics', 'polls', 'argv'];
 /** Redis prefill: pipelined XADD on this many connections. */
 const redisPrefillConnections = 16;

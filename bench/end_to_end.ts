@@ -37,7 +37,7 @@ const ledgerSeconds = 60;
 /** end-to-end's progress line period; soak uses --interval. */
 const endToEndProgressSec = 2;
 
-const produceOnlyOptions = ['topic', 'batch', 'client', 'skipFloor', 'compareSecurity', 'prefill', 'batchPrefill',
+const produceOnlyOptions = ['topic', 'batch', 'client', 'skipFloor', 'compareSecurity', 'rounds', 'prefill', 'batchPrefill',
   'prefillTimeoutSec', 'pollers', 'wakeRate', 'phases', 'topics', 'polls', 'redisConsumers', 'argv', 'batchConnections'];
 
 type Phase = 'warmup' | 'measure' | 'drain';

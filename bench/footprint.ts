@@ -29,7 +29,7 @@ const pollWait = '10s';
 /** Every loop here ends by this deadline even if the node stops answering. */
 const createTimeoutMs = 10 * 60_000;
 
-const otherScenarioOptions = ['topic', 'batch', 'client', 'skipFloor', 'compareSecurity', 'rate', 'max', 'prefill',
+const otherScenarioOptions = ['topic', 'batch', 'client', 'skipFloor', 'compareSecurity', 'rounds', 'rate', 'max', 'prefill',
   'batchPrefill', 'prefillTimeoutSec', 'pollers', 'wakeRate', 'phases', 'consumers', 'peakSec', 'intervalSec',
   'soakDurationSec', 'redisConsumers', 'argv', 'batchConnections', 'connections', 'partitions'];
 

@@ -106,7 +106,7 @@ produce-single, produce-batch:
   --batch N               messages per batch request, 1..1000 (default 1000)
   --rate N                open loop: N requests per second on a fixed schedule, latency from the scheduled time
   --client net|undici     load generator client (default net; see bench/README.md)
-  --skip-floor            do not measure the hello-world floor (produce alias)
+  --skip-floor            do not measure the hello-world floor nor the fsync floor (produce alias)
   --compare-security      produce: also run single produce against a node with security off (issue 5's check)
   --rounds N              rounds in which the wrk-driven floors, the node and Redis XADD take turns, each for
                           --duration / N (at least 1 s); the ratios are the median of the rounds' (default 3)

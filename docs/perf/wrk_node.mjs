@@ -9,12 +9,12 @@ import { fileURLToPath } from 'node:url';
 const here = fileURLToPath(new URL('../..', import.meta.url));
 const { parseOptions } = await import(join(here, 'dist/bench/options.js'));
 const { startBroker, createTopic, makePayload, cleanup } = await import(join(here, 'dist/bench/common.js'));
-const { writeWrkScript } = await import(join(here, 'dist/bench/peers.js'));
+const { writeWrkScript, onPath, installHint } = await import(join(here, 'dist/bench/peers.js'));
 
 /** Exits with 2 and the install hint when wrk is not on PATH. */
 export function requireWrk() {
-  if (spawnSync('wrk', ['--version']).error !== undefined) {
-    console.error('wrk not found: scripts/install-peers.sh installs it');
+  if (onPath('wrk') === null) {
+    console.error(`wrk not found: ${installHint} installs it`);
     process.exit(2);
   }
 }
