@@ -2,6 +2,7 @@
 // .log of the frame holding offset baseOffset + k. Runs on a partition worker thread; segment_log.ts
 // keeps the active segment's entries in a SegmentPositions and reads sealed segments' .idx from disk.
 import assert from 'node:assert/strict';
+import { u32le } from '../src/util/frame.js';
 
 export const indexEntryBytes = 4;
 
@@ -51,5 +52,6 @@ export class SegmentPositions {
 
 /** Entry k of .idx bytes read from disk (bytes holds entries starting at entry 0 of the read). */
 export function indexEntryRead(bytes: Uint8Array, k: number): number {
-  return new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength).getUint32(k * indexEntryBytes, true);
+  // A sealed run reads one entry per record it returns: a DataView each cost a tenth of the read's CPU.
+  return u32le(bytes, k * indexEntryBytes);
 }

@@ -35,7 +35,8 @@ export function crc32Range(bytes: Uint8Array, start: number, end: number): numbe
   return (c ^ -1) >>> 0;
 }
 
-function u32le(bytes: Uint8Array, at: number): number {
+/** The little-endian u32 at bytes[at..at+4): byte by byte, as a DataView per read costs more than the read. */
+export function u32le(bytes: Uint8Array, at: number): number {
   return (bytes[at]! | (bytes[at + 1]! << 8) | (bytes[at + 2]! << 16)) + bytes[at + 3]! * 0x1000000;
 }
 

@@ -1,12 +1,13 @@
 // Goal: reads of sealed segments keep their files open between reads (workers/sealed_handles.ts) without changing
 // what a read answers: the same records, aged_out once retention deleted the segment (never its stale bytes), a
-// bounded number of descriptors however many segments are read, and none left once the log closes.
+// bounded number of descriptors however many segments are read, and none left once the log closes; reads that fall
+// inside a window still being read wait for it instead of reading the file again.
 // Method: a real partition directory with tiny segments (two records each); descriptors counted in /proc/self/fd.
 import t, { type Test } from 'tap';
-import { readdir, rm } from 'node:fs/promises';
+import { open, readdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { PartitionLog, type StoredRecord } from '../../workers/segment_log.js';
-import { sealedSegmentsOpen } from '../../workers/sealed_handles.js';
+import { ReadAhead, sealedSegmentsOpen } from '../../workers/sealed_handles.js';
 import { parseSegmentFileName, segmentFileName } from '../../workers/partition_dirs.js';
 import { pollUntil } from '../helpers/http.js';
 import { partitionRecord, partitionTempDir, segmentBytesSmall } from '../helpers/segment_log_fixtures.js';
@@ -131,4 +132,35 @@ t.test('reads in flight keep their handles through eviction and close; a failed 
   await t.rejects(reopened.readMany([4]), { code: 'ENOENT' });
   await new Promise((r) => setImmediate(r));
   t.equal(sealedSegmentsOpen(), 0, 'nothing cached for the segment that could not be opened');
+});
+
+t.test('reads inside a window still being read share its file read; one beyond it reads on its own', async (t) => {
+  const dir = await tempDir(t);
+  // The temp dir's root: partitionTempDir names a partition directory under it without creating it.
+  const path = join(dir, '..', '..', '..', 'read-ahead.bin');
+  const content = Uint8Array.from({ length: 10_000 }, (_, i) => (i * 31) & 0xff);
+  await writeFile(path, content);
+  const handle = await open(path, 'r');
+  t.teardown(() => handle.close());
+  const fileReads: number[] = [];
+  // The handle as ReadAhead uses it, counting the positions of the file reads it issues.
+  const counted = new Proxy(handle, {
+    get(target, name) {
+      if (name !== 'read') return Reflect.get(target, name, target) as unknown;
+      return (buffer: Uint8Array, offset: number, length: number, position: number) => {
+        fileReads.push(position);
+        return target.read(buffer, offset, length, position);
+      };
+    },
+  });
+  const readAhead = new ReadAhead(counted, 4096);
+  const asked: Array<[number, number]> = [[0, 100], [100, 250], [250, 4096], [1000, 1001], [4000, 4200]];
+  const got = await Promise.all(asked.map(([start, end]) => readAhead.read(start, end, content.byteLength)));
+  got.forEach((bytes, i) => {
+    const [start, end] = asked[i]!;
+    t.same([...bytes], [...content.subarray(start, end)], `[${start}, ${end}) holds the file's bytes`);
+  });
+  t.same(fileReads, [0, 4000], 'four reads inside [0, 4096) share one file read; [4000, 4200) goes past it and reads');
+  t.same([...(await readAhead.read(4100, 4150, content.byteLength))], [...content.subarray(4100, 4150)]);
+  t.same(fileReads, [0, 4000], 'the window read last now serves from memory');
 });
