@@ -110,7 +110,10 @@ export async function startBroker(options: BenchOptions, env: Record<string, str
   const dataDir = await mkdtemp(join(os.tmpdir(), 'svc-bench-'));
   cleanups.push(async () => rmSync(dataDir, { recursive: true, force: true }));
   const password = randomBytes(18).toString('base64url');
-  const server = await startChildServer({ name: 'broker', script: options.nodeScript, env,
+  const profDir = options.serverCpuProfDir;
+  const nodeFlags = profDir === null ? [] : ['--cpu-prof', '--cpu-prof-dir', profDir];
+  if (profDir !== null) process.stderr.write(`broker: node --cpu-prof; its threads' profiles go to ${profDir} when it stops\n`);
+  const server = await startChildServer({ name: 'broker', script: options.nodeScript, env, nodeFlags,
     args: ['--port', '0', '--host', '127.0.0.1', '--data-dir', dataDir, '--security', security ? 'on' : 'off',
       '--admin-password', password, ...options.nodeArgs] });
   cleanups.push(async () => void (await server.stop()));

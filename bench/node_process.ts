@@ -18,6 +18,8 @@ export interface ChildServerOptions {
   /** Path of the script to run with this Node binary. */
   script: string;
   args: string[];
+  /** Flags for Node itself, before the script (e.g. --cpu-prof). */
+  nodeFlags?: string[];
   env?: Record<string, string>;
   startTimeoutMs?: number;
 }
@@ -41,7 +43,7 @@ export interface ChildServer {
 const listeningPattern = /"msg":"listening"[^\n]*"port":(\d+)|"port":(\d+)[^\n]*"msg":"listening"/;
 
 export async function startChildServer(options: ChildServerOptions): Promise<ChildServer> {
-  const child = spawn(process.execPath, [options.script, ...options.args], {
+  const child = spawn(process.execPath, [...(options.nodeFlags ?? []), options.script, ...options.args], {
     env: { ...process.env, ...options.env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

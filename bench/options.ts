@@ -1,6 +1,7 @@
 // Command-line options of `npm run bench -- <scenario>` (bench/run.ts): one parser for every scenario, with
 // defaults that depend on the scenario (e.g. --connections is 256 for produce, 64 for consume). Pure apart from
 // the URL check; bench process main thread.
+import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import type { ClientKind } from './load.js';
@@ -57,6 +58,8 @@ export interface BenchOptions {
   serverPid: number | null;
   nodeScript: string;
   nodeArgs: string[];
+  /** The node started here runs with --cpu-prof, writing a profile of each of its threads here when it stops. */
+  serverCpuProfDir: string | null;
   /** consume: messages per batch consume (`max`) and per batch ack; also end-to-end's and soak's consumers. */
   max: number;
   /** consume: messages written before consume-single, and before consume-batch. */
@@ -98,6 +101,8 @@ common:
                           appendfsync always when redis-server is installed (scripts/install-peers.sh)
   --server-pid PID        with --url: the server process whose CPU and RSS to report
   --node-script PATH      broker entry to start (default dist/src/main.js); --node-arg=A adds a flag (repeatable)
+  --server-cpu-prof DIR   the node started here runs under node --cpu-prof: one .cpuprofile per thread (front,
+                          partition workers, raft) lands in DIR when the node stops; not with --url
   --json                  also write bench/results/<scenario>-<ISO time>.json
 produce-single, produce-batch:
   --topic T               use this existing topic (default: create bench-<time> with --partitions)
@@ -137,6 +142,13 @@ all:
 
 export class UsageError extends Error {}
 
+function serverCpuProfDirOf(url: string | null, dir: string | undefined): string | null {
+  if (dir === undefined) return null;
+  if (url !== null) throw new UsageError('--server-cpu-prof profiles a node the bench starts; it does not apply with --url');
+  if (dir === '') throw new UsageError('--server-cpu-prof needs a directory');
+  return resolve(dir);
+}
+
 export function parseOptions(argv: string[]): BenchOptions {
   const { values, positionals } = parseArgs({
     args: argv,
@@ -148,7 +160,7 @@ export function parseOptions(argv: string[]): BenchOptions {
       duration: { type: 'string' }, warmup: { type: 'string' }, 'message-bytes': { type: 'string' },
       batch: { type: 'string' }, client: { type: 'string' }, json: { type: 'boolean' }, compare: { type: 'boolean' },
       'skip-floor': { type: 'boolean' }, 'compare-security': { type: 'boolean' }, rounds: { type: 'string' }, 'server-pid': { type: 'string' },
-      'node-script': { type: 'string' }, 'node-arg': { type: 'string', multiple: true }, help: { type: 'boolean', short: 'h' },
+      'node-script': { type: 'string' }, 'node-arg': { type: 'string', multiple: true }, 'server-cpu-prof': { type: 'string' }, help: { type: 'boolean', short: 'h' },
       phases: { type: 'string' }, max: { type: 'string' }, prefill: { type: 'string' },
       'batch-prefill': { type: 'string' }, 'prefill-timeout': { type: 'string' }, pollers: { type: 'string' },
       'wake-rate': { type: 'string' }, rate: { type: 'string' }, consumers: { type: 'string' }, peak: { type: 'string' },
@@ -201,6 +213,7 @@ export function parseOptions(argv: string[]): BenchOptions {
     serverPid: values['server-pid'] === undefined ? null : intOption('server-pid', values['server-pid'], 0, 1, 2 ** 31),
     nodeScript: values['node-script'] ?? brokerScriptDefault,
     nodeArgs: values['node-arg'] ?? [],
+    serverCpuProfDir: serverCpuProfDirOf(url, values['server-cpu-prof']),
     max: intOption('max', values.max, 100, 1, 100),
     prefill: intOption('prefill', values.prefill, 200_000, 1, 100_000_000),
     batchPrefill: intOption('batch-prefill', values['batch-prefill'], 1_000_000, 1, 100_000_000),

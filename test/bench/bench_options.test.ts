@@ -1,8 +1,10 @@
 // Goal: the bench's connection defaults per scenario are the ones bench/README.md gives (256 for single produce, 64 for
 // consume-single, 16 for batch produce, 32 for consume-batch, where its throughput peaks), and a given value wins; so
-// is the number of rounds in which single produce and its baselines take turns. Method: parse the command lines a
+// is the number of rounds in which single produce and its baselines take turns; --server-cpu-prof applies only to a
+// node the bench starts. Method: parse the command lines a
 // user types.
 import t from 'tap';
+import { join } from 'node:path';
 import { parseOptions } from '../../bench/options.js';
 
 t.test('connection defaults per scenario', async (t) => {
@@ -26,4 +28,13 @@ t.test('single produce takes turns with its baselines over 3 rounds unless --rou
   t.throws(() => parseOptions(['produce-single', '--rounds', '0']), /rounds/, 'below 1 is refused, naming the option');
   t.throws(() => parseOptions(['produce-single', '--rounds', '21']), /rounds/, 'above 20 is refused');
   t.throws(() => parseOptions(['produce-single', '--rounds', 'two']), /rounds/, 'a word is refused');
+});
+
+t.test('--server-cpu-prof names a directory for the node the bench starts, and is refused with --url', async (t) => {
+  t.equal(parseOptions(['consume-batch']).serverCpuProfDir, null, 'off unless given');
+  t.equal(parseOptions(['consume-batch', '--server-cpu-prof', '/tmp/profiles']).serverCpuProfDir, '/tmp/profiles');
+  t.equal(parseOptions(['wake-up', '--server-cpu-prof=rel']).serverCpuProfDir, join(process.cwd(), 'rel'), 'a relative path is made absolute');
+  t.throws(() => parseOptions(['consume-batch', '--url', 'http://127.0.0.1:7942', '--server-cpu-prof', '/tmp/p']),
+    /--server-cpu-prof .*--url/, 'a node the bench does not start cannot be profiled by it');
+  t.throws(() => parseOptions(['consume-batch', '--server-cpu-prof=']), /needs a directory/);
 });

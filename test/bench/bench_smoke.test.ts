@@ -6,6 +6,9 @@
 // when installed (scripts/install-peers.sh) and are checked to say so when not. all's summary table is checked on a
 // report made here, without running all.
 import t from 'tap';
+import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { printSummary, type AllReport } from '../../bench/all.js';
 import { bench, cpuKeys, hasRedis, jsonResult, latencyKeys, numbers, quick, type Json } from '../helpers/bench_run.js';
 
@@ -37,13 +40,22 @@ t.test('consume-batch --compare: drain run and Redis XREADGROUP + XACK (when ins
   }
 });
 
-t.test('wake-up: latency percentiles', async (t) => {
-  const out = await bench(['wake-up', '--duration', '1', '--pollers', '4', ...quick]);
+t.test('wake-up --server-cpu-prof: latency percentiles, and a CPU profile of each of the node\'s threads', async (t) => {
+  const profDir = await mkdtemp(join(tmpdir(), 'bench-cpu-prof-'));
+  t.teardown(() => rm(profDir, { recursive: true, force: true }));
+  const out = await bench(['wake-up', '--duration', '1', '--pollers', '4', '--server-cpu-prof', profDir, ...quick]);
   t.equal(out.code, 0, `exit 0 (stderr tail: ${out.stderr.slice(-400)})`);
   t.match(out.stdout, /wake-up: producer 202 -> consumer has it\s+[\d,]+\s+\d+\.\d{2}/);
   t.match(out.stdout, /wake-up p99 <= 2 ms: \d+\.\d+ ms/);
   const report = await jsonResult(t, out.stdout);
   numbers(t, report.wake, ['wakeLatencyMs.p50', 'wakeLatencyMs.p999', 'wakeLatencyMs.max', ...cpuKeys], 'wake-up');
+  t.match(out.stderr, `its threads' profiles go to ${profDir}`, 'says where the profiles go');
+  const profiles = (await readdir(profDir)).filter((name) => name.endsWith('.cpuprofile'));
+  // The front thread, a partition worker and the Raft thread at least; bcrypt pool threads may add more.
+  t.ok(profiles.length >= 3, `a profile per thread once the node stopped (${profiles.join(', ')})`);
+  const sampled = await Promise.all(profiles.map(async (name) =>
+    (JSON.parse(await readFile(join(profDir, name), 'utf8')) as { samples: unknown[] }).samples.length));
+  t.ok(sampled.every((count) => count > 0), `each profile holds samples (${sampled.join(', ')})`);
 });
 
 t.test('end-to-end: peak, open-loop producers and long-polling consumers', async (t) => {
