@@ -20,14 +20,26 @@ const [crc0, crc1, crc2, crc3, crc4, crc5, crc6, crc7] = crcTables as [Int32Arra
  *  records (measured: 194 ns against 262 ns at 140 B, 324 ns for a bytewise loop; zlib wins from about 300 B). */
 const crcJsBytesMax = 256;
 
+// The loop reads its words through a DataView (one 4-byte load where byte loads took four, 25-45% less time at 130 B).
+// A DataView per call would cost more than the crc, so the view of the last array seen is kept: callers check many
+// frames of one array in a row (a flush's staging buffer, a read run). It keeps that one array alive until a crc of
+// another replaces it.
+let viewBytes: Uint8Array = new Uint8Array(0);
+let view: DataView = new DataView(viewBytes.buffer);
+
 /** The crc32 (zlib's) of bytes[start..end). */
 export function crc32Range(bytes: Uint8Array, start: number, end: number): number {
   if (end - start > crcJsBytesMax) return crc32(bytes.subarray(start, end));
+  if (bytes !== viewBytes) {
+    view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    viewBytes = bytes;
+  }
+  const words = view;
   let c = -1;
   let i = start;
   for (; i + 8 <= end; i += 8) {
-    const low = c ^ (bytes[i]! | (bytes[i + 1]! << 8) | (bytes[i + 2]! << 16) | (bytes[i + 3]! << 24));
-    const high = bytes[i + 4]! | (bytes[i + 5]! << 8) | (bytes[i + 6]! << 16) | (bytes[i + 7]! << 24);
+    const low = c ^ words.getInt32(i, true);
+    const high = words.getInt32(i + 4, true);
     c = crc7[low & 0xff]! ^ crc6[(low >>> 8) & 0xff]! ^ crc5[(low >>> 16) & 0xff]! ^ crc4[low >>> 24]! ^
       crc3[high & 0xff]! ^ crc2[(high >>> 8) & 0xff]! ^ crc1[(high >>> 16) & 0xff]! ^ crc0[high >>> 24]!;
   }

@@ -1,6 +1,8 @@
 // Goal: the frame's crc32 (a slicing-by-8 loop in JS for small bodies, zlib above) equals zlib's crc32 for every
-// length and alignment, so frames written by either path check out when read by the other.
-// Method: compare crc32Range with zlib.crc32 over lengths 0..600 at several start offsets of one buffer.
+// length and alignment, so frames written by either path check out when read by the other; the loop's kept view of
+// the last array never answers for another array, nor for old bytes of the same one.
+// Method: compare crc32Range with zlib.crc32 over lengths 0..600 at several start offsets of one buffer, then over
+// views at odd offsets of one ArrayBuffer taken in turn, and after writing into an array already checked.
 import t from 'tap';
 import { crc32 } from 'node:zlib';
 import { checkedFrameBodies, crc32Range, encodeFrame, frameHeaderBytes, frameWhole, writeFrame } from '../../src/util/frame.js';
@@ -14,6 +16,29 @@ t.test('crc32Range is zlib crc32 for every length and start', async (t) => {
     }
   }
   t.equal(mismatches, 0);
+});
+
+t.test('crc32Range of views taken in turn, at odd offsets of one buffer, and of an array changed since', async (t) => {
+  const buffer = new ArrayBuffer(4096);
+  const whole = new Uint8Array(buffer).map((_, i) => (i * 89 + 7) & 0xff);
+  const views = [new Uint8Array(buffer, 3, 500), new Uint8Array(buffer, 1001, 300), whole, new Uint8Array(buffer, 2049, 255)];
+  const zlibOf = (bytes: Uint8Array, start: number, end: number): number => crc32(bytes.subarray(start, end));
+  const wrong: string[] = [];
+  for (let round = 0; round < 3; round++) {
+    views.forEach((view, k) => {
+      for (const [start, end] of [[0, 40], [5, 130], [1, 256], [0, view.byteLength]] as const) {
+        if (crc32Range(view, start, Math.min(end, view.byteLength)) !== zlibOf(view, start, Math.min(end, view.byteLength))) {
+          wrong.push(`view ${k} [${start}, ${end}) round ${round}`);
+        }
+      }
+    });
+  }
+  t.same(wrong, [], 'each view answers for its own bytes, whichever view came before');
+  const target = views[0]!;
+  const before = crc32Range(target, 0, 100);
+  target[50] = target[50]! ^ 0xff;
+  t.not(crc32Range(target, 0, 100), before, 'a byte written since the last call changes the crc');
+  t.equal(crc32Range(target, 0, 100), zlibOf(target, 0, 100));
 });
 
 t.test('a frame checks out whole and fails with one flipped body byte', async (t) => {

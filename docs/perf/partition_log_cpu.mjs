@@ -1,10 +1,12 @@
-// CPU per record of a partition log's read path (PartitionLog.readMany, as a batch consume calls it: runs of --run
-// consecutive offsets in order), for built trees, in the active segment (one segment holds everything) and in sealed
-// segments (4 MiB segments: every read but the last segment's goes through the sealed segments' read-ahead). Each
-// round writes --records records of the bench's 100 B payload into a fresh temp directory per tree and layout, reads
-// them all --passes times, and keeps the best pass: the first passes run while V8 still compiles. Rounds alternate the
-// trees, so a slow minute of a shared machine falls on both. docs/performance.md quotes it.
-// Usage: node docs/perf/read_path.mjs TREE [TREE ...] [--rounds 3] [--records 300000] [--run 100] [--passes 6]
+// CPU per record of a partition log's write path (stage, then flush every 10,000 records, as the partition worker
+// does with a dispatched ingress group) and of its read path (PartitionLog.readMany, as a batch consume calls it: runs
+// of --run consecutive offsets in order), for built trees, in the active segment (one segment holds everything) and
+// in sealed segments (4 MiB segments: every read but the last segment's goes through the sealed segments' read-ahead).
+// Each round writes --records records of the bench's 100 B payload into a fresh temp directory per tree and layout
+// (the write's figure is its second half, the first warming it up, and includes its page-cache writes, not a sync),
+// reads them all --passes times, and keeps the best pass: the first passes run while V8 still compiles. Rounds
+// alternate the trees, so a slow minute of a shared machine falls on both. docs/performance.md quotes it.
+// Usage: node docs/perf/partition_log_cpu.mjs TREE [TREE ...] [--rounds 3] [--records 300000] [--run 100] [--passes 6]
 //        (each TREE built: TREE/dist/workers/segment_log.js)
 import { mkdtemp, rm } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
@@ -37,16 +39,22 @@ const trees = await Promise.all(positionals.map(async (tree) => {
   return { tree, PartitionLog: (await import(pathToFileURL(script).href)).PartitionLog };
 }));
 
-/** The best pass's CPU nanoseconds per record read. */
+/** CPU nanoseconds per record written, and per record read in the best pass. */
 async function measure(PartitionLog, segmentBytesMax) {
-  const base = await mkdtemp(join(os.tmpdir(), 'read-path-'));
+  const base = await mkdtemp(join(os.tmpdir(), 'partition-log-cpu-'));
   const log = await PartitionLog.open({ dir: join(base, 'topics', '0123456789abcdef', '0'), segmentBytesMax });
   try {
+    // The first half warms the write path up; the second half's CPU is the figure.
+    const half = Math.floor(records / 2);
+    let writeStart = process.cpuUsage();
     for (let i = 0; i < records; i++) {
+      if (i === half) writeStart = process.cpuUsage();
       log.stage({ timestampSec: 1_700_000_000, key: null, payload, payloadKind: 1, ingressSeq: 100 + i, ingressIndex: 0 });
       if (i % 10_000 === 9_999) await log.flush();
     }
     await log.flush();
+    const written = process.cpuUsage(writeStart);
+    const writeNs = ((written.user + written.system) * 1000) / (records - half);
     let best = Infinity;
     for (let pass = 0; pass < passes; pass++) {
       const before = process.cpuUsage();
@@ -58,7 +66,7 @@ async function measure(PartitionLog, segmentBytesMax) {
       const used = process.cpuUsage(before);
       best = Math.min(best, ((used.user + used.system) * 1000) / (Math.floor(records / runLength) * runLength));
     }
-    return best;
+    return { writeNs, readNs: best };
   } finally {
     await log.close();
     await rm(base, { recursive: true, force: true });
@@ -66,13 +74,14 @@ async function measure(PartitionLog, segmentBytesMax) {
 }
 
 const figures = new Map();
+const keep = (key, ns) => figures.set(key, [...(figures.get(key) ?? []), ns]);
 for (let round = 1; round <= rounds; round++) {
   for (const { tree, PartitionLog } of trees) {
     for (const [layout, segmentBytesMax] of layouts) {
-      const ns = await measure(PartitionLog, segmentBytesMax);
-      const key = `${tree} ${layout}`;
-      figures.set(key, [...(figures.get(key) ?? []), ns]);
-      process.stdout.write(`round ${round} ${key}: ${ns.toFixed(0)} ns per record\n`);
+      const { writeNs, readNs } = await measure(PartitionLog, segmentBytesMax);
+      keep(`${tree} write ${layout}`, writeNs);
+      keep(`${tree} read ${layout}`, readNs);
+      process.stdout.write(`round ${round} ${tree} ${layout}: write ${writeNs.toFixed(0)}, read ${readNs.toFixed(0)} ns per record\n`);
     }
   }
 }
