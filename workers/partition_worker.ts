@@ -311,12 +311,23 @@ class PartitionWorker {
   }
 
   private dispatchStageEntry(entry: IngressEntry, topic: TopicRecord): void {
-    entry.records.forEach((record, index) => {
-      if (!this.owns(entry.topicId, record.partition)) return;
-      if (record.partition >= topic.partitions) return;
-      const log = this.logs.get(entry.topicId)?.get(record.partition) ?? this.logCreate(entry.topicId, record.partition);
+    // A batch spreads its records over the topic's partitions: each partition's log (null: not stored here) is looked
+    // up once per entry, not once per record, and marked dirty once (a tenth of the worker's batch produce work was
+    // these lookups and the Set adds).
+    const logOf: (PartitionLog | null | undefined)[] = [];
+    const dirtied: boolean[] = [];
+    const records = entry.records;
+    for (let index = 0; index < records.length; index++) {
+      const record = records[index]!;
+      const partition = record.partition;
+      let log = logOf[partition];
+      if (log === undefined) {
+        const stored = partition < topic.partitions && this.owns(entry.topicId, partition);
+        log = stored ? (this.logs.get(entry.topicId)?.get(partition) ?? this.logCreate(entry.topicId, partition)) : null;
+        logOf[partition] = log;
+      }
       // Already staged or stored: a replay after a crash or a re-sent hand-off stores nothing twice.
-      if (log.holdsIngress(entry.seq, index)) return;
+      if (log === null || log.holdsIngress(entry.seq, index)) continue;
       log.stage({
         timestampSec: entry.timestampSec,
         key: record.key,
@@ -325,8 +336,11 @@ class PartitionWorker {
         ingressSeq: entry.seq,
         ingressIndex: index,
       });
-      this.dirty.add(log);
-    });
+      if (dirtied[partition] !== true) {
+        this.dirty.add(log);
+        dirtied[partition] = true;
+      }
+    }
   }
 
   /** A flush round writes every dirty log concurrently and tells each partition's read path its new high watermark

@@ -18,7 +18,7 @@ import { join } from 'node:path';
 import { Packr } from 'msgpackr';
 import type { PayloadKind } from '../src/protocol/ingress_frame.js';
 import type { PartitionStatsView, StoredRecordView } from '../src/protocol/thread_messages.js';
-import { encodeFrame, frameBodyBytesMax, frameHeaderBytes, frameWhole, scanFrames, sealFrame } from '../src/util/frame.js';
+import { encodeFrame, frameBodyBytesMax, frameHeaderBytes, frameWhole, scanFrames, sealFrame, wordsOf } from '../src/util/frame.js';
 import { MsgpackReader, MsgpackShapeError } from '../src/protocol/msgpack_reader.js';
 import { arrayHeaderBytes, binBytes, MsgpackWriter, uintBytes } from '../src/protocol/msgpack_writer.js';
 import { parseSegmentFileName, segmentPath } from './partition_dirs.js';
@@ -142,6 +142,8 @@ export class PartitionLog {
   /** lastIngress of the synced records alone: what the mark may promise to a restart. */
   private storedLastIngress: IngressPosition | null = null;
   private staging = new Uint8Array(0);
+  /** wordsOf(staging), for the frames' crcs: a worker stages records of many partitions in turn. */
+  private stagingWords = wordsOf(this.staging);
   private stagingBytes = 0;
   private stagingFrameStarts: number[] = [];
   private stagingTimestampsSec: number[] = [];
@@ -258,7 +260,7 @@ export class PartitionLog {
     writer.uint(r.ingressIndex);
     this.stagingFrameStarts.push(this.stagingBytes);
     this.stagingTimestampsSec.push(r.timestampSec);
-    this.stagingBytes += sealFrame(this.staging, this.stagingBytes, writer.at - this.stagingBytes - frameHeaderBytes);
+    this.stagingBytes += sealFrame(this.staging, this.stagingBytes, writer.at - this.stagingBytes - frameHeaderBytes, this.stagingWords);
     this.nextOffsetValue = offset + 1;
     this.lastIngressValue = { seq: r.ingressSeq, index: r.ingressIndex };
     return offset;
@@ -283,6 +285,7 @@ export class PartitionLog {
     // The next round likely stages about as much: start there instead of doubling up from the minimum again.
     this.stagingCapacityHint = Math.max(stagingBytesInitial, batch.bytes.byteLength);
     this.staging = new Uint8Array(0);
+    this.stagingWords = wordsOf(this.staging);
     this.stagingBytes = 0;
     this.stagingFrameStarts = [];
     this.stagingTimestampsSec = [];
@@ -539,6 +542,7 @@ export class PartitionLog {
     while (capacity < needed) capacity *= 2;
     // Only the staged bytes are ever read.
     this.staging = grownOwnBytes(this.staging, this.stagingBytes, capacity);
+    this.stagingWords = wordsOf(this.staging);
   }
 
   /** Makes the active segment able to take the frame at offset: creates the first one, or rolls. */

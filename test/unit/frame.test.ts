@@ -1,11 +1,11 @@
 // Goal: the frame's crc32 (a slicing-by-8 loop in JS for small bodies, zlib above) equals zlib's crc32 for every
 // length and alignment, so frames written by either path check out when read by the other; the loop's kept view of
-// the last array never answers for another array, nor for old bytes of the same one.
+// the last array, or one its caller keeps, never answers for another array, nor for old bytes of the same one.
 // Method: compare crc32Range with zlib.crc32 over lengths 0..600 at several start offsets of one buffer, then over
 // views at odd offsets of one ArrayBuffer taken in turn, and after writing into an array already checked.
 import t from 'tap';
 import { crc32 } from 'node:zlib';
-import { checkedFrameBodies, crc32Range, encodeFrame, frameHeaderBytes, frameWhole, writeFrame } from '../../src/util/frame.js';
+import { checkedFrameBodies, crc32Range, encodeFrame, frameHeaderBytes, frameWhole, wordsOf, writeFrame } from '../../src/util/frame.js';
 
 t.test('crc32Range is zlib crc32 for every length and start', async (t) => {
   const bytes = new Uint8Array(700).map((_, i) => (i * 167 + 13) & 0xff);
@@ -34,6 +34,8 @@ t.test('crc32Range of views taken in turn, at odd offsets of one buffer, and of 
     });
   }
   t.same(wrong, [], 'each view answers for its own bytes, whichever view came before');
+  const withWords = views.map((view) => crc32Range(view, 1, 129, wordsOf(view)));
+  t.same(withWords, views.map((view) => zlibOf(view, 1, 129)), 'the same through a view the caller keeps (wordsOf)');
   const target = views[0]!;
   const before = crc32Range(target, 0, 100);
   target[50] = target[50]! ^ 0xff;
