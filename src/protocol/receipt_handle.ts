@@ -63,8 +63,20 @@ export function forEachJoinedHandle(joined: string, visit: (partition: number, o
     const first = joined.indexOf(':', at);
     const second = joined.indexOf(':', first + 1);
     if (!(first > at && second > first + 1 && second < end - 1)) throw new Error(`receipt handle list: malformed handle at ${at}`);
-    visit(Number(joined.slice(at, first)), Number(joined.slice(first + 1, second)), joined.slice(second + 1, end));
+    visit(decimalAt(joined, at, first), decimalAt(joined, first + 1, second), joined.slice(second + 1, end));
     at = end + 1;
   }
   return count;
+}
+
+/** The decimal digits text[start..end) as a number, read by char code: a string and a StringToNumber per part cost a
+ *  batch ack's worker more than the rest of splitting its handles. */
+function decimalAt(text: string, start: number, end: number): number {
+  let value = 0;
+  for (let at = start; at < end; at++) {
+    const digit = text.charCodeAt(at) - 0x30;
+    if (digit < 0 || digit > 9) throw new Error(`receipt handle list: not a decimal digit at ${at}`);
+    value = value * 10 + digit;
+  }
+  return value;
 }
