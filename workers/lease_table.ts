@@ -204,6 +204,107 @@ class OffsetQueue {
   }
 }
 
+/** Slots the delivery window starts with; it doubles when the window outgrows it. */
+const windowSlotsInitial = 64;
+
+/**
+ * Per-offset state of the offsets [frontier, cursor) of a LeaseTable: leased (with nonce and deadline), acked, or
+ * neither (queued for redelivery). A ring indexed by offset modulo its power-of-two size, which the table keeps
+ * larger than cursor - frontier, so two offsets of the window never share a slot; slots outside the window are
+ * always empty. Maps and a Set keyed by offset cost a batch consume's worker more than the rest of leasing and
+ * settling; these are array reads. The caller range-checks every offset against the window first: an offset outside
+ * it may share a slot with one inside.
+ */
+class DeliveryWindow {
+  private nonces: (string | null)[];
+  private deadlines: Float64Array;
+  private acks: Uint8Array;
+  private mask: number;
+  leases = 0;
+  acked = 0;
+
+  constructor(slots = windowSlotsInitial) {
+    this.nonces = new Array<string | null>(slots).fill(null);
+    this.deadlines = new Float64Array(slots);
+    this.acks = new Uint8Array(slots);
+    this.mask = slots - 1;
+  }
+
+  /** Makes the ring hold the window [from, to), keeping the state of every offset in it; call before a slot of an
+   *  offset at or beyond from + the ring's size is used. */
+  cover(from: number, to: number): void {
+    const slots = this.mask + 1;
+    if (to - from <= slots) return;
+    let grown = slots * 2;
+    while (grown < to - from) grown *= 2;
+    const next = new DeliveryWindow(grown);
+    // Every offset with state lies in [from, from + slots): the window before it grew.
+    for (let offset = from; offset < from + slots; offset++) {
+      const at = offset & this.mask;
+      const nonce = this.nonces[at]!;
+      if (nonce !== null) next.leaseSet(offset, nonce, this.deadlines[at]!);
+      if (this.acks[at] === 1) next.ackSet(offset);
+    }
+    this.nonces = next.nonces;
+    this.deadlines = next.deadlines;
+    this.acks = next.acks;
+    this.mask = next.mask;
+  }
+
+  /** The lease's nonce, or null when the offset is not leased. */
+  nonceOf(offset: number): string | null {
+    return this.nonces[offset & this.mask]!;
+  }
+
+  deadlineOf(offset: number): number {
+    return this.deadlines[offset & this.mask]!;
+  }
+
+  leaseSet(offset: number, nonce: string, deadlineMs: number): void {
+    const at = offset & this.mask;
+    if (this.nonces[at] === null) this.leases += 1;
+    this.nonces[at] = nonce;
+    this.deadlines[at] = deadlineMs;
+  }
+
+  leaseDelete(offset: number): void {
+    const at = offset & this.mask;
+    if (this.nonces[at] === null) return;
+    this.nonces[at] = null;
+    this.leases -= 1;
+  }
+
+  isAcked(offset: number): boolean {
+    return this.acks[offset & this.mask] === 1;
+  }
+
+  ackSet(offset: number): void {
+    const at = offset & this.mask;
+    if (this.acks[at] === 1) return;
+    this.acks[at] = 1;
+    this.acked += 1;
+  }
+
+  /** For invariant checks only: leased and acked slots in the whole ring. */
+  countAll(): { leases: number; acked: number } {
+    let leases = 0;
+    let acked = 0;
+    for (let at = 0; at <= this.mask; at++) {
+      if (this.nonces[at] !== null) leases += 1;
+      if (this.acks[at] === 1) acked += 1;
+    }
+    return { leases, acked };
+  }
+
+  ackDelete(offset: number): boolean {
+    const at = offset & this.mask;
+    if (this.acks[at] !== 1) return false;
+    this.acks[at] = 0;
+    this.acked -= 1;
+    return true;
+  }
+}
+
 /** Heap entries allowed beyond twice the live leases before a compaction pass drops the stale ones. */
 const deadlineHeapSlackEntries = 64;
 
@@ -219,8 +320,8 @@ export class LeaseTable {
   /** Next offset never delivered. */
   private cursor: number;
   private highWatermark: number;
-  private readonly acked = new Set<number>();
-  private readonly leases = new Map<number, { nonce: string; deadlineMs: number }>();
+  /** Leases and acks of the offsets in [frontier, cursor). */
+  private readonly window = new DeliveryWindow();
   private readonly redeliveries = new OffsetQueue();
   private readonly deadlines = new DeadlineHeap();
   private config: ActorConfig;
@@ -245,17 +346,19 @@ export class LeaseTable {
     for (const offset of init.acked ?? []) {
       // DESIGN: acks only name offsets below the durable high watermark, so a stored ack above it is damage.
       assertLease(Number.isSafeInteger(offset) && offset < highWatermark, () => `restore: acked offset ${offset} not below highWatermark ${highWatermark}`);
-      if (offset < this.frontier) continue;
-      this.acked.add(offset);
       ackedMax = Math.max(ackedMax, offset);
     }
-    this.advanceFrontier();
     // No lease survives a restart. Unacked offsets below the largest acked one were delivered before the crash,
     // so they go to the redelivery queue (NOTES 12: redelivery is never held by the acked-ahead cap); the cursor
     // starts past every acked offset so no acked offset is ever delivered again.
     this.cursor = Math.max(this.frontier, ackedMax + 1);
+    this.window.cover(this.frontier, this.cursor);
+    for (const offset of init.acked ?? []) {
+      if (offset >= this.frontier) this.window.ackSet(offset);
+    }
+    this.advanceFrontier();
     for (let offset = this.frontier; offset < this.cursor; offset++) {
-      if (!this.acked.has(offset)) this.redeliveries.push(offset);
+      if (!this.window.isAcked(offset)) this.redeliveries.push(offset);
     }
   }
 
@@ -271,10 +374,9 @@ export class LeaseTable {
       const top = this.deadlines.peek();
       if (top === undefined || top.deadlineMs > nowMs) break;
       this.deadlines.pop();
-      const lease = this.leases.get(top.offset);
-      if (lease === undefined || lease.nonce !== top.nonce || lease.deadlineMs !== top.deadlineMs) continue;
+      if (!this.isLiveEntry(top)) continue;
       // Spec §3: a lease that runs out makes the message available at once, under a new handle when delivered.
-      this.leases.delete(top.offset);
+      this.window.leaseDelete(top.offset);
       this.redeliveries.push(top.offset);
       expired += 1;
     }
@@ -293,18 +395,19 @@ export class LeaseTable {
     const out: Lease[] = [];
     const deadlineMs = nowMs + this.config.visibilityTimeoutMs;
     // Bounded by max: every pass leases one offset.
-    while (out.length < max && this.leases.size < this.config.maxInFlightPerPartition && this.redeliveries.length > 0) {
+    while (out.length < max && this.window.leases < this.config.maxInFlightPerPartition && this.redeliveries.length > 0) {
       out.push(this.lease(this.redeliveries.shift(), nonceSource(), deadlineMs));
     }
     while (
       out.length < max &&
-      this.leases.size < this.config.maxInFlightPerPartition &&
-      this.acked.size < this.config.maxAckedAheadPerPartition &&
+      this.window.leases < this.config.maxInFlightPerPartition &&
+      this.window.acked < this.config.maxAckedAheadPerPartition &&
       this.cursor < this.highWatermark
     ) {
       const offset = this.cursor;
+      this.window.cover(this.frontier, offset + 1);
       // Restore starts the cursor past every acked offset, so a never-delivered offset is never acked.
-      assertLease(!this.acked.has(offset), () => `take: offset ${offset} at the cursor is acked`);
+      assertLease(!this.window.isAcked(offset), () => `take: offset ${offset} at the cursor is acked`);
       this.cursor += 1;
       out.push(this.lease(offset, nonceSource(), deadlineMs));
     }
@@ -313,25 +416,26 @@ export class LeaseTable {
 
   /** Settles the lease (offset, nonce). Call after expire(nowMs). Anything but a live lease is 410 (spec §3). */
   settle(offset: number, nonce: string, mode: SettleMode, nowMs: number): SettleStatus {
-    const lease = this.leases.get(offset);
+    // Offsets outside the window hold no lease (and may share a slot with one inside).
+    if (!(offset >= this.frontier && offset < this.cursor)) return 410;
     // A lease at its deadline has run out even if expire was not called: never let a late settle win.
-    if (lease === undefined || lease.nonce !== nonce || lease.deadlineMs <= nowMs) return 410;
+    if (this.window.nonceOf(offset) !== nonce || this.window.deadlineOf(offset) <= nowMs) return 410;
     switch (mode) {
       case 'ack':
         // Spec §3: settled, never delivered again.
-        this.leases.delete(offset);
+        this.window.leaseDelete(offset);
         this.markAcked(offset);
         break;
       case 'extend': {
         // Spec §3: renewed for a full visibility_timeout_ms from now; the old heap entry goes stale.
         const deadlineMs = nowMs + this.config.visibilityTimeoutMs;
-        this.leases.set(offset, { nonce, deadlineMs });
+        this.window.leaseSet(offset, nonce, deadlineMs);
         this.deadlines.push({ deadlineMs, offset, nonce });
         break;
       }
       case 'nack':
         // Spec §3: the lease ends now and the message is deliverable at once.
-        this.leases.delete(offset);
+        this.window.leaseDelete(offset);
         this.redeliveries.push(offset);
         break;
       default:
@@ -359,11 +463,10 @@ export class LeaseTable {
     assertLease(oldestOffset <= this.highWatermark, () => `retain: oldestOffset ${oldestOffset} above highWatermark ${this.highWatermark}`);
     this.oldestOffset = oldestOffset;
     if (this.frontier >= oldestOffset) return;
-    for (const offset of this.leases.keys()) {
-      if (offset < oldestOffset) this.leases.delete(offset);
-    }
-    for (const offset of this.acked) {
-      if (offset < oldestOffset) this.acked.delete(offset);
+    // Bounded by the window: the offsets leaving it are emptied, as slots outside it must be.
+    for (let offset = this.frontier; offset < Math.min(oldestOffset, this.cursor); offset++) {
+      this.window.leaseDelete(offset);
+      this.window.ackDelete(offset);
     }
     this.redeliveries.removeBelow(oldestOffset);
     this.frontier = oldestOffset;
@@ -378,13 +481,13 @@ export class LeaseTable {
   configure(config: ActorConfig): void {
     validateActorConfig(config);
     this.config = { ...config };
-    this.leasesCeiling = Math.max(config.maxInFlightPerPartition, this.leases.size);
+    this.leasesCeiling = Math.max(config.maxInFlightPerPartition, this.window.leases);
   }
 
   /** Offsets a take could lease now (call after expire): what the shell's waiters can hope for. */
   deliverable(): number {
-    const room = Math.max(0, this.config.maxInFlightPerPartition - this.leases.size);
-    const fresh = this.acked.size < this.config.maxAckedAheadPerPartition ? this.highWatermark - this.cursor : 0;
+    const room = Math.max(0, this.config.maxInFlightPerPartition - this.window.leases);
+    const fresh = this.window.acked < this.config.maxAckedAheadPerPartition ? this.highWatermark - this.cursor : 0;
     return Math.min(room, this.redeliveries.length + fresh);
   }
 
@@ -394,15 +497,18 @@ export class LeaseTable {
     for (let budget = this.deadlines.size; budget > 0; budget--) {
       const top = this.deadlines.peek();
       if (top === undefined) break;
-      const lease = this.leases.get(top.offset);
-      if (lease !== undefined && lease.nonce === top.nonce && lease.deadlineMs === top.deadlineMs) return top.deadlineMs;
+      if (this.isLiveEntry(top)) return top.deadlineMs;
       this.deadlines.pop();
     }
     return null;
   }
 
   ackState(): AckState {
-    return { frontier: this.frontier, acked: [...this.acked].sort((a, b) => a - b) };
+    const acked: number[] = [];
+    if (this.window.acked > 0) {
+      for (let offset = this.frontier; offset < this.cursor; offset++) if (this.window.isAcked(offset)) acked.push(offset);
+    }
+    return { frontier: this.frontier, acked };
   }
 
   /** Consumer lag (spec metrics svc_consumer_lag_messages): committed messages not yet behind the frontier. */
@@ -416,9 +522,9 @@ export class LeaseTable {
       frontier: this.frontier,
       cursor: this.cursor,
       highWatermark: this.highWatermark,
-      leases: this.leases.size,
+      leases: this.window.leases,
       redeliveries: this.redeliveries.length,
-      acked: this.acked.size,
+      acked: this.window.acked,
       deliverable: this.deliverable(),
     };
   }
@@ -429,73 +535,99 @@ export class LeaseTable {
     assertLease(oldestOffset <= frontier, () => `oldestOffset ${oldestOffset} > frontier ${frontier}`);
     assertLease(frontier <= cursor, () => `frontier ${frontier} > cursor ${cursor}`);
     assertLease(cursor <= highWatermark, () => `cursor ${cursor} > highWatermark ${highWatermark}`);
-    const held = this.acked.size + this.leases.size + this.redeliveries.length;
-    assertLease(held === cursor - frontier, () => `acked ${this.acked.size} + leases ${this.leases.size} + redeliveries ${this.redeliveries.length} != cursor ${cursor} - frontier ${frontier}`);
-    assertLease(this.leases.size <= this.leasesCeiling, () => `leases ${this.leases.size} over the ceiling ${this.leasesCeiling}`);
+    const { leases, acked } = this.window;
+    const held = acked + leases + this.redeliveries.length;
+    assertLease(held === cursor - frontier, () => `acked ${acked} + leases ${leases} + redeliveries ${this.redeliveries.length} != cursor ${cursor} - frontier ${frontier}`);
+    assertLease(leases <= this.leasesCeiling, () => `leases ${leases} over the ceiling ${this.leasesCeiling}`);
     assertLease(this.leasesCeiling >= this.config.maxInFlightPerPartition, () => `ceiling ${this.leasesCeiling} below the cap`);
   }
 
-  /** Every invariant, O(leases + acked + redeliveries + heap): run by tests and the simulator after each command. */
+  /** Every invariant, O(window + redeliveries + heap): run by tests and the simulator after each command. */
   checkInvariants(): void {
     this.checkCounts();
-    const { frontier, cursor } = this;
-    for (const [offset, lease] of this.leases) {
-      assertLease(offset >= frontier && offset < cursor, () => `lease ${offset} outside [${frontier}, ${cursor})`);
-      assertLease(!this.acked.has(offset), () => `lease ${offset} is acked`);
-      assertLease(Number.isFinite(lease.deadlineMs), () => `lease ${offset} deadline ${lease.deadlineMs}`);
+    const { frontier, cursor, window } = this;
+    let leases = 0;
+    let acked = 0;
+    for (let offset = frontier; offset < cursor; offset++) {
+      const nonce = window.nonceOf(offset);
+      if (nonce !== null) {
+        leases += 1;
+        assertLease(!window.isAcked(offset), () => `lease ${offset} is acked`);
+        assertLease(Number.isFinite(window.deadlineOf(offset)), () => `lease ${offset} deadline ${window.deadlineOf(offset)}`);
+      }
+      if (window.isAcked(offset)) {
+        acked += 1;
+        assertLease(offset > frontier, () => `acked ${offset} at the frontier`);
+      }
     }
+    assertLease(leases === window.leases && acked === window.acked, () => `window counts ${window.leases} leases, ${window.acked} acked; [${frontier}, ${cursor}) holds ${leases}, ${acked}`);
+    const everywhere = window.countAll();
+    assertLease(everywhere.leases === leases && everywhere.acked === acked, () => `slots outside [${frontier}, ${cursor}) hold state`);
     const queued = new Set<number>();
     for (const offset of this.redeliveries.values()) {
       assertLease(offset >= frontier && offset < cursor, () => `redelivery ${offset} outside [${frontier}, ${cursor})`);
-      assertLease(!this.acked.has(offset), () => `redelivery ${offset} is acked`);
-      assertLease(!this.leases.has(offset), () => `redelivery ${offset} is leased`);
+      assertLease(!window.isAcked(offset), () => `redelivery ${offset} is acked`);
+      assertLease(window.nonceOf(offset) === null, () => `redelivery ${offset} is leased`);
       assertLease(!queued.has(offset), () => `redelivery ${offset} queued twice`);
       queued.add(offset);
     }
-    for (const offset of this.acked) {
-      assertLease(offset > frontier && offset < cursor, () => `acked ${offset} outside (${frontier}, ${cursor})`);
-    }
     // Every lease must be able to expire: its exact generation sits in the heap.
     const generations = new Set(this.deadlines.values().map((e) => `${e.offset}:${e.nonce}:${e.deadlineMs}`));
-    for (const [offset, lease] of this.leases) {
-      assertLease(generations.has(`${offset}:${lease.nonce}:${lease.deadlineMs}`), () => `lease ${offset} has no heap entry`);
+    for (let offset = frontier; offset < cursor; offset++) {
+      const nonce = window.nonceOf(offset);
+      if (nonce === null) continue;
+      assertLease(generations.has(`${offset}:${nonce}:${window.deadlineOf(offset)}`), () => `lease ${offset} has no heap entry`);
     }
     assertLease(this.deadlines.isOrdered(), 'deadline heap out of order');
-    assertLease(this.deadlines.size <= 2 * this.leases.size + deadlineHeapSlackEntries, () => `deadline heap ${this.deadlines.size} entries for ${this.leases.size} leases`);
+    assertLease(this.deadlines.size <= 2 * window.leases + deadlineHeapSlackEntries, () => `deadline heap ${this.deadlines.size} entries for ${window.leases} leases`);
+  }
+
+  /** Whether a heap entry names the lease its offset holds now (not one since settled, expired or extended). */
+  private isLiveEntry(entry: DeadlineEntry): boolean {
+    const offset = entry.offset;
+    return offset >= this.frontier && offset < this.cursor && this.window.nonceOf(offset) === entry.nonce &&
+      this.window.deadlineOf(offset) === entry.deadlineMs;
   }
 
   private lease(offset: number, nonce: string, deadlineMs: number): Lease {
     assertLease(typeof nonce === 'string' && nonce.length > 0, () => `lease ${offset}: empty nonce`);
-    assertLease(!this.leases.has(offset), () => `lease ${offset}: already leased`);
-    this.leases.set(offset, { nonce, deadlineMs });
+    assertLease(this.window.nonceOf(offset) === null, () => `lease ${offset}: already leased`);
+    this.window.leaseSet(offset, nonce, deadlineMs);
     this.deadlines.push({ deadlineMs, offset, nonce });
     return { offset, nonce, deadlineMs };
   }
 
   private markAcked(offset: number): void {
     assertLease(offset >= this.frontier && offset < this.cursor, () => `ack ${offset} outside [${this.frontier}, ${this.cursor})`);
-    // In-order acks, the common case, move the frontier without touching the set.
+    // In-order acks, the common case, move the frontier without marking the slot.
     if (offset === this.frontier) this.frontier += 1;
-    else this.acked.add(offset);
+    else this.window.ackSet(offset);
     this.advanceFrontier();
     this.ackVersionValue += 1;
   }
 
-  /** Moves the frontier over contiguous acked offsets, dropping them from the set. Bounded by the set's size. */
+  /** Moves the frontier over contiguous acked offsets, emptying their slots. Bounded by the acked count. */
   private advanceFrontier(): void {
-    while (this.acked.delete(this.frontier)) this.frontier += 1;
+    while (this.frontier < this.cursor && this.window.ackDelete(this.frontier)) this.frontier += 1;
   }
 
   /** A lowered cap stops binding only once the leases held above it have ended; the ceiling follows them down. */
   private lowerLeasesCeiling(): void {
-    this.leasesCeiling = Math.max(this.config.maxInFlightPerPartition, Math.min(this.leasesCeiling, this.leases.size));
+    this.leasesCeiling = Math.max(this.config.maxInFlightPerPartition, Math.min(this.leasesCeiling, this.window.leases));
   }
 
-  /** Lazy deletion leaves stale entries behind every ack, nack and extend; rebuild before they dominate. */
+  /** Lazy deletion leaves stale entries behind every ack, nack and extend; rebuild before they dominate. The live
+   *  entries are found in the heap itself (at most one per lease: an extend within the same millisecond pushes the
+   *  same entry twice), so the pass is bounded by the heap, not by the window. */
   private compactDeadlines(): void {
-    if (this.deadlines.size <= 2 * this.leases.size + deadlineHeapSlackEntries) return;
+    if (this.deadlines.size <= 2 * this.window.leases + deadlineHeapSlackEntries) return;
     const live: DeadlineEntry[] = [];
-    for (const [offset, lease] of this.leases) live.push({ deadlineMs: lease.deadlineMs, offset, nonce: lease.nonce });
+    const kept = new Set<number>();
+    for (const entry of this.deadlines.values()) {
+      if (!this.isLiveEntry(entry) || kept.has(entry.offset)) continue;
+      kept.add(entry.offset);
+      live.push(entry);
+    }
     this.deadlines.rebuild(live);
   }
 }

@@ -1,7 +1,9 @@
 // Goal: the lease table's building blocks hold on their own: the deadline heap orders and rebuilds, lazy deletion
 // stays bounded under extend and ack churn, restore rebuilds the offset partition (acked / leased / queued) from an
-// ack state, and settle never lets a lease at its deadline win even when expire was not called first.
-// Method: drive DeadlineHeap and LeaseTable directly with literal times and nonces; no actor, no shell.
+// ack state, settle never lets a lease at its deadline win even when expire was not called first, and the delivery
+// window (a ring of slots by offset) grows far past its first 64 slots without losing or repeating an ack.
+// Method: drive DeadlineHeap and LeaseTable directly with literal times and nonces; no actor, no shell; for the window,
+// a seeded workload with caps in the hundreds against a record of which offsets were acked.
 import t from 'tap';
 import { DeadlineHeap, LeaseTable, type ActorConfig } from '../../workers/lease_table.js';
 import { Prng } from '../helpers/prng.js';
@@ -117,4 +119,56 @@ t.test('configuration is validated', async (t) => {
   t.throws(() => new LeaseTable({ oldestOffset: 0, highWatermark: 0, config: { ...config, maxAckedAheadPerPartition: 1.5 } }));
   t.throws(() => new LeaseTable({ oldestOffset: 5, highWatermark: 4, config }), 'high watermark below the oldest offset');
   t.throws(() => new LeaseTable({ oldestOffset: 0, highWatermark: 4, frontier: 5, config }), 'frontier above the high watermark');
+});
+
+t.test('a window of hundreds of offsets: seeded takes, out-of-order settles, expiry, restore and retention', async (t) => {
+  const prng = new Prng(7);
+  const total = 6000;
+  const wide: ActorConfig = { visibilityTimeoutMs: 50, maxInFlightPerPartition: 700, maxAckedAheadPerPartition: 900 };
+  let table = new LeaseTable({ oldestOffset: 0, highWatermark: total, config: wide });
+  const nonce = counter();
+  let held: { offset: number; nonce: string }[] = [];
+  const ackedTimes = new Map<number, number>();
+  let retainedBelow = 0;
+  let nowMs = 0;
+  let widest = 0;
+  const refused: string[] = [];
+  for (let step = 0; step < 3000 && (table.ackState().frontier < total || held.length > 0); step++) {
+    nowMs += prng.int(0, 3);
+    table.expire(nowMs);
+    held = held.filter((lease) => table.settle(lease.offset, lease.nonce, 'extend', nowMs) === 204);
+    held.push(...table.take(prng.int(1, 120), nowMs, nonce));
+    // Settle a random half, in a shuffled order: acks far from the frontier keep a wide window of acked offsets.
+    const settling = held.filter(() => prng.next() < 0.5);
+    held = held.filter((lease) => !settling.includes(lease));
+    for (const lease of settling.sort(() => prng.next() - 0.5)) {
+      const mode = prng.next() < 0.85 ? 'ack' : 'nack';
+      const status = table.settle(lease.offset, lease.nonce, mode, nowMs);
+      if (status !== 204) refused.push(`${mode} of ${lease.offset} at step ${step}: ${status}`);
+      if (mode === 'ack') ackedTimes.set(lease.offset, (ackedTimes.get(lease.offset) ?? 0) + 1);
+    }
+    const { frontier, cursor } = table.stats();
+    widest = Math.max(widest, cursor - frontier);
+    if (step === 400) {
+      // A restart: leases are gone, the ack state comes back.
+      table = new LeaseTable({ oldestOffset: retainedBelow, highWatermark: total, ...table.ackState(), config: wide });
+      held = [];
+    }
+    if (step === 800) {
+      retainedBelow = Math.min(frontier + 300, cursor);
+      table.retain(retainedBelow);
+      held = held.filter((lease) => lease.offset >= retainedBelow);
+    }
+    table.checkInvariants();
+    // Everything ends acked: time runs fast enough for the held leases to expire now and then.
+    if (step > 2000) nowMs += 100;
+  }
+  t.same(refused, [], 'every settle of a held lease is 204');
+  t.ok(widest > 256, `the window grew well past its first 64 slots (widest ${widest})`);
+  t.equal(table.ackState().frontier, total, 'every offset ends acked or retained away');
+  const twice = [...ackedTimes].filter(([, times]) => times > 1).map(([offset]) => offset);
+  t.same(twice, [], 'no offset acked twice');
+  const missing: number[] = [];
+  for (let offset = retainedBelow; offset < total; offset++) if (!ackedTimes.has(offset)) missing.push(offset);
+  t.same(missing, [], 'every offset above the retention point was acked');
 });
