@@ -230,6 +230,10 @@ class DeliveryWindow {
     this.mask = slots - 1;
   }
 
+  get slots(): number {
+    return this.mask + 1;
+  }
+
   /** Makes the ring hold the window [from, to), keeping the state of every offset in it; call before a slot of an
    *  offset at or beyond from + the ring's size is used. */
   cover(from: number, to: number): void {
@@ -237,9 +241,24 @@ class DeliveryWindow {
     if (to - from <= slots) return;
     let grown = slots * 2;
     while (grown < to - from) grown *= 2;
-    const next = new DeliveryWindow(grown);
     // Every offset with state lies in [from, from + slots): the window before it grew.
-    for (let offset = from; offset < from + slots; offset++) {
+    this.resize(from, from + slots, grown);
+  }
+
+  /** Gives a burst's memory back: once the window [from, to) uses under an eighth of a grown ring, the ring shrinks to
+   *  twice the window (a window must double again before it grows back, so resizes stay rare). */
+  fit(from: number, to: number): void {
+    const slots = this.mask + 1;
+    if (slots <= windowSlotsInitial || (to - from) * 8 >= slots) return;
+    let fitted = windowSlotsInitial;
+    while (fitted < (to - from) * 2) fitted *= 2;
+    this.resize(from, to, fitted);
+  }
+
+  /** A ring of `slots` holding the state of the offsets [from, to), the only ones with state. */
+  private resize(from: number, to: number, slots: number): void {
+    const next = new DeliveryWindow(slots);
+    for (let offset = from; offset < to; offset++) {
       const at = offset & this.mask;
       const nonce = this.nonces[at]!;
       if (nonce !== null) next.leaseSet(offset, nonce, this.deadlines[at]!);
@@ -472,6 +491,7 @@ export class LeaseTable {
     this.frontier = oldestOffset;
     this.cursor = Math.max(this.cursor, oldestOffset);
     this.advanceFrontier();
+    this.window.fit(this.frontier, this.cursor);
     this.ackVersionValue += 1;
     this.lowerLeasesCeiling();
     this.compactDeadlines();
@@ -509,6 +529,11 @@ export class LeaseTable {
       for (let offset = this.frontier; offset < this.cursor; offset++) if (this.window.isAcked(offset)) acked.push(offset);
     }
     return { frontier: this.frontier, acked };
+  }
+
+  /** For tests: the slots of the delivery window's ring. */
+  windowSlots(): number {
+    return this.window.slots;
   }
 
   /** Consumer lag (spec metrics svc_consumer_lag_messages): committed messages not yet behind the frontier. */
@@ -603,6 +628,7 @@ export class LeaseTable {
     if (offset === this.frontier) this.frontier += 1;
     else this.window.ackSet(offset);
     this.advanceFrontier();
+    this.window.fit(this.frontier, this.cursor);
     this.ackVersionValue += 1;
   }
 
