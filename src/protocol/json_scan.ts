@@ -28,13 +28,37 @@ for (let b = 0; b < 0x20; b++) stringStops[b] = 1;
 stringStops[quote] = 1;
 stringStops[backslash] = 1;
 
+// The plain run of a string is skipped four bytes at a time: one 4-byte load and a few word operations tell whether
+// any of the four is a stop (a byte below 0x20, a quote, a backslash), and only a word holding one goes byte by byte.
+// The loads go through a DataView of the body, kept for the last array scanned (a batch body's scan calls this once
+// per string of one array; a DataView per call would cost more than the string).
+let wordsBytes: Uint8Array = new Uint8Array(0);
+let words: DataView = new DataView(wordsBytes.buffer);
+
+/** Whether any byte of the word w is below 0x20, a quote or a backslash. Exact for "any" (the classic has-less and
+ *  has-zero-byte tests; a borrow can only flag a byte above one that matched). */
+function wordHasStop(w: number): boolean {
+  const quotes = w ^ 0x22222222;
+  const backslashes = w ^ 0x5c5c5c5c;
+  const below20 = (w - 0x20202020) & ~w;
+  const quote = (quotes - 0x01010101) & ~quotes;
+  const backslash = (backslashes - 0x01010101) & ~backslashes;
+  return ((below20 | quote | backslash) & 0x80808080) !== 0;
+}
+
 /** at: an opening quote. The index past the closing quote, or -1. */
 export function scanString(bytes: Uint8Array, at: number): number {
   let escaped = false;
   let i = at + 1;
   const end = bytes.length;
+  if (bytes !== wordsBytes) {
+    words = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    wordsBytes = bytes;
+  }
+  const view = words;
   // Bounded: every pass moves i forward or returns.
   for (;;) {
+    while (i + 4 <= end && !wordHasStop(view.getInt32(i, true))) i += 4;
     while (i < end && stringStops[bytes[i]!] === 0) i++;
     if (i >= end) return -1;
     const b = bytes[i]!;

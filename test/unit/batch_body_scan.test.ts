@@ -1,10 +1,12 @@
 // Goal: the one-pass batch body scan (the fast path of parseBatchBody) answers exactly what the JSON.parse path
 // answers, for valid bodies of every shape and for broken ones, and the byte JSON validator judges payloads as
 // JSON.parse does. Method: differential, seeded: random bodies (random fields, values, escapes, numbers, nesting,
-// space) and single-byte mutations of them, each parsed both ways and compared; classifyPayload against JSON.parse.
+// space) and single-byte mutations of them, each parsed both ways and compared; classifyPayload against JSON.parse;
+// scanString (which skips plain runs four bytes at a time) against a byte-by-byte reference, with every kind of stop
+// byte at every position of a word and strings of every length up to 40, at every alignment.
 import t from 'tap';
 import { parseBatchBody, parseBatchBodyParsed, scanBatchBody, type BatchParse } from '../../src/protocol/batch_produce_body.js';
-import { isJsonText } from '../../src/protocol/json_scan.js';
+import { isJsonText, scanString } from '../../src/protocol/json_scan.js';
 import { Prng } from '../helpers/prng.js';
 
 const limits = { messagesMax: 8, payloadBytesMax: 256 };
@@ -153,4 +155,48 @@ t.test('isJsonText judges as JSON.parse does', async (t) => {
     t.equal(isJsonText(enc(text)), expected, JSON.stringify(text));
   }
   t.equal(isJsonText(enc('['.repeat(100000) + ']'.repeat(100000))), null, 'too deep to tell: null');
+});
+
+t.test('scanString ends every string where a byte-by-byte scan does, whatever the stop\'s place in a word', async (t) => {
+  // The reference: the closing quote's index + 1, or -1 at a control byte, a bad escape or the end of the bytes.
+  const reference = (bytes: Uint8Array, at: number): number => {
+    for (let i = at + 1; i < bytes.length; i++) {
+      const b = bytes[i]!;
+      if (b === 0x22) return i + 1;
+      if (b < 0x20) return -1;
+      if (b === 0x5c) {
+        if (!'"\\/bfnrt'.includes(String.fromCharCode(bytes[i + 1] ?? 0))) return -1;
+        i += 1;
+      }
+    }
+    return -1;
+  };
+  // Stops and near-stops: control bytes, the quote, the backslash (escaping a quote), and bytes next to them or high.
+  const specials = [0x00, 0x01, 0x1f, 0x20, 0x21, 0x22, 0x23, 0x5b, 0x5c, 0x5d, 0x7f, 0x80, 0xa2, 0xdc, 0xff];
+  const wrong: string[] = [];
+  let checked = 0;
+  for (let lead = 0; lead < 4; lead++) {
+    for (let length = 0; length <= 40; length++) {
+      for (const special of specials) {
+        for (const place of [-1, 0, 1, 2, 3, Math.floor(length / 2), length - 1]) {
+          if (place >= length) continue;
+          const bytes = new Uint8Array(lead + 1 + length + 1).fill(0x61);
+          bytes[lead] = 0x22;
+          if (place >= 0) {
+            bytes[lead + 1 + place] = special;
+            if (special === 0x5c) bytes[lead + 2 + place] = 0x22;
+          }
+          bytes[lead + 1 + length] = 0x22;
+          // A view at an odd offset of a larger buffer, as a batch body carved from a slab is.
+          const view = new Uint8Array(new ArrayBuffer(bytes.length + 3), 3, bytes.length);
+          view.set(bytes);
+          checked += 1;
+          const got = scanString(view, lead);
+          const want = reference(view, lead);
+          if (got !== want) wrong.push(`lead ${lead}, length ${length}, 0x${special.toString(16)} at ${place}: ${got}, want ${want}`);
+        }
+      }
+    }
+  }
+  t.same(wrong.slice(0, 10), [], `${checked} strings end where the byte-by-byte scan ends them`);
 });
