@@ -209,8 +209,8 @@ const windowSlotsInitial = 64;
 
 /**
  * Per-offset state of the offsets [frontier, cursor) of a LeaseTable: leased (with nonce and deadline), acked, or
- * neither (queued for redelivery). A ring indexed by offset modulo its power-of-two size, which the table keeps
- * larger than cursor - frontier, so two offsets of the window never share a slot; slots outside the window are
+ * neither (queued for redelivery). A ring indexed by offset modulo its power-of-two size, which the table keeps at
+ * least cursor - frontier slots long, so two offsets of the window never share a slot; slots outside the window are
  * always empty. Maps and a Set keyed by offset cost a batch consume's worker more than the rest of leasing and
  * settling; these are array reads. The caller range-checks every offset against the window first: an offset outside
  * it may share a slot with one inside.

@@ -31,7 +31,8 @@ stringStops[backslash] = 1;
 // The plain run of a string is skipped four bytes at a time: one 4-byte load and a few word operations tell whether
 // any of the four is a stop (a byte below 0x20, a quote, a backslash), and only a word holding one goes byte by byte.
 // The loads go through a DataView of the body, kept for the last array scanned (a batch body's scan calls this once
-// per string of one array; a DataView per call would cost more than the string).
+// per string of one array; a DataView per call would cost more than the string). That keeps the last body scanned
+// alive until another replaces it: one body per thread.
 let wordsBytes: Uint8Array = new Uint8Array(0);
 let words: DataView = new DataView(wordsBytes.buffer);
 
