@@ -161,6 +161,9 @@ t.test('reads inside a window still being read share its file read; one beyond i
     t.same([...bytes], [...content.subarray(start, end)], `[${start}, ${end}) holds the file's bytes`);
   });
   t.same(fileReads, [0, 4000], 'four reads inside [0, 4096) share one file read; [4000, 4200) goes past it and reads');
-  t.same([...(await readAhead.read(4100, 4150, content.byteLength))], [...content.subarray(4100, 4150)]);
-  t.same(fileReads, [0, 4000], 'the window read last now serves from memory');
+  // Which of the two windows completed last (and stays) is up to the thread pool; a read awaited alone is not.
+  const before = fileReads.length;
+  t.same([...(await readAhead.read(9000, 9100, content.byteLength))], [...content.subarray(9000, 9100)]);
+  t.same([...(await readAhead.read(9200, 9300, content.byteLength))], [...content.subarray(9200, 9300)]);
+  t.same(fileReads.slice(before), [9000], 'a read inside the window read last is served from memory');
 });
