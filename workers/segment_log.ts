@@ -25,7 +25,7 @@ import { parseSegmentFileName, segmentPath } from './partition_dirs.js';
 import { forgetSealedSegment, forgetSealedSegmentsOf, withSealedSegment } from './sealed_handles.js';
 import { indexEntryBytes, indexEntryRead, segmentPositionLimit, SegmentPositions } from './segment_index.js';
 import { dirCreateDurably, dirSync, readExact, readExactSync, writeAll, writeAllSync } from '../src/util/durable_fs.js';
-import { grownOwnBytes } from '../src/util/owned_bytes.js';
+import { unzeroedOwnBytes } from '../src/util/owned_bytes.js';
 import { ZeroFill } from '../src/util/zero_fill.js';
 
 /** A record as answered (StoredRecordView) plus where it came from: ingress sequence of its frame and its position
@@ -64,8 +64,31 @@ const zeroFillChunkBytesMax = 1024 * 1024;
 const zeroFillRoundBytesMax = 64 * 1024;
 /** Recovery reads a log in windows of this size: bounded memory per partition, few reads per segment. */
 const recoveryScanWindowBytes = 4 * 1024 * 1024;
-/** First staging buffer; it doubles as records arrive and is dropped after each flush. */
+/** First staging buffer; it doubles as records arrive and goes back to stagingPool after each flush. */
 const stagingBytesInitial = 64 * 1024;
+
+/**
+ * Staging buffers that flushes are done with, for the next partition that stages. A single produce load flushes every
+ * touched partition once per dispatch, and a fresh 64 KiB buffer each time was a twentieth of the worker's CPU
+ * (allocation, and the scavenges its external memory brought on). Shared by the worker's partitions rather than kept
+ * per partition, so a thousand partitions that were each written once hold no buffer; the bound caps what a burst
+ * leaves behind. One worker per thread: module state is the thread's.
+ */
+const stagingPool: Uint8Array<ArrayBuffer>[] = [];
+const stagingPoolBuffersMax = 16;
+const stagingPoolBufferBytesMax = 1024 * 1024;
+
+/** A pooled buffer of at least `bytes`, or a new one of exactly that many. */
+function stagingTake(bytes: number): Uint8Array<ArrayBuffer> {
+  const pooled = stagingPool.at(-1);
+  if (pooled !== undefined && pooled.byteLength >= bytes) return stagingPool.pop()!;
+  return unzeroedOwnBytes(bytes);
+}
+
+function stagingGiveBack(buffer: Uint8Array<ArrayBuffer>): void {
+  if (buffer.byteLength === 0 || buffer.byteLength > stagingPoolBufferBytesMax || stagingPool.length >= stagingPoolBuffersMax) return;
+  stagingPool.push(buffer);
+}
 /** Written when retention deletes every segment: it alone then carries highWatermark and lastIngress over
  *  a restart. Replaced atomically through the .tmp name; a stale one is harmless, since segments win. */
 const markFileName = 'next_offset.mark';
@@ -141,7 +164,7 @@ export class PartitionLog {
   private writtenLastIngress: IngressPosition | null = null;
   /** lastIngress of the synced records alone: what the mark may promise to a restart. */
   private storedLastIngress: IngressPosition | null = null;
-  private staging = new Uint8Array(0);
+  private staging: Uint8Array<ArrayBuffer> = new Uint8Array(0);
   /** wordsOf(staging), for the frames' crcs: a worker stages records of many partitions in turn. */
   private stagingWords = wordsOf(this.staging);
   private stagingBytes = 0;
@@ -284,6 +307,7 @@ export class PartitionLog {
     };
     // The next round likely stages about as much: start there instead of doubling up from the minimum again.
     this.stagingCapacityHint = Math.max(stagingBytesInitial, batch.bytes.byteLength);
+    const spent = this.staging;
     this.staging = new Uint8Array(0);
     this.stagingWords = wordsOf(this.staging);
     this.stagingBytes = 0;
@@ -301,6 +325,8 @@ export class PartitionLog {
     } finally {
       this.flushing = false;
     }
+    // Written, and the tail kept is a copy: nothing holds a view of it now. (A failed flush stops the worker.)
+    stagingGiveBack(spent);
   }
 
   /** fdatasyncs what flush wrote by the time of the call: afterwards syncedHighWatermark is at least the
@@ -541,7 +567,10 @@ export class PartitionLog {
     let capacity = Math.max(this.staging.byteLength * 2, this.stagingCapacityHint);
     while (capacity < needed) capacity *= 2;
     // Only the staged bytes are ever read.
-    this.staging = grownOwnBytes(this.staging, this.stagingBytes, capacity);
+    const grown = stagingTake(capacity);
+    grown.set(this.staging.subarray(0, this.stagingBytes));
+    stagingGiveBack(this.staging);
+    this.staging = grown;
     this.stagingWords = wordsOf(this.staging);
   }
 

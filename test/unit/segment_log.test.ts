@@ -91,6 +91,44 @@ t.test('one flush at a time, and records staged during a flush wait for the next
   await expectRecord(t, log, 1, 1);
 });
 
+t.test('logs that take turns staging and flushing share spent buffers and each reads back its own records', async (t) => {
+  // A flush gives its staging buffer back to the worker's pool once written, and the next log to stage takes it: three
+  // logs that stage the next round while this round's flushes are still writing (as a worker stages dispatches that
+  // arrive during a round), with staging that grows past the pooled size once, must never see another's bytes.
+  const logs = await Promise.all([0, 1, 2].map(async (n) => {
+    const log = await PartitionLog.open({ dir: join(await tempDir(t), `p${n}`), segmentBytesMax: 1024 * 1024 });
+    t.teardown(() => log.close());
+    return log;
+  }));
+  const written: number[][] = [[], [], []];
+  let i = 0;
+  let flushes: Promise<void>[] = [];
+  for (let round = 0; round < 12; round++) {
+    for (const [n, log] of logs.entries()) {
+      // Round 5 stages about 200 KiB in one log: past the first 64 KiB buffer, so staging grows mid-round.
+      const count = round === 5 && n === 1 ? 700 : 3 + ((round + n) % 4);
+      for (let k = 0; k < count; k++, i++) {
+        log.stage(record(i, 200 + (i % 97)));
+        written[n]!.push(i);
+      }
+    }
+    await Promise.all(flushes);
+    flushes = logs.map((log) => log.flush());
+  }
+  await Promise.all(flushes);
+  for (const [n, log] of logs.entries()) {
+    t.equal(log.highWatermark, written[n]!.length, `log ${n} holds all it staged`);
+    const got = await log.readMany(written[n]!.map((_, offset) => offset));
+    const mismatched = written[n]!.filter((i, offset) => {
+      const stored = got[offset]!;
+      const want = record(i, 200 + (i % 97));
+      return typeof stored === 'string' || stored.ingressSeq !== want.ingressSeq ||
+        Buffer.compare(stored.payload, want.payload) !== 0;
+    });
+    t.same(mismatched, [], `log ${n} reads back each of its records`);
+  }
+});
+
 t.test('a segment written by many flushes gets every .idx entry at its roll; a crash before it loses none', async (t) => {
   const dir = await tempDir(t);
   // About 60 B a frame: ten one-record flushes per 600 B segment.
