@@ -65,6 +65,19 @@ t.test('an ingress entry round-trips', async (t) => {
     entry.records.map((r) => [r.partition, r.key === null ? null : [...r.key], [...r.payload], r.payloadKind]));
 });
 
+t.test('topic ids read in turn decode each to its own text, the same bytes as the same string', async (t) => {
+  // The reader keeps the last short ASCII string it read and answers a repeat of its bytes with it: ids that differ
+  // only in their last byte, a shorter id that is a prefix of the kept one, an empty one and non-ASCII text (never
+  // kept: its chars are not its bytes) must each still come back as written.
+  const ids = ['0123456789abcdef', '0123456789abcdef', '0123456789abcdee', '0123456789abcde', '', 'é0123456789abcde',
+    'é0123456789abcde', '0123456789abcdef', 'x'.repeat(32), 'x'.repeat(33), 'x'.repeat(32)];
+  const decoded = ids.map((topicId, seq) => decodeIngressEntry(encodeIngressEntry({
+    seq: seq + 1, topicId, timestampSec: 1_795_000_000,
+    records: [{ partition: 0, key: null, payload: new Uint8Array([0x31]), payloadKind: 0 }],
+  })).topicId);
+  t.same(decoded, ids);
+});
+
 t.test('ingressEntryBytesMax bounds every entry: written into exactly that many bytes it decodes back whole', async (t) => {
   const prng = new Prng(0x1b7e);
   const topicIds = ['0123456789abcdef', 'é'.repeat(16), '€😀x', '\ud800a'];
