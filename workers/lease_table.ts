@@ -220,8 +220,18 @@ class DeliveryWindow {
   private deadlines: Float64Array;
   private acks: Uint8Array;
   private mask: number;
-  leases = 0;
-  acked = 0;
+  private leaseCount = 0;
+  private ackedCount = 0;
+
+  /** Leased offsets in the window. */
+  get leases(): number {
+    return this.leaseCount;
+  }
+
+  /** Acked offsets in the window. */
+  get acked(): number {
+    return this.ackedCount;
+  }
 
   constructor(slots = windowSlotsInitial) {
     this.nonces = new Array<string | null>(slots).fill(null);
@@ -281,7 +291,7 @@ class DeliveryWindow {
 
   leaseSet(offset: number, nonce: string, deadlineMs: number): void {
     const at = offset & this.mask;
-    if (this.nonces[at] === null) this.leases += 1;
+    if (this.nonces[at] === null) this.leaseCount += 1;
     this.nonces[at] = nonce;
     this.deadlines[at] = deadlineMs;
   }
@@ -290,7 +300,7 @@ class DeliveryWindow {
     const at = offset & this.mask;
     if (this.nonces[at] === null) return;
     this.nonces[at] = null;
-    this.leases -= 1;
+    this.leaseCount -= 1;
   }
 
   isAcked(offset: number): boolean {
@@ -301,7 +311,7 @@ class DeliveryWindow {
     const at = offset & this.mask;
     if (this.acks[at] === 1) return;
     this.acks[at] = 1;
-    this.acked += 1;
+    this.ackedCount += 1;
   }
 
   /** For invariant checks only: leased and acked slots in the whole ring. */
@@ -319,7 +329,7 @@ class DeliveryWindow {
     const at = offset & this.mask;
     if (this.acks[at] !== 1) return false;
     this.acks[at] = 0;
-    this.acked -= 1;
+    this.ackedCount -= 1;
     return true;
   }
 }

@@ -3,6 +3,7 @@
 // JSON.parse's cost. The caller checks the bytes are UTF-8 (isUtf8) first; every function answers -1 for text
 // JSON.parse would refuse. Recursion follows nesting: a value nested deeper than the stack allows throws RangeError,
 // which callers take as "use JSON.parse". Pure; shared by the front thread and the pool threads.
+import { wordsOf } from '../util/frame.js';
 
 const quote = 0x22, backslash = 0x5c, slash = 0x2f, comma = 0x2c, colon = 0x3a, minus = 0x2d, plus = 0x2b, dot = 0x2e;
 const openBrace = 0x7b, closeBrace = 0x7d, openBracket = 0x5b, closeBracket = 0x5d;
@@ -34,7 +35,7 @@ stringStops[backslash] = 1;
 // per string of one array; a DataView per call would cost more than the string). That keeps the last body scanned
 // alive until another replaces it: one body per thread.
 let wordsBytes: Uint8Array = new Uint8Array(0);
-let words: DataView = new DataView(wordsBytes.buffer);
+let words: DataView = wordsOf(wordsBytes);
 
 /** Whether any byte of the word w is below 0x20, a quote or a backslash. Exact for "any" (the classic has-less and
  *  has-zero-byte tests; a borrow can only flag a byte above one that matched). */
@@ -53,7 +54,7 @@ export function scanString(bytes: Uint8Array, at: number): number {
   let i = at + 1;
   const end = bytes.length;
   if (bytes !== wordsBytes) {
-    words = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    words = wordsOf(bytes);
     wordsBytes = bytes;
   }
   const view = words;
