@@ -2,7 +2,8 @@
 // records): positional arrays of unsigned integers, strings, byte strings and nil, read in place with byte strings
 // as views (no copies, no intermediate arrays). It reads only the types those writers (and msgpackr, which wrote
 // them before) produce; any other type byte throws MsgpackShapeError, and callers then fall back to msgpackr so an
-// unusual but valid encoding still decodes. Pure; shared by the front and the workers.
+// unusual but valid encoding still decodes. Shared by the front and the workers; its one piece of state, the last short
+// string read (str), is per thread.
 
 /** The bytes hold a type this reader does not take (or are cut short): decode them with msgpackr instead. */
 export class MsgpackShapeError extends Error {}
@@ -12,8 +13,8 @@ const utf8 = new TextDecoder('utf-8', { fatal: true });
 
 /** The last short ASCII string read (a topic id, in every ingress entry of a dispatch): when the next one has the same
  *  bytes it is the same string, with no decode and its hash already computed for the Map lookup that follows. The
- *  decode and the new string's hashing were a tenth of a partition worker's time in single produce. Module state is
- *  the thread's; a stale value costs only a failed comparison. */
+ *  decode and the new string's hashing were a tenth of a partition worker's time in single produce. A stale value
+ *  costs only a failed comparison. */
 let lastShortAscii = '';
 const lastShortAsciiLengthMax = 32;
 
@@ -87,10 +88,11 @@ export class MsgpackReader {
     this.need(length);
     const at = this.at;
     this.at += length;
-    if (length <= lastShortAsciiLengthMax && this.sameAsLastShortAscii(at, length)) return lastShortAscii;
+    const short = length <= lastShortAsciiLengthMax;
+    if (short && this.sameAsLastShortAscii(at, length)) return lastShortAscii;
     const text = utf8.decode(this.source.subarray(at, at + length));
-    // Only an ASCII string compares char code to byte.
-    if (text.length === length && length <= lastShortAsciiLengthMax) lastShortAscii = text;
+    // Only an ASCII string (as many chars as bytes) compares char code to byte.
+    if (short && text.length === length) lastShortAscii = text;
     return text;
   }
 
