@@ -3,9 +3,14 @@
 // 5-8 minutes; then one summary table: scenario, our figure, issue 4's target, ratio to the hello-world floor
 // and to Redis (with --compare), met or not. --json writes each scenario's file plus all-<time>.json. Options given
 // on the command line apply to every scenario that takes them. Bench process main thread.
-import { cleanup, errorText, fixed, percent, renderTable, writeJson, type Headline } from './common.js';
+import { cleanup, errorText, fixed, formatInt, percent, renderTable, writeJson, type Headline } from './common.js';
 import { parseOptions, type BenchOptions } from './options.js';
+import { httpFloorReqPerSec, type ProduceReport } from './produce.js';
 import { runScenario } from './scenario.js';
+
+/** Issue 4 set its absolute targets (batch produce 1,000,000 msg/s, batched consume 300,000 msg/s) on a machine whose
+ *  HTTP floor answers about 100,000-145,000 req/s; the summary puts this run's floor beside that. */
+const issueFloorReqPerSec = { low: 100_000, high: 145_000 };
 
 /** Other processes' CPU (% of one core) above which a row is flagged as noise. */
 const noisyOtherCpuPercent = 50;
@@ -47,6 +52,8 @@ export interface AllReport {
   finishedAt: string;
   argv: string[];
   summary: Headline[];
+  /** The HTTP floor's req/s in this run (produce-single's hello-world server), null when it did not run. */
+  httpFloorReqPerSec: number | null;
   /** Per scenario: the JSON file written (with --json), and its failures. */
   scenarios: Array<{ scenario: string; file: string | null; failures: string[]; seconds: number }>;
   failures: string[];
@@ -57,6 +64,7 @@ export async function runAll(options: BenchOptions): Promise<number> {
   const summary: Headline[] = [];
   const scenarios: AllReport['scenarios'] = [];
   const failures: string[] = [];
+  let floorReqPerSec: number | null = null;
   for (const scenario of allScenarios) {
     const startMs = Date.now();
     const argv = scenarioArgv(options, scenario);
@@ -72,6 +80,7 @@ export async function runAll(options: BenchOptions): Promise<number> {
       }
       own = run.report.failures;
       summary.push(...run.headlines());
+      if (scenario === 'produce-single') floorReqPerSec = httpFloorReqPerSec((run.report as ProduceReport).runs);
     } catch (error) {
       own = [errorText(error)];
       process.stdout.write(`\n${scenario}: FAILED: ${own[0]}\n`);
@@ -81,7 +90,7 @@ export async function runAll(options: BenchOptions): Promise<number> {
     scenarios.push({ scenario, file, failures: own, seconds: (Date.now() - startMs) / 1000 });
   }
   const report: AllReport = { scenario: 'all', startedAt, finishedAt: new Date().toISOString(), argv: options.argv, summary,
-    scenarios, failures };
+    httpFloorReqPerSec: floorReqPerSec, scenarios, failures };
   printSummary(report);
   if (options.json) process.stdout.write(`wrote ${writeJson(report)}\n`);
   return failures.length === 0 ? 0 : 1;
@@ -101,8 +110,17 @@ export function printSummary(report: AllReport): void {
     'Redis Streams with appendfsync always doing the same work (XADD; pipelined XADD; XREADGROUP + XACK); both ' +
     'measured in this run (--compare), "-" when not measured; other CPU: the most CPU other processes took during any ' +
     'run behind the row (% of one core): above about 50% the figure and its ratios are mostly noise');
+  if (report.httpFloorReqPerSec !== null) out.push(machineLine(report.httpFloorReqPerSec));
   const noisy = report.summary.filter((h) => (h.otherCpuPercentMax ?? 0) > noisyOtherCpuPercent).map((h) => h.scenario);
   if (noisy.length > 0) out.push(`NOISY: other processes took more than ${noisyOtherCpuPercent}% of a core during ${noisy.join(', ')}`);
   for (const failure of report.failures) out.push(`FAILED: ${failure}`);
   process.stdout.write(`\n${out.join('\n')}\n`);
+}
+
+/** How fast this machine is beside the one issue 4 set its absolute targets on, so a reader can weigh those targets. */
+export function machineLine(floorReqPerSec: number): string {
+  const { low, high } = issueFloorReqPerSec;
+  return `machine: the HTTP floor answered ${formatInt(floorReqPerSec)} req/s in this run, x${fixed(floorReqPerSec / low, 2)} ` +
+    `of the low end of the machine issue 4 set its absolute targets on (a floor of ${formatInt(low)}-${formatInt(high)} ` +
+    'req/s); the floor and Redis ratios compare like with like on any machine';
 }

@@ -493,6 +493,15 @@ function singleRounds(runs: RunFigures[]): SingleRounds | null {
     ofFsyncFloor: roundRatios(runs, singleWrkName, fsyncFloorWrkName, reqPerSec) };
 }
 
+/** The HTTP floor's req/s on this machine, as wrk drove it beside single produce (the median of its rounds), else as
+ *  the bench's client drove it; null when no floor ran. The summary of `all` sets the issue's absolute targets beside
+ *  it. */
+export function httpFloorReqPerSec(runs: RunFigures[]): number | null {
+  const wrkRounds = runs.filter((run) => run.name === floorWrkName).map((run) => run.reqPerSec);
+  if (wrkRounds.length > 0) return median(wrkRounds);
+  return runs.find((run) => run.name === 'http floor (hello world)')?.reqPerSec ?? null;
+}
+
 /** Every ratio of a produce report, from its runs (the rounds' ones medians over the rounds that have both sides). */
 export function produceRatios(runs: RunFigures[]): ProduceRatios {
   const find = (name: string): RunFigures | undefined => runs.find((run) => run.name === name);

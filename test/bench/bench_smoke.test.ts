@@ -96,11 +96,8 @@ t.test('footprint scaled down: RSS at each step and the pass/fail line', async (
   t.equal(report.topicsCreated, 20);
 });
 
-t.test('all: the summary table', async (t) => {
-  const report: AllReport = { scenario: 'all', startedAt: '', finishedAt: '', argv: ['--compare'], failures: [],
-    scenarios: [{ scenario: 'produce-single', file: null, failures: [], seconds: 30 }],
-    summary: [{ scenario: 'produce-single', figure: '1,000 msg/s, p99 1.0 ms', value: 1000, target: 'p99 <= 10 ms',
-      floorRatio: 0.5, redisRatio: null, met: false, otherCpuPercentMax: 12 }] };
+/** What printSummary writes for report. */
+function summaryText(report: AllReport): string {
   const write = process.stdout.write;
   let text = '';
   process.stdout.write = ((chunk: string) => ((text += chunk), true)) as typeof process.stdout.write;
@@ -109,6 +106,17 @@ t.test('all: the summary table', async (t) => {
   } finally {
     process.stdout.write = write;
   }
+  return text;
+}
+
+t.test('all: the summary table, and the machine line when the floor ran', async (t) => {
+  const report: AllReport = { scenario: 'all', startedAt: '', finishedAt: '', argv: ['--compare'], failures: [],
+    scenarios: [{ scenario: 'produce-single', file: null, failures: [], seconds: 30 }], httpFloorReqPerSec: 60_000,
+    summary: [{ scenario: 'produce-single', figure: '1,000 msg/s, p99 1.0 ms', value: 1000, target: 'p99 <= 10 ms',
+      floorRatio: 0.5, redisRatio: null, met: false, otherCpuPercentMax: 12 }] };
+  const text = summaryText(report);
   t.match(text, /scenario\s+our figure\s+target\s+floor ratio\s+Redis ratio\s+met\s+other CPU/);
   t.match(text, /produce-single\s+1,000 msg\/s, p99 1.0 ms\s+p99 <= 10 ms\s+0.50\s+-\s+NOT met\s+12%/);
+  t.match(text, /machine: the HTTP floor answered 60,000 req\/s in this run, x0.60 of the low end of the machine issue 4 set /);
+  t.notMatch(summaryText({ ...report, httpFloorReqPerSec: null }), /machine:/, 'no machine line without a floor');
 });

@@ -5,7 +5,7 @@
 // produceRatios and produceHeadlines, and roundWindowSec and median on chosen values.
 import t from 'tap';
 import { median, type ThroughputFigures } from '../../bench/common.js';
-import { produceHeadlines, produceRatios, roundWindowSec, type ProduceReport } from '../../bench/produce.js';
+import { httpFloorReqPerSec, produceHeadlines, produceRatios, roundWindowSec, type ProduceReport } from '../../bench/produce.js';
 
 function row(name: string, round: number | undefined, reqPerSec: number, p99: number, durationSec = 2): ThroughputFigures {
   return {
@@ -35,6 +35,13 @@ t.test('median: the middle one, the mean of the middle two, none of nothing', as
   t.equal(median([100, 1, 2, 3]), 2.5);
   t.equal(median([7]), 7);
   t.equal(median([]), null);
+});
+
+t.test('the machine\'s HTTP floor: the median of wrk\'s rounds, else the bench client\'s floor, else none', async (t) => {
+  t.equal(httpFloorReqPerSec([row(floor, 1, 60_000, 5), row(single, 1, 30_000, 9), row(floor, 2, 70_000, 5),
+    row(floor, 3, 50_000, 5), row('http floor (hello world)', undefined, 40_000, 5)]), 60_000);
+  t.equal(httpFloorReqPerSec([row('http floor (hello world)', undefined, 40_000, 5), row(single, 1, 30_000, 9)]), 40_000);
+  t.equal(httpFloorReqPerSec([row(single, 1, 30_000, 9)]), null);
 });
 
 t.test('a side\'s window is --duration over --rounds in whole seconds, at least 1', async (t) => {
