@@ -118,7 +118,7 @@ export function printSummary(report: AllReport): void {
 }
 
 /** How fast this machine is beside the one issue 4 set its absolute targets on, so a reader can weigh those targets. */
-export function machineLine(floorReqPerSec: number): string {
+function machineLine(floorReqPerSec: number): string {
   const { low, high } = issueFloorReqPerSec;
   return `machine: the HTTP floor answered ${formatInt(floorReqPerSec)} req/s in this run, x${fixed(floorReqPerSec / low, 2)} ` +
     `of the low end of the machine issue 4 set its absolute targets on (a floor of ${formatInt(low)}-${formatInt(high)} ` +

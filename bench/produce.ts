@@ -152,7 +152,7 @@ export async function runProduce(options: BenchOptions): Promise<ProduceReport> 
   const withRedis = options.compare && redisMissing === null;
   let redisVersion: string | null = null;
   if (floor && kinds.single) {
-    await attempt(() => measureFloor(options, topic, payload, options.connections, 'http floor (hello world)'));
+    await attempt(() => measureFloor(options, topic, payload, options.connections, floorName));
     await sleep(1000);
   }
   if (floor && kinds.batch && options.scenario !== 'produce') {
@@ -400,6 +400,7 @@ function wrkRow(options: BenchOptions, name: string, url: string, serverPid: num
     durationSec, messageBytes: options.messageBytes, messagesPerRequest, serverPid });
 }
 
+const floorName = 'http floor (hello world)';
 const floorWrkName = 'http floor (hello world, wrk)';
 const fsyncFloorWrkName = 'fsync floor (group-commit fdatasync, wrk)';
 const singleWrkName = 'single produce (wrk)';
@@ -499,13 +500,13 @@ function singleRounds(runs: RunFigures[]): SingleRounds | null {
 export function httpFloorReqPerSec(runs: RunFigures[]): number | null {
   const wrkRounds = runs.filter((run) => run.name === floorWrkName).map((run) => run.reqPerSec);
   if (wrkRounds.length > 0) return median(wrkRounds);
-  return runs.find((run) => run.name === 'http floor (hello world)')?.reqPerSec ?? null;
+  return runs.find((run) => run.name === floorName)?.reqPerSec ?? null;
 }
 
 /** Every ratio of a produce report, from its runs (the rounds' ones medians over the rounds that have both sides). */
 export function produceRatios(runs: RunFigures[]): ProduceRatios {
   const find = (name: string): RunFigures | undefined => runs.find((run) => run.name === name);
-  const floor = find('http floor (hello world)');
+  const floor = find(floorName);
   const floorBatch = find('http floor, batch body (hello world)');
   const single = find('single produce');
   const wrk = merged(runs, singleWrkName);
