@@ -1,9 +1,10 @@
-// Goal: the ingress log answers an append only after the fdatasync covering it, groups concurrent appends
+// Goal: the ingress log answers an append only after the synced write covering it, groups concurrent appends
 // into few syncs, replays exactly what is on disk after a restart, drops an unsynced tail, rolls and deletes
 // segments by seq, and latches write and sync failures. Method: a real log in a temp dir per test, bodies
 // built with encodeIngressEntry, disk state read back with scanFrames; fault points inject failures.
 import t from 'tap';
-import { mkdtemp, readFile, readdir, rm, stat, truncate, writeFile } from 'node:fs/promises';
+import { constants as fsConstants } from 'node:fs';
+import { mkdtemp, readFile, readdir, readlink, rm, stat, truncate, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { IngressLog, segmentFileName, type IngressLogOptions } from '../../src/front/ingress_log.js';
@@ -108,6 +109,21 @@ async function corruptLastByte(file: string): Promise<Buffer> {
 
 async function walFiles(dir: string): Promise<string[]> {
   return (await readdir(dir)).filter((name) => name.endsWith('.wal')).sort();
+}
+
+/** This process's descriptors of file that are open for writing with O_DSYNC (Linux: /proc/self/fd and fdinfo, whose
+ *  flags are octal). */
+async function syncedWriters(file: string): Promise<number> {
+  let count = 0;
+  for (const fd of await readdir('/proc/self/fd')) {
+    const target = await readlink(`/proc/self/fd/${fd}`).catch(() => '');
+    if (target !== file) continue;
+    const info = await readFile(`/proc/self/fdinfo/${fd}`, 'utf8').catch(() => '');
+    const flags = Number.parseInt(/^flags:\s+([0-7]+)/m.exec(info)?.[1] ?? '0', 8);
+    const writable = (flags & (fsConstants.O_WRONLY | fsConstants.O_RDWR)) !== 0;
+    if (writable && (flags & fsConstants.O_DSYNC) === fsConstants.O_DSYNC) count += 1;
+  }
+  return count;
 }
 
 function concat(chunks: Uint8Array[]): Uint8Array {
@@ -389,6 +405,26 @@ t.test('segments roll between groups, named by first seq; markDurable deletes on
   second.log.markDurable(13);
   await second.log.close();
   t.same(await walFiles(dir), [segmentFileName(13)], 'the active segment stays even when covered');
+});
+
+// Without O_DSYNC a group's write would stop in the page cache, and a kill -9 test could not tell: the bytes survive
+// the process. Only a power loss loses them, so the flag is checked where the kernel shows it.
+t.test('segments are written through a handle opened with O_DSYNC: new, rolled and reopened', async (t) => {
+  const dir = await tempDir(t);
+  const segmentBytesMax = body(1, 200).byteLength + 8 + 1;
+  const first = await openLog({ dir, segmentBytesMax });
+  t.equal(await syncedWriters(path.join(dir, segmentFileName(1))), 1, 'the segment of a new log');
+  for (let i = 0; i < 3; i++) await appendOne(first.log, 200);
+  t.same(await walFiles(dir), [1, 3].map(segmentFileName), 'seq 3 went to a new segment');
+  t.equal(await syncedWriters(path.join(dir, segmentFileName(3))), 1, 'the segment rolled to');
+  t.equal(await syncedWriters(path.join(dir, segmentFileName(1))), 0, 'the sealed segment is closed');
+  await first.log.close();
+  t.equal(await syncedWriters(path.join(dir, segmentFileName(3))), 0, 'closed with the log');
+
+  const second = await openLog({ dir, segmentBytesMax });
+  t.equal(await syncedWriters(path.join(dir, segmentFileName(3))), 1, 'the active segment of a reopened log');
+  await appendOne(second.log, 200);
+  await second.log.close();
 });
 
 t.test('a write fault latches failed and rejects pending and later appends', async (t) => {
