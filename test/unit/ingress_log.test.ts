@@ -4,7 +4,7 @@
 // built with encodeIngressEntry, disk state read back with scanFrames; fault points inject failures.
 import t from 'tap';
 import { constants as fsConstants } from 'node:fs';
-import { mkdtemp, readFile, readdir, readlink, rm, stat, truncate, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, readdir, readlink, realpath, rm, stat, truncate, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { IngressLog, segmentFileName, type IngressLogOptions } from '../../src/front/ingress_log.js';
@@ -111,13 +111,14 @@ async function walFiles(dir: string): Promise<string[]> {
   return (await readdir(dir)).filter((name) => name.endsWith('.wal')).sort();
 }
 
-/** This process's descriptors of file that are open for writing with O_DSYNC (Linux: /proc/self/fd and fdinfo, whose
- *  flags are octal). */
+/** This process's descriptors of file that are open for writing with O_DSYNC (Linux: /proc/self/fd, whose links are
+ *  resolved paths, and fdinfo, whose flags are octal). */
 async function syncedWriters(file: string): Promise<number> {
+  const resolved = await realpath(file);
   let count = 0;
   for (const fd of await readdir('/proc/self/fd')) {
     const target = await readlink(`/proc/self/fd/${fd}`).catch(() => '');
-    if (target !== file) continue;
+    if (target !== resolved) continue;
     const info = await readFile(`/proc/self/fdinfo/${fd}`, 'utf8').catch(() => '');
     const flags = Number.parseInt(/^flags:\s+([0-7]+)/m.exec(info)?.[1] ?? '0', 8);
     const writable = (flags & (fsConstants.O_WRONLY | fsConstants.O_RDWR)) !== 0;
