@@ -11,7 +11,7 @@ import { IngressLog, segmentFileName, type IngressLogOptions } from '../../src/f
 import { decodeIngressEntry, PayloadKind, type IngressEntry } from '../../src/protocol/ingress_frame.js';
 import { pollUntil } from '../helpers/http.js';
 import { encodeIngressEntry } from '../helpers/ingress_entries.js';
-import { scanFrames } from '../../src/util/frame.js';
+import { frameHeaderBytes, scanFrames } from '../../src/util/frame.js';
 
 /** The part of a tap test that tempDir needs. */
 interface Teardown {
@@ -37,6 +37,12 @@ function entry(seq: number, payloadBytes = 16): IngressEntry {
 /** The frame body the log writes for entry(seq, payloadBytes). */
 function body(seq: number, payloadBytes = 16): Uint8Array {
   return encodeIngressEntry(entry(seq, payloadBytes));
+}
+
+/** A segmentBytesMax past one frame of body(seq, payloadBytes) and short of two: a segment holds two such frames, since it
+ *  rolls only once it holds at least the maximum. */
+function rollsAfterTwoFrames(payloadBytes: number): number {
+  return body(1, payloadBytes).byteLength + frameHeaderBytes + 1;
 }
 
 /** appendThen as a promise. The ordering rules throw here, at the caller, as they do for the produce handler. */
@@ -376,8 +382,7 @@ t.test('a bad frame inside a sealed segment fails open, naming the file and posi
 
 t.test('segments roll between groups, named by first seq; markDurable deletes only covered sealed ones', async (t) => {
   const dir = await tempDir(t);
-  const frameBytes = body(1, 200).byteLength + 8;
-  const segmentBytesMax = frameBytes + 1;
+  const segmentBytesMax = rollsAfterTwoFrames(200);
   const first = await openLog({ dir, segmentBytesMax });
   for (let i = 0; i < 7; i++) await appendOne(first.log, 200);
   // Five appends in one group land in one segment although they pass segmentBytesMax.
@@ -412,7 +417,7 @@ t.test('segments roll between groups, named by first seq; markDurable deletes on
 // the process. Only a power loss loses them, so the flag is checked where the kernel shows it.
 t.test('segments are written through a handle opened with O_DSYNC: new, rolled and reopened', async (t) => {
   const dir = await tempDir(t);
-  const segmentBytesMax = body(1, 200).byteLength + 8 + 1;
+  const segmentBytesMax = rollsAfterTwoFrames(200);
   const first = await openLog({ dir, segmentBytesMax });
   t.equal(await syncedWriters(path.join(dir, segmentFileName(1))), 1, 'the segment of a new log');
   for (let i = 0; i < 3; i++) await appendOne(first.log, 200);
