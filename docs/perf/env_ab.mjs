@@ -1,0 +1,54 @@
+// A/B of single produce between two environments of one built tree, driven by wrk as wrk_cpu.mjs drives it: in each
+// round a fresh node without the variables and one with them (KEY=VALUE arguments, e.g. UV_USE_IO_URING=1 or
+// NODE_OPTIONS=--max-semi-space-size=64), in alternating order so a slow minute of the shared machine falls on both.
+// Prints each node's req/s and wrk's p99, then the rounds' with/without ratios and their median.
+// Usage: node docs/perf/env_ab.mjs KEY=VALUE [KEY=VALUE ...] [--tree .] [--seconds 5] [--rounds 6]
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { requireWrk, withProduceNode } from './wrk_node.mjs';
+
+const { values, positionals } = parseArgs({
+  allowPositionals: true,
+  options: { tree: { type: 'string', default: '.' }, seconds: { type: 'string', default: '5' }, rounds: { type: 'string', default: '6' } },
+});
+const seconds = Number(values.seconds);
+const rounds = Number(values.rounds);
+const withVars = Object.fromEntries(positionals.map((pair) => [pair.slice(0, pair.indexOf('=')), pair.slice(pair.indexOf('=') + 1)]));
+if (positionals.length === 0 || positionals.some((pair) => pair.indexOf('=') <= 0) || !(seconds >= 1 && seconds <= 120)
+  || !(rounds >= 1 && rounds <= 20)) {
+  console.error('usage: node docs/perf/env_ab.mjs KEY=VALUE [KEY=VALUE ...] [--tree DIR] [--seconds 1..120] [--rounds 1..20]');
+  process.exit(2);
+}
+requireWrk();
+const scratch = mkdtempSync(join(os.tmpdir(), 'env-ab-'));
+
+/** req/s and p99 of one node started with env. */
+function measure(env, topic) {
+  return withProduceNode(values.tree, { scratch, topic, env }, ({ wrk }) => {
+    wrk(2);
+    const run = wrk(seconds);
+    if (run.status !== 0) throw new Error(`wrk failed: ${run.stderr ?? run.error}`);
+    return { reqPerSec: Number(/Requests\/sec:\s+([\d.]+)/.exec(run.stdout)?.[1]), p99: /^\s+99%\s+(\S+)/m.exec(run.stdout)?.[1] ?? '?' };
+  });
+}
+
+try {
+  const ratios = [];
+  for (let round = 1; round <= rounds; round++) {
+    const sides = round % 2 === 1 ? ['without', 'with'] : ['with', 'without'];
+    const figures = {};
+    for (const side of sides) {
+      figures[side] = await measure(side === 'with' ? withVars : {}, `env-ab-${round}-${side}`);
+      console.log(`round ${round} ${side}: ${Math.round(figures[side].reqPerSec)} req/s, p99 ${figures[side].p99}`);
+    }
+    ratios.push(figures.with.reqPerSec / figures.without.reqPerSec);
+  }
+  ratios.sort((a, b) => a - b);
+  const middle = ratios.length / 2;
+  const median = ratios.length % 2 === 1 ? ratios[Math.floor(middle)] : (ratios[middle - 1] + ratios[middle]) / 2;
+  console.log(`with/without: ${ratios.map((r) => r.toFixed(3)).join(' ')}; median ${median.toFixed(3)}`);
+} finally {
+  rmSync(scratch, { recursive: true, force: true });
+}
