@@ -154,6 +154,9 @@ export class IngressLog {
   static async open(opts: IngressLogOptions): Promise<IngressRecovery> {
     assert(Number.isSafeInteger(opts.segmentBytesMax), 'segmentBytesMax must be an integer');
     assert(opts.segmentBytesMax > 0, 'segmentBytesMax must be positive');
+    // fs.constants lacks the flag where the platform has none; `| undefined` would then open plain handles, and every
+    // 202 would promise bytes that a power loss takes back.
+    if (!(syncedWrites > 0)) throw new Error('ingress log: no O_DSYNC on this platform, so no write could be made durable');
     await dirCreateDurably(opts.dir);
     const baseSeqs = await listSegments(opts.dir);
     const recovered: RecoveredFrames = { replay: [], replayLastSeq: [], lastSeq: 0 };
@@ -201,10 +204,10 @@ export class IngressLog {
   }
 
   /** Appends entry (its seq from takeSeq) as one frame and tells `done` once, always from a microtask: null after the
-   *  synced write covering it, or an error when the log has failed (then `failed` is true forever: every produce answers
-   *  500 until restart) or close has begun. A listener, not a promise: the single produce makes one append per request.
-   *  The entry is encoded now, into the group's buffer, and not kept: it and its payloads may be reused once this
-   *  returns. */
+   *  synced write covering it, or an error when the log has failed (then `failed` is true forever: every produce
+   *  answers 500 until restart) or close has begun. A listener, not a promise: the single produce makes one append per
+   *  request. The entry is encoded now, into the group's buffer, and not kept: it and its payloads may be reused once
+   *  this returns. */
   appendThen(entry: IngressEntry, done: AppendListener): void {
     const seq = entry.seq;
     if (this.failure !== null) return callAll([done], this.failure);

@@ -12,9 +12,9 @@
 //   reach into (not for that fill's fdatasync: data overwriting zeros not yet synced costs that data's own
 //   fdatasync a journal commit at worst).
 // - Readers treat a frame length of 0 as the end of the log (util/frame.ts), so a zero tail is no frame.
-// - The fill writes and syncs through its own file handle: a writeback error is then reported to the data
-//   handle's next fdatasync, or next write when it is O_DSYNC (the ingress log's), as well (Linux reports it once
-//   per open file), so a failed fill can never hide a data write's failure. A fill that fails only stops filling;
+// - The fill writes and syncs through its own file handle. Linux reports a writeback error once per open file, so
+//   the data handle still hears of it: at its next fdatasync, or at its next write when it was opened with O_DSYNC
+//   (the ingress log's). A failed fill can never hide a data write's failure. A fill that fails only stops filling;
 //   appends then grow the file as before.
 import { close, fdatasync, openSync } from 'node:fs';
 import { open, type FileHandle } from 'node:fs/promises';
