@@ -24,13 +24,11 @@ if (positionals.length === 0 || positionals.some((pair) => pair.indexOf('=') <= 
 requireWrk();
 const scratch = mkdtempSync(join(os.tmpdir(), 'env-ab-'));
 
-/** req/s and p99 of one node started with env. */
+/** The bench's figures of a wrk window at one node started with env, after a 2 s warm-up. */
 function measure(env, topic) {
-  return withProduceNode(values.tree, { scratch, topic, env }, ({ wrk }) => {
-    wrk(2);
-    const run = wrk(seconds);
-    if (run.status !== 0) throw new Error(`wrk failed: ${run.stderr ?? run.error}`);
-    return { reqPerSec: Number(/Requests\/sec:\s+([\d.]+)/.exec(run.stdout)?.[1]), p99: /^\s+99%\s+(\S+)/m.exec(run.stdout)?.[1] ?? '?' };
+  return withProduceNode(values.tree, { scratch, topic, env }, async ({ window }) => {
+    await window(2);
+    return window(seconds);
   });
 }
 
@@ -41,7 +39,7 @@ try {
     const figures = {};
     for (const side of sides) {
       figures[side] = await measure(side === 'with' ? withVars : {}, `env-ab-${round}-${side}`);
-      console.log(`round ${round} ${side}: ${Math.round(figures[side].reqPerSec)} req/s, p99 ${figures[side].p99}`);
+      console.log(`round ${round} ${side}: ${Math.round(figures[side].reqPerSec)} req/s (2xx), p99 ${figures[side].latencyMs.p99.toFixed(2)} ms`);
     }
     ratios.push(figures.with.reqPerSec / figures.without.reqPerSec);
   }

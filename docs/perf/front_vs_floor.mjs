@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { requireWrk, withProduceNode } from './wrk_node.mjs';
+import { requireWrk, withFloorServer, withProduceNode } from './wrk_node.mjs';
 
 const { values } = parseArgs({
   options: { tree: { type: 'string', default: '.' }, seconds: { type: 'string', default: '6' }, top: { type: 'string', default: '25' } },
@@ -27,18 +27,20 @@ if (spawnSync('perf', ['--version']).status !== 0) {
 const tree = resolve(values.tree);
 const samplesPerSec = 2999;
 const scratch = mkdtempSync(join(os.tmpdir(), 'front-vs-floor-'));
-const { writeWrkScript } = await import(join(tree, 'dist/bench/peers.js'));
-const { makePayload } = await import(join(tree, 'dist/bench/common.js'));
 
-/** Samples thread `tid` while `drive` runs wrk; returns req/s and the perf data file. */
-async function sampled(tid, name, drive) {
+/** Samples thread `tid` while `window` runs wrk after a 2 s warm-up; returns 2xx req/s and the perf data file. */
+async function sampled(tid, name, window) {
+  await window(2);
   const data = join(scratch, `${name}.data`);
   const perf = spawn('perf', ['record', '-F', String(samplesPerSec), '-e', 'cpu-clock', '-t', String(tid), '-o', data], { stdio: 'ignore' });
-  const run = drive(seconds);
-  perf.kill('SIGINT');
-  await new Promise((done) => perf.on('exit', done));
-  if (run.status !== 0) throw new Error(`wrk failed: ${run.stderr ?? run.error}`);
-  return { reqPerSec: Number(/Requests\/sec:\s+([\d.]+)/.exec(run.stdout)?.[1]), data };
+  const perfExited = new Promise((done) => perf.on('exit', done));
+  try {
+    const run = await window(seconds);
+    return { reqPerSec: run.reqPerSec, requests: run.reqPerSec * run.durationSec, data };
+  } finally {
+    perf.kill('SIGINT');
+    await perfExited;
+  }
 }
 
 /** Microseconds per request by key ('dso' or 'dso,sym') from a perf data file. */
@@ -54,32 +56,11 @@ function perRequestUs(data, sort, requests) {
   return byKey;
 }
 
-async function floorProfile() {
-  const server = spawn(process.execPath, ['--perf-basic-prof', join(tree, 'dist/bench/hello_world_server.js'), '--port', '0', '--host', '127.0.0.1'], { stdio: ['ignore', 'pipe', 'inherit'] });
-  try {
-    const port = await new Promise((found, failed) => {
-      server.stdout.on('data', (chunk) => {
-        const match = /"port":(\d+)/.exec(String(chunk));
-        if (match !== null) found(Number(match[1]));
-      });
-      server.on('exit', () => failed(new Error('the floor server exited')));
-    });
-    const script = writeWrkScript(scratch, makePayload(100), { authorization: 'Basic Zmxvb3I6Zmxvb3I=', 'content-type': 'application/json' });
-    const wrk = (s) => spawnSync('wrk', ['-t1', '-c256', `-d${s}s`, '--latency', '-s', script, `http://127.0.0.1:${port}/v1/topics/floor/produce`], { encoding: 'utf8', timeout: (s + 30) * 1000 });
-    wrk(2);
-    return await sampled(server.pid, 'floor', wrk);
-  } finally {
-    server.kill('SIGTERM');
-  }
-}
-
 try {
-  const ours = await withProduceNode(tree, { scratch, topic: 'front-vs-floor', env: { NODE_OPTIONS: '--perf-basic-prof' } }, async ({ wrk, serverPid }) => {
-    wrk(2);
-    return sampled(serverPid, 'node', wrk);
-  });
-  const floor = await floorProfile();
-  const requests = (run) => run.reqPerSec * seconds;
+  const ours = await withProduceNode(tree, { scratch, topic: 'front-vs-floor', env: { NODE_OPTIONS: '--perf-basic-prof' } },
+    ({ window, serverPid }) => sampled(serverPid, 'node', window));
+  const floor = await withFloorServer(tree, { nodeFlags: ['--perf-basic-prof'] }, ({ window, serverPid }) => sampled(serverPid, 'floor', window));
+  const requests = (run) => run.requests;
   console.log(`single produce ${Math.round(ours.reqPerSec)} req/s, hello-world floor ${Math.round(floor.reqPerSec)} req/s`);
   const oursByDso = perRequestUs(ours.data, 'dso', requests(ours));
   const floorByDso = perRequestUs(floor.data, 'dso', requests(floor));

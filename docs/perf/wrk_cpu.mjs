@@ -27,21 +27,20 @@ const here = fileURLToPath(new URL('../..', import.meta.url));
 const { readThreadCpuMs } = await import(join(here, 'dist/bench/node_process.js'));
 const scratch = mkdtempSync(join(os.tmpdir(), 'wrk-cpu-'));
 
-/** One node of tree: returns req/s, p99 and CPU per request. */
+/** One node of tree: returns req/s (2xx answers), p99 and CPU per request. */
 function measure(tree) {
-  return withProduceNode(tree, { scratch, topic: 'wrk-cpu' }, ({ wrk, serverPid }) => {
-    wrk(2);
+  return withProduceNode(tree, { scratch, topic: 'wrk-cpu' }, async ({ window, serverPid }) => {
+    await window(2);
     const before = readThreadCpuMs(serverPid);
-    const run = wrk(seconds);
+    const run = await window(seconds);
     const after = readThreadCpuMs(serverPid);
-    if (run.status !== 0 || before === null || after === null) throw new Error(`wrk failed: ${run.stderr ?? run.error}`);
-    const reqPerSec = Number(/Requests\/sec:\s+([\d.]+)/.exec(run.stdout)?.[1]);
-    const p99 = /^\s+99%\s+(\S+)/m.exec(run.stdout)?.[1] ?? '?';
-    const requests = reqPerSec * seconds;
+    if (before === null || after === null) throw new Error(`cannot read the CPU times of node ${serverPid}`);
+    const requests = run.reqPerSec * run.durationSec;
     const perRequestUs = (tid) => ((after.get(tid) ?? 0) - (before.get(tid) ?? 0)) * 1000 / requests;
     const others = [...after.keys()].filter((tid) => tid !== serverPid).map(perRequestUs);
     const total = [...after.keys()].reduce((sum, tid) => sum + perRequestUs(tid), 0);
-    return { reqPerSec, p99, front: perRequestUs(serverPid), worker: Math.max(0, ...others), total };
+    return { reqPerSec: run.reqPerSec, p99: `${run.latencyMs.p99.toFixed(2)}ms`, front: perRequestUs(serverPid),
+      worker: Math.max(0, ...others), total };
   });
 }
 

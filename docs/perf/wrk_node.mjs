@@ -1,7 +1,8 @@
 // What docs/perf's A/B tools share: a fresh node of a built tree (security on, temp data dir, the bench's own
-// startBroker) with a topic, and wrk driving single produce at it in the bench's produce-single shape (its default
-// partitions, message size and connections: 6, 100 B, 256; wrk -t1, the bench's script). The tools measure around the
-// wrk windows.
+// startBroker) with a topic, or the bench's hello-world floor server, and wrk driving single produce at it in the
+// bench's produce-single shape (its default partitions, message size and connections: 6, 100 B, 256; wrk -t1, the
+// bench's script and, through window(), the bench's own runWrk and its figures). The tools measure around the wrk
+// windows.
 import { spawnSync } from 'node:child_process';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -9,7 +10,8 @@ import { fileURLToPath } from 'node:url';
 const here = fileURLToPath(new URL('../..', import.meta.url));
 const { parseOptions } = await import(join(here, 'dist/bench/options.js'));
 const { startBroker, createTopic, makePayload, cleanup } = await import(join(here, 'dist/bench/common.js'));
-const { writeWrkScript, onPath, installHint } = await import(join(here, 'dist/bench/peers.js'));
+const { writeWrkScript, onPath, installHint, runWrk } = await import(join(here, 'dist/bench/peers.js'));
+const { startChildServer } = await import(join(here, 'dist/bench/node_process.js'));
 
 /** Exits with 2 and the install hint when wrk is not on PATH. */
 export function requireWrk() {
@@ -19,9 +21,18 @@ export function requireWrk() {
   }
 }
 
+/** The bench's produce-single request (its message size and connections) as one wrk run of `seconds` against the
+ *  server at url: the bench's own figures (runWrk), in which only 2xx answers count. */
+function produceWindow(options, { url, path, authorization, serverPid }, seconds) {
+  const headers = { 'content-type': 'application/json', ...(authorization === null ? {} : { authorization }) };
+  return runWrk({ name: 'single produce', url, path, headers, body: makePayload(options.messageBytes),
+    connections: options.connections, durationSec: seconds, messageBytes: options.messageBytes, serverPid });
+}
+
 /**
  * Starts a node of tree (env added to its environment), creates `topic`, writes wrk's script into scratch and gives
- * `wrk(seconds)` (spawnSync's result) and the node's pid to `use`; stops the node afterwards, whatever happens.
+ * `use` the node's pid, `wrk(seconds)` (spawnSync's result) and `window(seconds)` (the bench's figures of a wrk run);
+ * stops the node afterwards, whatever happens.
  */
 export async function withProduceNode(tree, { scratch, topic, env = {} }, use) {
   const options = parseOptions(['produce-single', '--node-script', join(resolve(tree), 'dist/src/main.js')]);
@@ -30,11 +41,28 @@ export async function withProduceNode(tree, { scratch, topic, env = {} }, use) {
     await createTopic(target, topic, options.partitions);
     const script = writeWrkScript(scratch, makePayload(options.messageBytes),
       { authorization: target.authorization, 'content-type': 'application/json' });
-    const url = `${target.url}/v1/topics/${topic}/produce`;
-    const wrk = (seconds) => spawnSync('wrk', ['-t1', `-c${options.connections}`, `-d${seconds}s`, '--latency', '-s', script, url],
+    const path = `/v1/topics/${topic}/produce`;
+    const wrk = (seconds) => spawnSync('wrk', ['-t1', `-c${options.connections}`, `-d${seconds}s`, '--latency', '-s', script, `${target.url}${path}`],
       { encoding: 'utf8', timeout: (seconds + 30) * 1000 });
-    return await use({ wrk, serverPid: target.serverPid });
+    const window = (seconds) => produceWindow(options, { url: target.url, path, authorization: target.authorization,
+      serverPid: target.serverPid }, seconds);
+    return await use({ wrk, window, serverPid: target.serverPid });
   } finally {
+    await cleanup();
+  }
+}
+
+/** As withProduceNode, for the bench's hello-world floor server of tree (node started with nodeFlags). */
+export async function withFloorServer(tree, { nodeFlags = [] }, use) {
+  const options = parseOptions(['produce-single']);
+  const server = await startChildServer({ name: 'hello-world', script: join(resolve(tree), 'dist/bench/hello_world_server.js'),
+    args: ['--port', '0', '--host', '127.0.0.1'], nodeFlags });
+  try {
+    const window = (seconds) => produceWindow(options, { url: server.url, path: '/v1/topics/floor/produce',
+      authorization: null, serverPid: server.pid }, seconds);
+    return await use({ window, serverPid: server.pid });
+  } finally {
+    await server.stop();
     await cleanup();
   }
 }
