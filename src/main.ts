@@ -1,6 +1,272 @@
-// Entry of one broker node. It only sets what must be set before any module starts libuv's thread pool, then
-// loads the node (src/node.ts). The pool is shared by every thread of the process: the ingress log's fdatasync and
-// the partition workers' segment syncs all run there, so its default size of 4 made the ingress sync that a 202
-// waits for queue behind segment syncs.
-process.env.UV_THREADPOOL_SIZE ??= '16';
-await import('./node.js');
+// Entry and boot of one broker node (main thread = the front thread): load and check the config, lock the data dir,
+// start the metadata thread and the partition workers, replay the ingress log, create the root admin on the
+// first secured start, then serve HTTP. SIGTERM/SIGINT shut down gracefully; a dying thread stops the node
+// (fail-stop: the restart recovers from the logs).
+import { randomBytes } from 'node:crypto';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { availableParallelism } from 'node:os';
+import { join, resolve } from 'node:path';
+import { MessageChannel, Worker } from 'node:worker_threads';
+import { Piscina } from 'piscina';
+import {
+  ConfigError, formatHostPort, loadConfig, parseAdvertise, parseBootstrap, parseHostPort, parseListenAddress, type Config, type LoadedConfig,
+} from './config.js';
+import { ByteBudget } from './front/body.js';
+import { PartitionWorkers } from './front/dispatch.js';
+import type { NodeLifecycle } from './front/handlers/health.js';
+import { IngressLog } from './front/ingress_log.js';
+import { MetadataReplica } from './front/metadata_replica.js';
+import { Metrics } from './front/metrics.js';
+import { FrontServer } from './front/server.js';
+import type { FrontServices } from './front/services.js';
+import type { BcryptTask } from './pool/bcrypt_task.js';
+import type { ClusterThreadConfig, MetadataThreadData, PartitionWorkerData, ToMetadata } from './protocol/thread_messages.js';
+import { readClusterSecretFile } from './raft/shell/transport/cluster_secret.js';
+import { DataDirLockedError, lockDataDir } from './util/data_dir_lock.js';
+import { createLogger, type Logger } from './util/log.js';
+
+/** uWS must let through header blocks over http.max_header_bytes so the handler can answer 431: past its own buffer
+ *  uWS resets the connection without an answer. Measured with this build: it never takes more than about 126 KiB
+ *  whatever it is given, and under CPU load a buffer of only max + 64 KiB still reset most 66-70 KiB blocks (a block
+ *  split across reads), while 1 MiB of room answered every block up to ~126 KiB (docs/decisions.md). */
+const uwsHeaderSlackBytes = 1024 * 1024;
+
+async function main(): Promise<void> {
+  let loaded: LoadedConfig;
+  try {
+    loaded = await loadConfig({ argv: process.argv.slice(2), env: process.env });
+  } catch (error) {
+    if (error instanceof ConfigError) {
+      process.stderr.write(`${error.message}\n`);
+      process.exit(2);
+    }
+    throw error;
+  }
+  if (loaded.help !== undefined) {
+    process.stdout.write(loaded.help);
+    return;
+  }
+  const config = loaded.config;
+  const log = createLogger(config['log.level']);
+  const dataDir = resolve(config['node.data_dir']);
+  await mkdir(dataDir, { recursive: true });
+  let lock;
+  try {
+    lock = await lockDataDir(dataDir);
+  } catch (error) {
+    if (error instanceof DataDirLockedError) {
+      process.stderr.write(`${error.message}\n`);
+      process.exit(1);
+    }
+    throw error;
+  }
+  let cluster: ClusterThreadConfig;
+  try {
+    cluster = await clusterThreadConfig(config, await loadNodeId(dataDir, config['cluster.node_id']));
+  } catch (error) {
+    process.stderr.write(`${error instanceof Error ? error.message : String(error)}\n`);
+    process.exit(2);
+  }
+  const nodeId = cluster.nodeId;
+  process.env.UWS_HTTP_MAX_HEADERS_SIZE = String(config['http.max_header_bytes'] + uwsHeaderSlackBytes);
+  const uws = (await import('uWebSockets.js')).default;
+
+  const lifecycle: NodeLifecycle = { startupDone: false, shuttingDown: false };
+  const { metadataThread, workerThreads } = startThreads(config, dataDir, log, lifecycle, cluster);
+  const replica = new MetadataReplica(metadataThread);
+  const workers = new PartitionWorkers(workerThreads);
+  await Promise.all([replica.whenReady(), workers.whenReady()]);
+
+  const faults = new Set(config['test.fault_points'].split(',').map((point) => point.trim()));
+  const injected = (point: string) => (faults.has(point) ? () => new Error(`fault point ${point}`) : undefined);
+  const { log: ingress, replay, replayLastSeq } = await IngressLog.open({
+    dir: join(dataDir, 'ingress'),
+    segmentBytesMax: config['storage.ingress_segment_bytes'],
+    faults: { write: injected('ingress.write'), sync: injected('ingress.sync') },
+  });
+  ingress.onSynced = (group, lastSeq) => workers.dispatch(group, lastSeq, replica.appliedIndex);
+  workers.onAllDurable = (seqUpTo) => ingress.markDurable(seqUpTo);
+  // Records answered 202 before a crash but not yet stored by their partition: the workers skip what they hold.
+  replay.forEach((chunk, i) => workers.dispatch(chunk, replayLastSeq[i]!, replica.appliedIndex));
+  if (replay.length > 0) log.info({ chunks: replay.length, lastSeq: replayLastSeq[replayLastSeq.length - 1] }, 'ingress log replayed');
+
+  const authPool = new Piscina({
+    filename: new URL('./pool/bcrypt_task.js', import.meta.url).href,
+    minThreads: 1,
+    maxThreads: config['auth.verify_slots'],
+  });
+  const workPool = new Piscina({
+    filename: new URL('./pool/batch_task.js', import.meta.url).href,
+    minThreads: 1,
+    maxThreads: availableParallelism(),
+  });
+  const services: FrontServices = {
+    config, log, nodeId, replica, workers, ingress, authPool, workPool,
+    batchBudget: new ByteBudget(config['http.max_batch_body_bytes_in_flight']),
+    metrics: new Metrics(replica, workers),
+  };
+  // A one-node cluster leads at once, so its root admin exists before it listens (the first screen shows how to
+  // log in). A node of a larger cluster listens first: reads must answer even while no quorum exists.
+  const loneNode = cluster.bootstrap.length <= 1 && cluster.join === null;
+  // Partitions are placed on members only: a lone node listens once its own member record is in, so its first
+  // topic create never finds no live member.
+  if (loneNode) await replica.whenMember(nodeId);
+  const rootAdmin = async (): Promise<string> => {
+    if (!config['security.enabled']) return 'security is off: no credentials needed';
+    await replica.whenCaughtUp();
+    return ensureRootAdmin(services, authPool, loaded, dataDir, createsRootAdmin(cluster));
+  };
+  const loginHint = loneNode ? await rootAdmin() : null;
+
+  const server = new FrontServer(uws, services, lifecycle, authPool);
+  const port = await server.listen(config['node.host'], config['node.port']);
+  lifecycle.startupDone = true;
+  if (cluster.advertiseApi === '') {
+    // clusterThreadConfig built advertiseInternal with formatHostPort: its host is the API's too when --advertise was
+    // not given.
+    const { host } = parseListenAddress(cluster.advertiseInternal)!;
+    metadataThread.postMessage({ kind: 'apiAddress', address: formatHostPort(host, port) } satisfies ToMetadata);
+  }
+  log.info({ port, host: config['node.host'], dataDir, nodeId, workers: workers.count }, 'listening');
+  if (loginHint !== null) log.info(loginHint);
+  else {
+    rootAdmin().then(
+      (hint) => log.info(hint),
+      (error: unknown) => log.error({ err: error }, 'creating the root admin failed'),
+    );
+  }
+
+  let stopping = false;
+  const stop = async (signal: string): Promise<void> => {
+    if (stopping) return;
+    stopping = true;
+    log.info({ signal }, 'shutting down');
+    await server.shutdown();
+    await ingress.close();
+    await workers.shutdown();
+    await closeMetadataThread(metadataThread);
+    await Promise.all([authPool.destroy(), workPool.destroy()]);
+    await lock.release();
+    log.info({ ingressSyncs: ingress.syncCount }, 'stopped');
+    log.flush();
+    process.exit(0);
+  };
+  process.on('SIGTERM', (s) => void stop(s));
+  process.on('SIGINT', (s) => void stop(s));
+}
+
+function startThreads(config: Config, dataDir: string, log: Logger, lifecycle: NodeLifecycle, cluster: ClusterThreadConfig) {
+  const workerCount = config['node.workers'];
+  const channels = Array.from({ length: workerCount }, () => new MessageChannel());
+  const workerThreads = channels.map((channel, workerIndex) => {
+    const workerData: PartitionWorkerData = {
+      workerIndex, workerCount, dataDir, segmentBytesMax: config['storage.segment_bytes'], metadataPort: channel.port2,
+      retentionCheckIntervalMs: config['storage.retention_check_interval'], ackFlushIntervalMs: config['storage.ack_flush_interval'],
+      flushIntervalMs: config['storage.partition_flush_interval'], syncIntervalMs: config['storage.partition_sync_interval'],
+    };
+    return new Worker(new URL('../workers/partition_worker.js', import.meta.url), { workerData, transferList: [channel.port2] });
+  });
+  const metadataData: MetadataThreadData = { dataDir, workerPorts: channels.map((c) => c.port1), cluster, logLevel: config['log.level'] };
+  const metadataThread = new Worker(new URL('./raft/shell/raft_thread.js', import.meta.url), {
+    workerData: metadataData,
+    transferList: channels.map((c) => c.port1),
+  });
+  for (const [name, thread] of [['metadata', metadataThread], ...workerThreads.map((w, i) => [`partition worker ${i}`, w] as const)] as const) {
+    thread.on('error', (error) => log.fatal({ err: error, thread: name }, 'thread failed'));
+    thread.on('exit', (code) => {
+      if (lifecycle.shuttingDown && code === 0) return;
+      log.fatal({ thread: name, code }, 'thread exited: stopping the node (restart recovers from the logs)');
+      log.flush();
+      process.exit(1);
+    });
+  }
+  return { metadataThread, workerThreads };
+}
+
+function closeMetadataThread(thread: Worker): Promise<void> {
+  return new Promise((resolveClosed) => {
+    thread.on('message', (message: { kind: string }) => {
+      if (message.kind === 'closed') resolveClosed();
+    });
+    thread.once('exit', () => resolveClosed());
+    thread.postMessage({ kind: 'shutdown' } satisfies ToMetadata);
+  });
+}
+
+/** This node's cluster id, kept in the data dir: the data belongs to that node, so another id later is refused. */
+async function loadNodeId(dataDir: string, configured: number): Promise<number> {
+  const path = join(dataDir, 'node-id');
+  const existing = (await readFile(path, 'utf8').catch(() => '')).trim();
+  if (existing !== '') {
+    const stored = /^\d{1,5}$/.test(existing) ? Number(existing) : NaN;
+    if (!(stored >= 1 && stored <= 65535)) throw new Error(`config: ${path} holds "${existing}", not a node id; this data dir was written by an older build or another program`);
+    if (configured !== 0 && configured !== stored) throw new Error(`config: cluster.node_id is ${configured} but ${dataDir} belongs to node ${stored}`);
+    return stored;
+  }
+  const id = configured === 0 ? 1 : configured;
+  await writeFile(path, `${id}\n`, { mode: 0o644 });
+  return id;
+}
+
+/** Resolves the cluster settings into what the metadata thread needs. */
+async function clusterThreadConfig(config: Config, nodeId: number): Promise<ClusterThreadConfig> {
+  const wildcard = (host: string): boolean => host === '' || host === '0.0.0.0' || host === '::';
+  const host = wildcard(config['node.host']) ? '127.0.0.1' : config['node.host'];
+  const advertised = config['cluster.advertise'] === '' ? null : parseAdvertise(config['cluster.advertise']);
+  const internalPort = config['cluster.internal_port'];
+  const listen = { host: config['node.host'], port: internalPort };
+  // Port 0 is known only once the listener is bound: the front reports it then ('apiAddress').
+  const advertiseApi = advertised !== null ? formatHostPort(advertised.api.host, advertised.api.port) : config['node.port'] === 0 ? '' : formatHostPort(host, config['node.port']);
+  const advertiseInternal = advertised?.internal === undefined ? formatHostPort(advertised?.api.host ?? host, internalPort) : formatHostPort(advertised.internal.host, advertised.internal.port);
+  const bootstrapMap = config['cluster.bootstrap'] === '' ? null : parseBootstrap(config['cluster.bootstrap']);
+  const bootstrap: [number, { host: string; port: number }][] = bootstrapMap === null ? [[nodeId, { host, port: internalPort }]] : [...bootstrapMap];
+  const join = config['cluster.join'] === '' ? null : parseHostPort(config['cluster.join']);
+  const secret = config['cluster.secret_file'] === '' ? new Uint8Array(0) : await readClusterSecretFile(config['cluster.secret_file']);
+  return {
+    nodeId, bootstrap, join, listen, advertiseApi, advertiseInternal, secret,
+    tickMs: config['cluster.tick_interval'],
+    electionTicks: config['cluster.election_ticks'],
+    deadAfterMs: config['cluster.member_dead_after'],
+    snapshotEntries: config['cluster.snapshot_entries'],
+  };
+}
+
+/** The root admin of a secured cluster is created once, by the lowest founding id; joining nodes never do. */
+function createsRootAdmin(cluster: ClusterThreadConfig): boolean {
+  if (cluster.join !== null) return false;
+  return Math.min(...cluster.bootstrap.map(([id]) => id)) === cluster.nodeId;
+}
+
+/** Spec §5: the root admin `admin` is created at the first start of a secured node. Returns the login hint. */
+async function ensureRootAdmin(services: FrontServices, authPool: Piscina, loaded: LoadedConfig, dataDir: string, creates: boolean): Promise<string> {
+  const passwordFile = join(dataDir, 'admin-password');
+  const root = [...services.replica.state.users.values()].find((u) => u.root);
+  if (root !== undefined) {
+    return `log in as ${root.username} with its password (first generated into ${passwordFile} unless one was given)`;
+  }
+  if (!creates) return 'log in as admin with the password the founding node with the lowest id generated (its data dir admin-password) or was given';
+  const generated = loaded.adminPassword === undefined;
+  const password = loaded.adminPassword ?? randomBytes(18).toString('base64url');
+  if (generated) {
+    // Saved before the user is committed, so a crash in between never leaves a root nobody can log in as.
+    await writeFile(passwordFile, `${password}\n`, { mode: 0o600 });
+  }
+  const task: BcryptTask = { op: 'hash', password, cost: services.config['auth.bcrypt_cost'] };
+  const passwordHash = (await authPool.run(task)) as string;
+  const nowMs = Date.now();
+  const result = await services.replica.propose({
+    type: 'user.create',
+    user: { username: 'admin', passwordHash, credentialVersion: 1, grants: [{ action: 'admin' }], root: true, createdAtMs: nowMs, updatedAtMs: nowMs },
+  });
+  if (!result.ok) throw new Error(`creating the root admin failed: ${result.error}`);
+  if (generated) {
+    process.stdout.write(`\nRoot admin created. Log in as user "admin" with password: ${password}\n(saved to ${passwordFile}, mode 0600; this is the only time it is printed)\n\n`);
+    return `log in as admin with the password saved in ${passwordFile}`;
+  }
+  return `log in as admin with the password given by ${loaded.adminPasswordSource === 'file' ? '--admin-password-file' : loaded.adminPasswordSource === 'env' ? 'SVC_ADMIN_PASSWORD' : '--admin-password'}`;
+}
+
+main().catch((error: unknown) => {
+  process.stderr.write(`fatal: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+  process.exit(1);
+});
