@@ -30,12 +30,13 @@ function produceWindow(options, { url, path, authorization, serverPid }, seconds
 }
 
 /**
- * Starts a node of tree (env added to its environment), creates `topic`, writes wrk's script into scratch and gives
- * `use` the node's pid, `wrk(seconds)` (spawnSync's result) and `window(seconds)` (the bench's figures of a wrk run);
- * stops the node afterwards, whatever happens.
+ * Starts a node of tree (env added to its environment), creates `topic` with the bench's options (benchArgs added to
+ * them, e.g. ['--partitions', '108']), writes wrk's script into scratch and gives `use` the node's pid, `wrk(seconds)`
+ * (spawnSync's result) and `window(seconds)` (the bench's figures of a wrk run); stops the node afterwards, whatever
+ * happens.
  */
-export async function withProduceNode(tree, { scratch, topic, env = {} }, use) {
-  const options = parseOptions(['produce-single', '--node-script', join(resolve(tree), 'dist/src/main.js')]);
+export async function withProduceNode(tree, { scratch, topic, env = {}, benchArgs = [] }, use) {
+  const options = parseOptions(['produce-single', '--node-script', join(resolve(tree), 'dist/src/main.js'), ...benchArgs]);
   const target = await startBroker(options, env);
   try {
     await createTopic(target, topic, options.partitions);
