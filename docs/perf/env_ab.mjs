@@ -3,11 +3,12 @@
 // NODE_OPTIONS=--max-semi-space-size=64), in alternating order so a slow minute of the shared machine falls on both.
 // Prints each node's req/s and wrk's p99, then the rounds' with/without ratios and their median.
 // Usage: node docs/perf/env_ab.mjs KEY=VALUE [KEY=VALUE ...] [--tree .] [--seconds 5] [--rounds 6]
-import { mkdtempSync, rmSync } from 'node:fs';
-import os from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { requireWrk, withProduceNode } from './wrk_node.mjs';
+
+const { median } = await import(join(fileURLToPath(new URL('../..', import.meta.url)), 'dist/bench/common.js'));
 
 const { values, positionals } = parseArgs({
   allowPositionals: true,
@@ -22,31 +23,23 @@ if (positionals.length === 0 || positionals.some((pair) => pair.indexOf('=') <= 
   process.exit(2);
 }
 requireWrk();
-const scratch = mkdtempSync(join(os.tmpdir(), 'env-ab-'));
 
 /** The bench's figures of a wrk window at one node started with env, after a 2 s warm-up. */
 function measure(env, topic) {
-  return withProduceNode(values.tree, { scratch, topic, env }, async ({ window }) => {
+  return withProduceNode(values.tree, { topic, env }, async ({ window }) => {
     await window(2);
     return window(seconds);
   });
 }
 
-try {
-  const ratios = [];
-  for (let round = 1; round <= rounds; round++) {
-    const sides = round % 2 === 1 ? ['without', 'with'] : ['with', 'without'];
-    const figures = {};
-    for (const side of sides) {
-      figures[side] = await measure(side === 'with' ? withVars : {}, `env-ab-${round}-${side}`);
-      console.log(`round ${round} ${side}: ${Math.round(figures[side].reqPerSec)} req/s (2xx), p99 ${figures[side].latencyMs.p99.toFixed(2)} ms`);
-    }
-    ratios.push(figures.with.reqPerSec / figures.without.reqPerSec);
+const ratios = [];
+for (let round = 1; round <= rounds; round++) {
+  const sides = round % 2 === 1 ? ['without', 'with'] : ['with', 'without'];
+  const figures = {};
+  for (const side of sides) {
+    figures[side] = await measure(side === 'with' ? withVars : {}, `env-ab-${round}-${side}`);
+    console.log(`round ${round} ${side}: ${Math.round(figures[side].reqPerSec)} req/s (2xx), p99 ${figures[side].latencyMs.p99.toFixed(2)} ms`);
   }
-  ratios.sort((a, b) => a - b);
-  const middle = ratios.length / 2;
-  const median = ratios.length % 2 === 1 ? ratios[Math.floor(middle)] : (ratios[middle - 1] + ratios[middle]) / 2;
-  console.log(`with/without: ${ratios.map((r) => r.toFixed(3)).join(' ')}; median ${median.toFixed(3)}`);
-} finally {
-  rmSync(scratch, { recursive: true, force: true });
+  ratios.push(figures.with.reqPerSec / figures.without.reqPerSec);
 }
+console.log(`with/without: ${ratios.map((r) => r.toFixed(3)).join(' ')}; median ${median(ratios).toFixed(3)}`);

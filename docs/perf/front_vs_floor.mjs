@@ -57,13 +57,12 @@ function perRequestUs(data, sort, requests) {
 }
 
 try {
-  const ours = await withProduceNode(tree, { scratch, topic: 'front-vs-floor', env: { NODE_OPTIONS: '--perf-basic-prof' } },
+  const ours = await withProduceNode(tree, { topic: 'front-vs-floor', env: { NODE_OPTIONS: '--perf-basic-prof' } },
     ({ window, serverPid }) => sampled(serverPid, 'node', window));
   const floor = await withFloorServer(tree, { nodeFlags: ['--perf-basic-prof'] }, ({ window, serverPid }) => sampled(serverPid, 'floor', window));
-  const requests = (run) => run.requests;
   console.log(`single produce ${Math.round(ours.reqPerSec)} req/s, hello-world floor ${Math.round(floor.reqPerSec)} req/s`);
-  const oursByDso = perRequestUs(ours.data, 'dso', requests(ours));
-  const floorByDso = perRequestUs(floor.data, 'dso', requests(floor));
+  const oursByDso = perRequestUs(ours.data, 'dso', ours.requests);
+  const floorByDso = perRequestUs(floor.data, 'dso', floor.requests);
   const total = (map) => [...map.values()].reduce((sum, us) => sum + us, 0);
   console.log(`CPU of the request thread per request: ${total(oursByDso).toFixed(2)} us against ${total(floorByDso).toFixed(2)} us`);
   for (const dso of new Set([...oursByDso.keys(), ...floorByDso.keys()])) {
@@ -71,8 +70,8 @@ try {
     const b = floorByDso.get(dso) ?? 0;
     if (a + b >= 0.01) console.log(`  ${dso.padEnd(28)} ${a.toFixed(2).padStart(6)} us  ${b.toFixed(2).padStart(6)} us`);
   }
-  const oursBySym = perRequestUs(ours.data, 'dso,sym', requests(ours));
-  const floorBySym = perRequestUs(floor.data, 'dso,sym', requests(floor));
+  const oursBySym = perRequestUs(ours.data, 'dso,sym', ours.requests);
+  const floorBySym = perRequestUs(floor.data, 'dso,sym', floor.requests);
   const gaps = [...new Set([...oursBySym.keys(), ...floorBySym.keys()])]
     .map((key) => ({ key, ours: oursBySym.get(key) ?? 0, floor: floorBySym.get(key) ?? 0 }))
     .sort((x, y) => (y.ours - y.floor) - (x.ours - x.floor))

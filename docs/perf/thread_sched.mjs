@@ -1,13 +1,11 @@
 // Where single produce's threads spend a wrk window: a fresh node of the tree (security on, temp data dir, the bench's
 // own startBroker) with a topic of --partitions partitions, a 2 s wrk warm-up, then each thread's
 // /proc/<pid>/task/<tid>/schedstat (time running, time runnable but waiting for a CPU) read around a wrk window of the
-// bench's produce-single shape. Prints req/s and, for the busiest threads, both as a share of the window: a front thread
-// that waits for a CPU is held back by the other threads on the two cores, one that neither runs nor waits has nothing
-// to do. docs/performance.md quotes it ("Single produce with many partitions").
+// bench's produce-single shape. Prints req/s and, for the busiest threads, both as a share of the window: a front
+// thread that waits for a CPU is held back by the other threads on the two cores, one that neither runs nor waits has
+// nothing to do. docs/performance.md quotes it ("Single produce with many partitions").
 // Usage: node docs/perf/thread_sched.mjs [--tree .] [--partitions 6] [--seconds 5] [--threads 4]
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import os from 'node:os';
-import { join } from 'node:path';
+import { readdirSync, readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { requireWrk, withProduceNode } from './wrk_node.mjs';
 
@@ -39,26 +37,21 @@ function schedstats(pid) {
   return stats;
 }
 
-const scratch = mkdtempSync(join(os.tmpdir(), 'thread-sched-'));
-try {
-  await withProduceNode(values.tree, { scratch, topic: 'thread-sched', benchArgs: ['--partitions', values.partitions] },
-    async ({ window, serverPid }) => {
-      await window(2);
-      const before = schedstats(serverPid);
-      const startNs = process.hrtime.bigint();
-      const run = await window(seconds);
-      const wallNs = Number(process.hrtime.bigint() - startNs);
-      const after = schedstats(serverPid);
-      const rows = [...after].filter(([tid]) => before.has(tid)).map(([tid, [runNs, waitNs]]) => {
-        const [runBefore, waitBefore] = before.get(tid);
-        return { tid, run: (runNs - runBefore) / wallNs, wait: (waitNs - waitBefore) / wallNs };
-      }).sort((a, b) => b.run - a.run).slice(0, threads);
-      console.log(`${values.partitions} partitions: ${Math.round(run.reqPerSec)} req/s, wrk p99 ${run.latencyMs.p99} ms`);
-      for (const row of rows) {
-        const name = row.tid === serverPid ? 'front' : `thread ${row.tid}`;
-        console.log(`  ${name}: running ${(row.run * 100).toFixed(1)}%, waiting for a CPU ${(row.wait * 100).toFixed(1)}%`);
-      }
-    });
-} finally {
-  rmSync(scratch, { recursive: true, force: true });
-}
+await withProduceNode(values.tree, { topic: 'thread-sched', benchArgs: ['--partitions', values.partitions] },
+  async ({ window, serverPid }) => {
+    await window(2);
+    const before = schedstats(serverPid);
+    const startNs = process.hrtime.bigint();
+    const run = await window(seconds);
+    const wallNs = Number(process.hrtime.bigint() - startNs);
+    const after = schedstats(serverPid);
+    const rows = [...after].filter(([tid]) => before.has(tid)).map(([tid, [runNs, waitNs]]) => {
+      const [runBefore, waitBefore] = before.get(tid);
+      return { tid, run: (runNs - runBefore) / wallNs, wait: (waitNs - waitBefore) / wallNs };
+    }).sort((a, b) => b.run - a.run).slice(0, threads);
+    console.log(`${values.partitions} partitions: ${Math.round(run.reqPerSec)} req/s, wrk p99 ${run.latencyMs.p99} ms`);
+    for (const row of rows) {
+      const name = row.tid === serverPid ? 'front' : `thread ${row.tid}`;
+      console.log(`  ${name}: running ${(row.run * 100).toFixed(1)}%, waiting for a CPU ${(row.wait * 100).toFixed(1)}%`);
+    }
+  });

@@ -5,8 +5,6 @@
 // /proc/<pid>/task/*/stat around the window. Per-thread CPU moves less than req/s on a shared machine, and alternating
 // the trees spreads the machine's slow minutes over both. docs/performance.md quotes its figures.
 // Usage: node docs/perf/wrk_cpu.mjs TREE [TREE ...] [--seconds 8] [--rounds 3]   (each TREE built: TREE/dist/src/main.js)
-import { mkdtempSync, rmSync } from 'node:fs';
-import os from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -25,11 +23,10 @@ if (positionals.length === 0 || !(seconds >= 1 && seconds <= 120) || !(rounds >=
 requireWrk();
 const here = fileURLToPath(new URL('../..', import.meta.url));
 const { readThreadCpuMs } = await import(join(here, 'dist/bench/node_process.js'));
-const scratch = mkdtempSync(join(os.tmpdir(), 'wrk-cpu-'));
 
 /** One node of tree: returns req/s (2xx answers), p99 and CPU per request. */
 function measure(tree) {
-  return withProduceNode(tree, { scratch, topic: 'wrk-cpu' }, async ({ window, serverPid }) => {
+  return withProduceNode(tree, { topic: 'wrk-cpu' }, async ({ window, serverPid }) => {
     await window(2);
     const before = readThreadCpuMs(serverPid);
     const run = await window(seconds);
@@ -44,14 +41,10 @@ function measure(tree) {
   });
 }
 
-try {
-  for (let round = 1; round <= rounds; round++) {
-    for (const tree of positionals) {
-      const m = await measure(tree);
-      console.log(`round ${round} ${tree}: ${Math.round(m.reqPerSec)} req/s, p99 ${m.p99}, front ${m.front.toFixed(2)} us/req, ` +
-        `busiest other thread ${m.worker.toFixed(2)}, all threads ${m.total.toFixed(2)}`);
-    }
+for (let round = 1; round <= rounds; round++) {
+  for (const tree of positionals) {
+    const m = await measure(tree);
+    console.log(`round ${round} ${tree}: ${Math.round(m.reqPerSec)} req/s, p99 ${m.p99}, front ${m.front.toFixed(2)} us/req, ` +
+      `busiest other thread ${m.worker.toFixed(2)}, all threads ${m.total.toFixed(2)}`);
   }
-} finally {
-  rmSync(scratch, { recursive: true, force: true });
 }

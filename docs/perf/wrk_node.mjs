@@ -1,16 +1,14 @@
 // What docs/perf's A/B tools share: a fresh node of a built tree (security on, temp data dir, the bench's own
 // startBroker) with a topic, or the bench's hello-world floor server, and wrk driving single produce at it in the
-// bench's produce-single shape (its default partitions, message size and connections: 6, 100 B, 256; wrk -t1, the
-// bench's script and, through window(), the bench's own runWrk and its figures). The tools measure around the wrk
-// windows.
-import { spawnSync } from 'node:child_process';
+// bench's produce-single shape (its default partitions, message size and connections: 6, 100 B, 256; wrk -t1 through
+// the bench's own runWrk, so only 2xx answers count). The tools measure around the wrk windows.
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const here = fileURLToPath(new URL('../..', import.meta.url));
 const { parseOptions } = await import(join(here, 'dist/bench/options.js'));
 const { startBroker, createTopic, makePayload, cleanup } = await import(join(here, 'dist/bench/common.js'));
-const { writeWrkScript, onPath, installHint, runWrk } = await import(join(here, 'dist/bench/peers.js'));
+const { onPath, installHint, runWrk } = await import(join(here, 'dist/bench/peers.js'));
 const { startChildServer } = await import(join(here, 'dist/bench/node_process.js'));
 
 /** Exits with 2 and the install hint when wrk is not on PATH. */
@@ -31,23 +29,18 @@ function produceWindow(options, { url, path, authorization, serverPid }, seconds
 
 /**
  * Starts a node of tree (env added to its environment), creates `topic` with the bench's options (benchArgs added to
- * them, e.g. ['--partitions', '108']), writes wrk's script into scratch and gives `use` the node's pid, `wrk(seconds)`
- * (spawnSync's result) and `window(seconds)` (the bench's figures of a wrk run); stops the node afterwards, whatever
- * happens.
+ * them, e.g. ['--partitions', '108']) and gives `use` the node's pid and `window(seconds)` (the bench's figures of a
+ * wrk run); stops the node afterwards, whatever happens.
  */
-export async function withProduceNode(tree, { scratch, topic, env = {}, benchArgs = [] }, use) {
+export async function withProduceNode(tree, { topic, env = {}, benchArgs = [] }, use) {
   const options = parseOptions(['produce-single', '--node-script', join(resolve(tree), 'dist/src/main.js'), ...benchArgs]);
   const target = await startBroker(options, env);
   try {
     await createTopic(target, topic, options.partitions);
-    const script = writeWrkScript(scratch, makePayload(options.messageBytes),
-      { authorization: target.authorization, 'content-type': 'application/json' });
     const path = `/v1/topics/${topic}/produce`;
-    const wrk = (seconds) => spawnSync('wrk', ['-t1', `-c${options.connections}`, `-d${seconds}s`, '--latency', '-s', script, `${target.url}${path}`],
-      { encoding: 'utf8', timeout: (seconds + 30) * 1000 });
     const window = (seconds) => produceWindow(options, { url: target.url, path, authorization: target.authorization,
       serverPid: target.serverPid }, seconds);
-    return await use({ wrk, window, serverPid: target.serverPid });
+    return await use({ window, serverPid: target.serverPid });
   } finally {
     await cleanup();
   }
