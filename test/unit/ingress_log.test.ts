@@ -39,8 +39,8 @@ function body(seq: number, payloadBytes = 16): Uint8Array {
   return encodeIngressEntry(entry(seq, payloadBytes));
 }
 
-/** A segmentBytesMax past one frame of body(seq, payloadBytes) and short of two: a segment holds two such frames, since it
- *  rolls only once it holds at least the maximum. */
+/** A segmentBytesMax past one frame of body(seq, payloadBytes) and short of two: a segment holds two such frames, since
+ *  it rolls only once it holds at least the maximum. */
 function rollsAfterTwoFrames(payloadBytes: number): number {
   return body(1, payloadBytes).byteLength + frameHeaderBytes + 1;
 }
