@@ -64,30 +64,41 @@ const zeroFillChunkBytesMax = 1024 * 1024;
 const zeroFillRoundBytesMax = 64 * 1024;
 /** Recovery reads a log in windows of this size: bounded memory per partition, few reads per segment. */
 const recoveryScanWindowBytes = 4 * 1024 * 1024;
-/** First staging buffer; it doubles as records arrive and goes back to stagingPool after each flush. */
-const stagingBytesInitial = 64 * 1024;
+/** First staging buffer; it doubles as records arrive and goes back to stagingPool after each flush. Sized for a
+ *  round of single produces, which stages a few frames per partition: a bigger start only makes a round that touches
+ *  many partitions take many big buffers. A partition staging more starts its next round at what it staged last. */
+const stagingBytesInitial = 4 * 1024;
+/** What a partition stages while nothing is staged: no allocation per flush. */
+const stagingEmpty = new Uint8Array(0);
+const stagingEmptyWords = wordsOf(stagingEmpty);
 
 /**
  * Staging buffers that flushes are done with, for the next partition that stages. A single produce load flushes every
- * touched partition once per dispatch, and a fresh 64 KiB buffer each time was a twentieth of the worker's CPU
- * (allocation, and the scavenges its external memory brought on). Shared by the worker's partitions rather than kept
- * per partition, so a thousand partitions that were each written once hold no buffer; the bound caps what a burst
- * leaves behind. One worker per thread: module state is the thread's.
+ * touched partition once per dispatch, and a fresh buffer each time cost the worker its allocation and the scavenges
+ * its external memory brought on: a twentieth of its CPU at 6 partitions, and with 108 partitions, whose rounds each
+ * touch dozens of logs, a fifth of it. Shared by the worker's partitions rather than kept per partition, so a
+ * thousand partitions that were each written once hold no buffer; the bound on bytes caps what a burst leaves behind
+ * while letting a round's worth of small buffers come back. One worker per thread: module state is the thread's.
  */
 const stagingPool: Uint8Array<ArrayBuffer>[] = [];
-const stagingPoolBuffersMax = 16;
+let stagingPoolBytes = 0;
+const stagingPoolBytesMax = 4 * 1024 * 1024;
 const stagingPoolBufferBytesMax = 1024 * 1024;
 
 /** A pooled buffer of at least `bytes`, or a new one of exactly that many. */
 function stagingTake(bytes: number): Uint8Array<ArrayBuffer> {
   const pooled = stagingPool.at(-1);
-  if (pooled !== undefined && pooled.byteLength >= bytes) return stagingPool.pop()!;
-  return unzeroedOwnBytes(bytes);
+  if (pooled === undefined || pooled.byteLength < bytes) return unzeroedOwnBytes(bytes);
+  stagingPool.pop();
+  stagingPoolBytes -= pooled.byteLength;
+  return pooled;
 }
 
 function stagingGiveBack(buffer: Uint8Array<ArrayBuffer>): void {
-  if (buffer.byteLength === 0 || buffer.byteLength > stagingPoolBufferBytesMax || stagingPool.length >= stagingPoolBuffersMax) return;
+  const bytes = buffer.byteLength;
+  if (bytes === 0 || bytes > stagingPoolBufferBytesMax || stagingPoolBytes + bytes > stagingPoolBytesMax) return;
   stagingPool.push(buffer);
+  stagingPoolBytes += bytes;
 }
 /** Written when retention deletes every segment: it alone then carries highWatermark and lastIngress over
  *  a restart. Replaced atomically through the .tmp name; a stale one is harmless, since segments win. */
@@ -164,9 +175,9 @@ export class PartitionLog {
   private writtenLastIngress: IngressPosition | null = null;
   /** lastIngress of the synced records alone: what the mark may promise to a restart. */
   private storedLastIngress: IngressPosition | null = null;
-  private staging: Uint8Array<ArrayBuffer> = new Uint8Array(0);
+  private staging: Uint8Array<ArrayBuffer> = stagingEmpty;
   /** wordsOf(staging), for the frames' crcs: a worker stages records of many partitions in turn. */
-  private stagingWords = wordsOf(this.staging);
+  private stagingWords = stagingEmptyWords;
   private stagingBytes = 0;
   private stagingFrameStarts: number[] = [];
   private stagingTimestampsSec: number[] = [];
@@ -308,8 +319,8 @@ export class PartitionLog {
     // The next round likely stages about as much: start there instead of doubling up from the minimum again.
     this.stagingCapacityHint = Math.max(stagingBytesInitial, batch.bytes.byteLength);
     const spent = this.staging;
-    this.staging = new Uint8Array(0);
-    this.stagingWords = wordsOf(this.staging);
+    this.staging = stagingEmpty;
+    this.stagingWords = stagingEmptyWords;
     this.stagingBytes = 0;
     this.stagingFrameStarts = [];
     this.stagingTimestampsSec = [];

@@ -105,7 +105,7 @@ t.test('logs that take turns staging and flushing share spent buffers and each r
   let flushes: Promise<void>[] = [];
   for (let round = 0; round < 12; round++) {
     for (const [n, log] of logs.entries()) {
-      // Round 5 stages about 200 KiB in one log: past the first 64 KiB buffer, so staging grows mid-round.
+      // Round 5 stages about 200 KiB in one log: past the first 4 KiB buffer, so staging grows mid-round.
       const count = round === 5 && n === 1 ? 700 : 3 + ((round + n) % 4);
       for (let k = 0; k < count; k++, i++) {
         log.stage(record(i, 200 + (i % 97)));
