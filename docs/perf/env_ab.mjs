@@ -2,11 +2,12 @@
 // round a fresh node without the variables and one with them (KEY=VALUE arguments, e.g. UV_USE_IO_URING=1 or
 // NODE_OPTIONS=--max-semi-space-size=64), in alternating order so a slow minute of the shared machine falls on both.
 // Prints each node's req/s and wrk's p99, then the rounds' with/without ratios and their median.
-// Usage: node docs/perf/env_ab.mjs KEY=VALUE [KEY=VALUE ...] [--tree .] [--seconds 5] [--rounds 6] [--partitions 6]
+// Usage: node docs/perf/env_ab.mjs KEY=VALUE [KEY=VALUE ...] [--tree .] [--seconds 5] [--rounds 6]
+//   [--partitions 6 (the bench's 3..108)]
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { requireWrk, withProduceNode } from './wrk_node.mjs';
+import { requireBenchArgs, requireWrk, withProduceNode } from './wrk_node.mjs';
 
 const { median } = await import(join(fileURLToPath(new URL('../..', import.meta.url)), 'dist/bench/common.js'));
 
@@ -21,19 +22,19 @@ const { values, positionals } = parseArgs({
 });
 const seconds = Number(values.seconds);
 const rounds = Number(values.rounds);
-const partitions = Number(values.partitions);
 const withVars = Object.fromEntries(positionals.map((pair) => [pair.slice(0, pair.indexOf('=')), pair.slice(pair.indexOf('=') + 1)]));
 if (positionals.length === 0 || positionals.some((pair) => pair.indexOf('=') <= 0) || !(seconds >= 1 && seconds <= 120)
-  || !(rounds >= 1 && rounds <= 20) || !(Number.isInteger(partitions) && partitions >= 1)) {
-  console.error('usage: node docs/perf/env_ab.mjs KEY=VALUE [KEY=VALUE ...] [--tree DIR] [--seconds 1..120] [--rounds 1..20] ' +
-    '[--partitions 1..]');
+  || !(rounds >= 1 && rounds <= 20)) {
+  console.error('usage: node docs/perf/env_ab.mjs KEY=VALUE [KEY=VALUE ...] [--tree DIR] [--seconds 1..120] ' +
+    '[--rounds 1..20] [--partitions N]');
   process.exit(2);
 }
+const benchArgs = requireBenchArgs(['--partitions', values.partitions]);
 requireWrk();
 
 /** The bench's figures of a wrk window at one node started with env, after a 2 s warm-up. */
 function measure(env, topic) {
-  return withProduceNode(values.tree, { topic, env, benchArgs: ['--partitions', String(partitions)] }, async ({ window }) => {
+  return withProduceNode(values.tree, { topic, env, benchArgs }, async ({ window }) => {
     await window(2);
     return window(seconds);
   });

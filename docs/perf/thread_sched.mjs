@@ -4,10 +4,10 @@
 // bench's produce-single shape. Prints req/s and, for the busiest threads, both as a share of the window: a front
 // thread that waits for a CPU is held back by the other threads on the two cores, one that neither runs nor waits has
 // nothing to do. docs/performance.md quotes it ("Single produce with many partitions").
-// Usage: node docs/perf/thread_sched.mjs [--tree .] [--partitions 6] [--seconds 5] [--threads 4]
+// Usage: node docs/perf/thread_sched.mjs [--tree .] [--partitions 6 (the bench's 3..108)] [--seconds 5] [--threads 4]
 import { readdirSync, readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import { requireWrk, withProduceNode } from './wrk_node.mjs';
+import { requireBenchArgs, requireWrk, withProduceNode } from './wrk_node.mjs';
 
 const { values } = parseArgs({
   options: {
@@ -18,9 +18,11 @@ const { values } = parseArgs({
 const seconds = Number(values.seconds);
 const threads = Number(values.threads);
 if (!(seconds >= 1 && seconds <= 120) || !(threads >= 1 && threads <= 64)) {
-  console.error('usage: node docs/perf/thread_sched.mjs [--tree .] [--partitions 3..108] [--seconds 1..120] [--threads 1..64]');
+  console.error('usage: node docs/perf/thread_sched.mjs [--tree .] [--partitions N] [--seconds 1..120] ' +
+    '[--threads 1..64]');
   process.exit(2);
 }
+const benchArgs = requireBenchArgs(['--partitions', values.partitions]);
 requireWrk();
 
 /** Per thread id: [ns running, ns waiting for a CPU] so far; a thread gone between the reads is skipped. */
@@ -37,7 +39,7 @@ function schedstats(pid) {
   return stats;
 }
 
-await withProduceNode(values.tree, { topic: 'thread-sched', benchArgs: ['--partitions', values.partitions] },
+await withProduceNode(values.tree, { topic: 'thread-sched', benchArgs },
   async ({ window, serverPid }) => {
     await window(2);
     const before = schedstats(serverPid);

@@ -1,15 +1,15 @@
 // A/B of single produce between built trees, driven by wrk: for each round and each tree in turn, a fresh node of that
-// tree (security on, temp data dir, the bench's own startBroker), a topic of 6 partitions (or --partitions), a 2 s wrk warm-up, then
-// `wrk -t1 -c256 -d<seconds>s` POSTing the bench's 100 B payload. Prints req/s, wrk's p99, and the node's CPU per
-// request: the front (main) thread, the busiest other thread (the partition worker) and all threads, read from
-// /proc/<pid>/task/*/stat around the window. Per-thread CPU moves less than req/s on a shared machine, and alternating
-// the trees spreads the machine's slow minutes over both. docs/performance.md quotes its figures.
-// Usage: node docs/perf/wrk_cpu.mjs TREE [TREE ...] [--seconds 8] [--rounds 3] [--partitions 6]
+// tree (security on, temp data dir, the bench's own startBroker), a topic of 6 partitions (or --partitions), a 2 s wrk
+// warm-up, then `wrk -t1 -c256 -d<seconds>s` POSTing the bench's 100 B payload. Prints req/s, wrk's p99, and the
+// node's CPU per request: the front (main) thread, the busiest other thread (the partition worker) and all threads,
+// read from /proc/<pid>/task/*/stat around the window. Per-thread CPU moves less than req/s on a shared machine, and
+// alternating the trees spreads the machine's slow minutes over both. docs/performance.md quotes its figures.
+// Usage: node docs/perf/wrk_cpu.mjs TREE [TREE ...] [--seconds 8] [--rounds 3] [--partitions 6 (the bench's 3..108)]
 //   (each TREE built: TREE/dist/src/main.js)
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { requireWrk, withProduceNode } from './wrk_node.mjs';
+import { requireBenchArgs, requireWrk, withProduceNode } from './wrk_node.mjs';
 
 const { values, positionals } = parseArgs({
   allowPositionals: true,
@@ -21,19 +21,19 @@ const { values, positionals } = parseArgs({
 });
 const seconds = Number(values.seconds);
 const rounds = Number(values.rounds);
-const partitions = Number(values.partitions);
-if (positionals.length === 0 || !(seconds >= 1 && seconds <= 120) || !(rounds >= 1 && rounds <= 20) ||
-  !(Number.isInteger(partitions) && partitions >= 1)) {
-  console.error('usage: node docs/perf/wrk_cpu.mjs TREE [TREE ...] [--seconds 1..120] [--rounds 1..20] [--partitions 1..]');
+if (positionals.length === 0 || !(seconds >= 1 && seconds <= 120) || !(rounds >= 1 && rounds <= 20)) {
+  console.error('usage: node docs/perf/wrk_cpu.mjs TREE [TREE ...] [--seconds 1..120] [--rounds 1..20] ' +
+    '[--partitions N]');
   process.exit(2);
 }
+const benchArgs = requireBenchArgs(['--partitions', values.partitions]);
 requireWrk();
 const here = fileURLToPath(new URL('../..', import.meta.url));
 const { readThreadCpuMs } = await import(join(here, 'dist/bench/node_process.js'));
 
 /** One node of tree: returns req/s (2xx answers), p99 and CPU per request. */
 function measure(tree) {
-  return withProduceNode(tree, { topic: 'wrk-cpu', benchArgs: ['--partitions', String(partitions)] }, async ({ window, serverPid }) => {
+  return withProduceNode(tree, { topic: 'wrk-cpu', benchArgs }, async ({ window, serverPid }) => {
     await window(2);
     const before = readThreadCpuMs(serverPid);
     const run = await window(seconds);

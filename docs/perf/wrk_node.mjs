@@ -6,7 +6,7 @@ import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const here = fileURLToPath(new URL('../..', import.meta.url));
-const { parseOptions } = await import(join(here, 'dist/bench/options.js'));
+const { parseOptions, UsageError } = await import(join(here, 'dist/bench/options.js'));
 const { startBroker, createTopic, makePayload, cleanup } = await import(join(here, 'dist/bench/common.js'));
 const { onPath, installHint, runWrk } = await import(join(here, 'dist/bench/peers.js'));
 const { startChildServer } = await import(join(here, 'dist/bench/node_process.js'));
@@ -17,6 +17,19 @@ export function requireWrk() {
     console.error(`wrk not found: ${installHint} installs it`);
     process.exit(2);
   }
+}
+
+/** benchArgs (bench options a tool passes on, e.g. ['--partitions', '108']) when the bench takes them; else exits
+ *  with 2 and the bench's own message, so no tool restates the bench's ranges, and a bad one fails before any run. */
+export function requireBenchArgs(benchArgs) {
+  try {
+    parseOptions(['produce-single', ...benchArgs]);
+  } catch (error) {
+    if (!(error instanceof UsageError)) throw error;
+    console.error(error.message);
+    process.exit(2);
+  }
+  return benchArgs;
 }
 
 /** The bench's produce-single request (its message size and connections) as one wrk run of `seconds` against the
