@@ -91,48 +91,14 @@ t.test('one flush at a time, and records staged during a flush wait for the next
   await expectRecord(t, log, 1, 1);
 });
 
-t.test('logs that take turns staging and flushing share spent buffers and each reads back its own records', async (t) => {
-  // A flush gives its staging buffer back to the worker's pool once written, and the next log to stage takes it: three
-  // logs that stage the next round while this round's flushes are still writing (as a worker stages dispatches that
-  // arrive during a round), with staging that grows past the pooled size once, must never see another's bytes.
-  const logs = await Promise.all([0, 1, 2].map(async (n) => {
-    const log = await PartitionLog.open({ dir: join(await tempDir(t), `p${n}`), segmentBytesMax: 1024 * 1024 });
-    t.teardown(() => log.close());
-    return log;
-  }));
-  const written: number[][] = [[], [], []];
-  let i = 0;
-  let flushes: Promise<void>[] = [];
-  for (let round = 0; round < 12; round++) {
-    for (const [n, log] of logs.entries()) {
-      // Round 5 stages about 200 KiB in one log: past the first 4 KiB buffer, so staging grows mid-round.
-      const count = round === 5 && n === 1 ? 700 : 3 + ((round + n) % 4);
-      for (let k = 0; k < count; k++, i++) {
-        log.stage(record(i, 200 + (i % 97)));
-        written[n]!.push(i);
-      }
-    }
-    await Promise.all(flushes);
-    flushes = logs.map((log) => log.flush());
-  }
-  await Promise.all(flushes);
-  for (const [n, log] of logs.entries()) {
-    t.equal(log.highWatermark, written[n]!.length, `log ${n} holds all it staged`);
-    const got = await log.readMany(written[n]!.map((_, offset) => offset));
-    const mismatched = written[n]!.filter((i, offset) => {
-      const stored = got[offset]!;
-      const want = record(i, 200 + (i % 97));
-      return typeof stored === 'string' || stored.ingressSeq !== want.ingressSeq ||
-        Buffer.compare(stored.payload, want.payload) !== 0;
-    });
-    t.same(mismatched, [], `log ${n} reads back each of its records`);
-  }
-});
-
-t.test('a round over many logs, each staging a frame or two, gives every log a buffer of its own', async (t) => {
-  // A single produce round over a topic of many partitions: more logs hold a staging buffer at once than the pool
-  // keeps, and what they give back fills the pool for the next round, while that round's stages already run.
-  const logCount = 48;
+/**
+ * logCount logs that each stage count(round, n) records per round, record i with payloadBytes(i) bytes, and flush
+ * together, the next round staged while the last round's flushes still write (as a worker stages dispatches that
+ * arrive during a round). Returns the logs and, per log, the record numbers it staged, in order.
+ */
+async function stageAndFlushInTurns(
+  t: Test, logCount: number, rounds: number, count: (round: number, n: number) => number, payloadBytes: (i: number) => number,
+): Promise<{ logs: PartitionLog[]; written: number[][] }> {
   const logs = await Promise.all(Array.from({ length: logCount }, async (_, n) => {
     const log = await PartitionLog.open({ dir: join(await tempDir(t), `p${n}`), segmentBytesMax: 1024 * 1024 });
     t.teardown(() => log.close());
@@ -141,10 +107,10 @@ t.test('a round over many logs, each staging a frame or two, gives every log a b
   const written: number[][] = logs.map(() => []);
   let i = 0;
   let flushes: Promise<void>[] = [];
-  for (let round = 0; round < 8; round++) {
+  for (let round = 0; round < rounds; round++) {
     for (const [n, log] of logs.entries()) {
-      for (let k = 0; k < 1 + ((round + n) % 2); k++, i++) {
-        log.stage(record(i, 100 + (i % 53)));
+      for (let k = 0; k < count(round, n); k++, i++) {
+        log.stage(record(i, payloadBytes(i)));
         written[n]!.push(i);
       }
     }
@@ -152,15 +118,41 @@ t.test('a round over many logs, each staging a frame or two, gives every log a b
     flushes = logs.map((log) => log.flush());
   }
   await Promise.all(flushes);
+  return { logs, written };
+}
+
+/** The record numbers of `written` (log's records from offset 0 on) that log does not read back as staged. */
+async function misread(log: PartitionLog, written: number[], payloadBytes: (i: number) => number): Promise<number[]> {
+  const got = await log.readMany(written.map((_, offset) => offset));
+  return written.filter((i, offset) => {
+    const stored = got[offset]!;
+    const want = record(i, payloadBytes(i));
+    return typeof stored === 'string' || stored.ingressSeq !== want.ingressSeq ||
+      Buffer.compare(stored.payload, want.payload) !== 0;
+  });
+}
+
+t.test('logs that take turns staging and flushing share spent buffers and each reads back its own records', async (t) => {
+  // A flush gives its staging buffer back to the worker's pool once written, and the next log to stage takes it: three
+  // logs over twelve rounds must never see another's bytes. Round 5 stages about 200 KiB in one log: past the first
+  // 4 KiB buffer, so staging grows mid-round.
+  const payloadBytes = (i: number): number => 200 + (i % 97);
+  const { logs, written } = await stageAndFlushInTurns(t, 3, 12,
+    (round, n) => (round === 5 && n === 1 ? 700 : 3 + ((round + n) % 4)), payloadBytes);
+  for (const [n, log] of logs.entries()) {
+    t.equal(log.highWatermark, written[n]!.length, `log ${n} holds all it staged`);
+    t.same(await misread(log, written[n]!, payloadBytes), [], `log ${n} reads back each of its records`);
+  }
+});
+
+t.test('a round over many logs, each staging a frame or two, gives every log a buffer of its own', async (t) => {
+  // A single produce round over a topic of many partitions: more logs hold a staging buffer at once than the pool
+  // keeps, and what they give back fills the pool for the next round, while that round's stages already run.
+  const payloadBytes = (i: number): number => 100 + (i % 53);
+  const { logs, written } = await stageAndFlushInTurns(t, 48, 8, (round, n) => 1 + ((round + n) % 2), payloadBytes);
   const mismatchedLogs: number[] = [];
   for (const [n, log] of logs.entries()) {
-    const got = await log.readMany(written[n]!.map((_, offset) => offset));
-    const intact = got.length === written[n]!.length && written[n]!.every((i, offset) => {
-      const stored = got[offset]!;
-      return typeof stored !== 'string' && stored.ingressSeq === record(i).ingressSeq &&
-        Buffer.compare(stored.payload, record(i, 100 + (i % 53)).payload) === 0;
-    });
-    if (!intact) mismatchedLogs.push(n);
+    if ((await misread(log, written[n]!, payloadBytes)).length > 0) mismatchedLogs.push(n);
   }
   t.same(mismatchedLogs, [], 'every log reads back exactly the records it staged');
   t.same(logs.map((log) => log.highWatermark), written.map((w) => w.length), 'every log holds all it staged');
