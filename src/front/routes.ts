@@ -43,6 +43,11 @@ export class RouteTable<H> {
   /** method -> path -> match: no key string is built per request. */
   private readonly matchCache = new Map<string, Map<string, RouteMatch<H>>>();
   private matchCacheEntries = 0;
+  /** The last request line matched: comparing a fresh path with it costs less than hashing it for the cache, and a
+   *  fleet of one route's clients sends the same line again and again. */
+  private lastMethod = '';
+  private lastPath = '';
+  private lastMatch: RouteMatch<H> = { kind: 'not_found' };
 
   constructor(entries: RouteEntry<H>[]) {
     for (const entry of entries) {
@@ -53,6 +58,15 @@ export class RouteTable<H> {
 
   /** The match of a method and path; the same (immutable) object for the same request line while cached. */
   match(method: string, path: string): RouteMatch<H> {
+    if (path === this.lastPath && method === this.lastMethod) return this.lastMatch;
+    const match = this.matchCached(method, path);
+    this.lastMethod = method;
+    this.lastPath = path;
+    this.lastMatch = match;
+    return match;
+  }
+
+  private matchCached(method: string, path: string): RouteMatch<H> {
     let byPath = this.matchCache.get(method);
     const cached = byPath?.get(path);
     if (cached !== undefined) return cached;

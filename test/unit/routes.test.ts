@@ -32,3 +32,24 @@ t.test('404 for unknown paths, empty params and trailing slashes', async (t) => 
   t.same(table.match('GET', '/v1/topics/x/'), { kind: 'not_found' });
   t.same(table.match('GET', '/v1/topics/%zz'), { kind: 'not_found' });
 });
+
+t.test('the same path under another method, and a path matched before, still match as they should', async (t) => {
+  const handlerOf = (method: string, path: string): string => {
+    const match = table.match(method, path);
+    return match.kind === 'found' ? `${match.entry.handler} ${match.params.join(',')}` : match.kind;
+  };
+  const steps: Array<[string, string, string]> = [
+    ['GET', '/v1/topics/a', 'get a'],
+    ['GET', '/v1/topics/a', 'get a'],
+    ['DELETE', '/v1/topics/a', 'delete a'],
+    ['GET', '/v1/topics/a', 'get a'],
+    ['GET', '/v1/topics/b', 'get b'],
+    ['PUT', '/v1/topics/b', 'method_not_allowed'],
+    ['PUT', '/v1/topics/b', 'method_not_allowed'],
+    ['POST', '/v1/topics/b/produce', 'produce b'],
+    ['POST', '/v1/topics/b/produce/', 'not_found'],
+    ['POST', '/v1/topics/b/produce', 'produce b'],
+    ['GET', '/v1/topics/a', 'get a'],
+  ];
+  for (const [method, path, expected] of steps) t.equal(handlerOf(method, path), expected, `${method} ${path}`);
+});
