@@ -1,6 +1,6 @@
 // Goal: authentication (spec §5 items 1, 2, 5 and the root admin's creation; NOTES 11 throttle): 401 with
-// WWW-Authenticate for missing, wrong and malformed credentials; the right password works (twice, past the
-// cache); security off needs no credentials; a first secured start without --admin-password generates, prints once
+// WWW-Authenticate for missing, wrong and malformed credentials (a wrong one twice in a row too); the right password
+// works (twice, past the cache); security off needs no credentials; a first secured start without --admin-password generates, prints once
 // and saves a password (mode 0600) that works and survives a restart; a second process on a held data dir fails.
 // Method: black box. One secured node from the helper; a security-off node; for the generated password, node
 // processes spawned here directly (the helper always passes --admin-password). Wrong passwords for admin stay under
@@ -43,6 +43,8 @@ t.test('wrong password: 401; right password: 200, twice; wrong after a cached ri
   t.ok(Array.isArray(first.json().topics));
   t.equal((await anon.get('/v1/topics', { auth: node.auth })).status, 200, 'right password again (cached)');
   assert401(t, await anon.get('/v1/topics', { auth: basicAuth('admin', adminPassword + 'x') }), 'wrong password after a cached right one');
+  // The authenticator keeps the last value it hashed: the same wrong value again must not find the right one's entry.
+  assert401(t, await anon.get('/v1/topics', { auth: basicAuth('admin', adminPassword + 'x') }), 'the same wrong password again');
   assert401(t, await anon.get('/v1/topics', { auth: basicAuth('admin', adminPassword.slice(0, -1)) }), 'password prefix');
   t.equal((await anon.get('/v1/topics', { auth: node.auth })).status, 200, 'right password still works');
   const created = await anon.post('/v1/topics', { name: 'au-created' }, { auth: node.auth });
