@@ -1,8 +1,10 @@
 // Goal: the HTTP rules every route shares: 404/405/431 plain-text answers (spec §7, decisions "Plain-text bodies"),
 // the 1 MiB body limit (§8, 413), the content-type rule (§5.6, 415) and its order after credentials (401 first),
-// query-parameter rules (decisions: unknown ignored, known given twice 400), and 501 for routes of later work.
+// query-parameter rules (decisions: unknown ignored, known given twice 400), 501 for routes of later work, and what
+// a pipelining client gets (decisions: "HTTP pipelining").
 // Method: black box. One secured node started with http.max_header_bytes=8192; requests over node:http, and raw
 // TCP for the oversized header block. Topics used here have names starting with hr-.
+import { connect } from 'node:net';
 import t from 'tap';
 import { startNodeFor, type StartedNode } from '../helpers/node.js';
 import { Client, assertError, assertPlainText, rawRequest, send } from '../helpers/http.js';
@@ -79,6 +81,47 @@ t.test('header block over http.max_header_bytes: 431', async (t) => {
   const small = await api.get('/v1/topics', { headers: { 'x-small': 'z'.repeat(4 * 1024) } });
   t.equal(small.status, 200, '4 KB header is fine');
   // The node still serves after refusing.
+  t.equal((await api.get('/v1/topics')).status, 200, 'node still serves');
+});
+
+/** Writes `text` (several requests) in one write and watches the connection for waitMs: the status lines read, and
+ *  whether the node closed it. */
+function pipelined(port: number, text: string, waitMs: number): Promise<{ statuses: number[]; closed: boolean }> {
+  return new Promise((resolve) => {
+    const socket = connect({ host: '127.0.0.1', port });
+    let read = '';
+    const finish = (closed: boolean): void => {
+      clearTimeout(timer);
+      socket.destroy();
+      resolve({ statuses: [...read.matchAll(/HTTP\/1\.1 (\d{3})/g)].map((m) => Number(m[1])), closed });
+    };
+    const timer = setTimeout(() => finish(false), waitMs);
+    socket.on('connect', () => socket.write(text));
+    socket.on('data', (chunk: Buffer) => (read += chunk.toString('latin1')));
+    socket.on('error', () => undefined);
+    socket.on('close', () => finish(true));
+  });
+}
+
+t.test('pipelined requests: answered in order when each is answered at once, the connection closed when one waits', async (t) => {
+  const health = 'GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n';
+  const quick = await pipelined(node.port, health + health, 1000);
+  t.same(quick, { statuses: [200, 200], closed: false }, 'two health checks in one write: both answered, connection kept');
+
+  const created = await api.post('/v1/topics', { name: 'hr-pipelined', partitions: 3 });
+  t.equal(created.status, 201, 'topic created');
+  const body = '{"n":1}';
+  const produce = `POST /v1/topics/hr-pipelined/produce HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: ${node.auth}\r\n` +
+    `Content-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`;
+  // A produce is answered after its ingress sync: uWS closes a connection whose next request arrives before that.
+  const waiting = await pipelined(node.port, produce + produce, 5000);
+  t.same(waiting, { statuses: [], closed: true }, 'two produces in one write: closed, neither answered');
+  // The first had its whole body when the second arrived, so it was stored, as a produce whose answer was lost is.
+  const stored = await api.get('/v1/topics/hr-pipelined/consume?max=10&wait=5s', { headers: { 'x-svc-client': 'hr' } });
+  t.equal(stored.status, 200, 'consume answers');
+  t.equal((stored.json() as { messages: unknown[] }).messages.length, 1, 'the first produce was stored');
+  const more = await api.get('/v1/topics/hr-pipelined/consume?max=10&wait=1s', { headers: { 'x-svc-client': 'hr' } });
+  t.equal(more.status, 204, 'the second was not');
   t.equal((await api.get('/v1/topics')).status, 200, 'node still serves');
 });
 
