@@ -18,15 +18,15 @@ import { join } from 'node:path';
 import { Packr } from 'msgpackr';
 import type { PayloadKind } from '../src/protocol/ingress_frame.js';
 import type { PartitionStatsView, StoredRecordView } from '../src/protocol/thread_messages.js';
-import { encodeFrame, frameBodyBytesMax, frameHeaderBytes, frameWhole, scanFrames, sealFrame, wordsOf } from '../src/util/frame.js';
+import { encodeFrame, frameBodyBytesMax, frameHeaderBytes, frameWhole, scanFrames, sealFrame } from '../src/util/frame.js';
 import { MsgpackReader, MsgpackShapeError } from '../src/protocol/msgpack_reader.js';
 import { arrayHeaderBytes, binBytes, MsgpackWriter, uintBytes } from '../src/protocol/msgpack_writer.js';
 import { parseSegmentFileName, segmentPath } from './partition_dirs.js';
 import { forgetSealedSegment, forgetSealedSegmentsOf, withSealedSegment } from './sealed_handles.js';
 import { indexEntryBytes, indexEntryRead, segmentPositionLimit, SegmentPositions } from './segment_index.js';
-import { dirCreateDurably, dirSync, readExact, readExactSync, writeAll, writeAllSync } from '../src/util/durable_fs.js';
-import { unzeroedOwnBytes } from '../src/util/owned_bytes.js';
+import { dirCreateDurably, dirSync, readExact, readExactSync, writeAll, writeAllSync, writevAllSync } from '../src/util/durable_fs.js';
 import { ZeroFill } from '../src/util/zero_fill.js';
+import { Staging, type StagedFrames } from './staging.js';
 
 /** A record as answered (StoredRecordView) plus where it came from: ingress sequence of its frame and its position
  *  in that frame, which together identify a replayed record. */
@@ -64,42 +64,6 @@ const zeroFillChunkBytesMax = 1024 * 1024;
 const zeroFillRoundBytesMax = 64 * 1024;
 /** Recovery reads a log in windows of this size: bounded memory per partition, few reads per segment. */
 const recoveryScanWindowBytes = 4 * 1024 * 1024;
-/** First staging buffer; it doubles as records arrive and goes back to stagingPool after each flush. Sized for a
- *  round of single produces, which stages a few frames per partition: a bigger start only makes a round that touches
- *  many partitions take many big buffers. A partition staging more starts its next round at what it staged last. */
-const stagingBytesInitial = 4 * 1024;
-/** What a partition stages while nothing is staged: no allocation per flush. */
-const stagingEmpty = new Uint8Array(0);
-const stagingEmptyWords = wordsOf(stagingEmpty);
-
-/**
- * Staging buffers that flushes are done with, for the next partition that stages. A single produce load flushes every
- * touched partition once per dispatch, and a fresh buffer each time cost the worker its allocation and the scavenges
- * its external memory brought on: a twentieth of its CPU at 6 partitions, and with 108 partitions, whose rounds each
- * touch dozens of logs, a fifth of it. Shared by the worker's partitions rather than kept per partition, so a
- * thousand partitions that were each written once hold no buffer; the bound on bytes caps what a burst leaves behind
- * while letting a round's worth of small buffers come back. One worker per thread: module state is the thread's.
- */
-const stagingPool: Uint8Array<ArrayBuffer>[] = [];
-let stagingPoolBytes = 0;
-const stagingPoolBytesMax = 4 * 1024 * 1024;
-const stagingPoolBufferBytesMax = 1024 * 1024;
-
-/** A pooled buffer of at least `bytes`, or a new one of exactly that many. */
-function stagingTake(bytes: number): Uint8Array<ArrayBuffer> {
-  const pooled = stagingPool.at(-1);
-  if (pooled === undefined || pooled.byteLength < bytes) return unzeroedOwnBytes(bytes);
-  stagingPool.pop();
-  stagingPoolBytes -= pooled.byteLength;
-  return pooled;
-}
-
-function stagingGiveBack(buffer: Uint8Array<ArrayBuffer>): void {
-  const bytes = buffer.byteLength;
-  if (bytes === 0 || bytes > stagingPoolBufferBytesMax || stagingPoolBytes + bytes > stagingPoolBytesMax) return;
-  stagingPool.push(buffer);
-  stagingPoolBytes += bytes;
-}
 /** Written when retention deletes every segment: it alone then carries highWatermark and lastIngress over
  *  a restart. Replaced atomically through the .tmp name; a stale one is harmless, since segments win. */
 const markFileName = 'next_offset.mark';
@@ -146,24 +110,11 @@ interface TailChunk {
   bytes: Uint8Array;
 }
 
-/** Records staged since the last flush: their frames back to back, ready to write. */
-interface StagedBatch {
-  bytes: Uint8Array;
-  frameStarts: number[];
-  /** Parallel to frameStarts: a batch may split across segments, and each segment keeps its ends. */
-  timestampsSec: number[];
-  firstOffset: number;
-  /** lastIngress once the whole batch is stored. */
-  lastIngress: IngressPosition | null;
-}
-
 export class PartitionLog {
   private segments: Segment[] = [];
   private active: ActiveFiles | null = null;
   /** See tailChunkBytesMax; null when the last chunk was bigger, or after a roll. */
   private tail: TailChunk | null = null;
-  /** Bytes the last flushed round staged: where the next staging buffer starts. */
-  private stagingCapacityHint = stagingBytesInitial;
   /** Frame positions of the active segment's written records; sealed segments' live in their .idx. */
   private activePositions = new SegmentPositions();
   private nextOffsetValue = 0;
@@ -175,12 +126,7 @@ export class PartitionLog {
   private writtenLastIngress: IngressPosition | null = null;
   /** lastIngress of the synced records alone: what the mark may promise to a restart. */
   private storedLastIngress: IngressPosition | null = null;
-  private staging: Uint8Array<ArrayBuffer> = stagingEmpty;
-  /** wordsOf(staging), for the frames' crcs: a worker stages records of many partitions in turn. */
-  private stagingWords = stagingEmptyWords;
-  private stagingBytes = 0;
-  private stagingFrameStarts: number[] = [];
-  private stagingTimestampsSec: number[] = [];
+  private readonly staging = new Staging();
   private flushing = false;
   /** Settles (never rejects) when the sync in flight ends: a roll, retain or close waits for it before closing the
    *  handle it syncs. */
@@ -282,8 +228,10 @@ export class PartitionLog {
     const bodyBytesMax = arrayHeaderBytes(7) + uintBytes(offset) + uintBytes(r.timestampSec) + binBytes(r.key) +
       binBytes(r.payload) + 1 + uintBytes(r.ingressSeq) + uintBytes(r.ingressIndex);
     if (bodyBytesMax > frameBodyBytesMax) assert.fail(`record of ${bodyBytesMax} bytes would read back as torn`);
-    this.stagingReserve(frameHeaderBytes + bodyBytesMax);
-    const writer = new MsgpackWriter(this.staging, this.stagingBytes + frameHeaderBytes);
+    const staging = this.staging;
+    staging.reserve(frameHeaderBytes + bodyBytesMax);
+    const at = staging.at;
+    const writer = new MsgpackWriter(staging.target, at + frameHeaderBytes);
     writer.arrayHeader(7);
     writer.uint(offset);
     writer.uint(r.timestampSec);
@@ -292,9 +240,7 @@ export class PartitionLog {
     writer.uint(r.payloadKind);
     writer.uint(r.ingressSeq);
     writer.uint(r.ingressIndex);
-    this.stagingFrameStarts.push(this.stagingBytes);
-    this.stagingTimestampsSec.push(r.timestampSec);
-    this.stagingBytes += sealFrame(this.staging, this.stagingBytes, writer.at - this.stagingBytes - frameHeaderBytes, this.stagingWords);
+    staging.commit(sealFrame(staging.target, at, writer.at - at - frameHeaderBytes, staging.words), r.timestampSec);
     this.nextOffsetValue = offset + 1;
     this.lastIngressValue = { seq: r.ingressSeq, index: r.ingressIndex };
     return offset;
@@ -306,38 +252,26 @@ export class PartitionLog {
     assert(!this.flushing, 'one flush at a time per partition log');
     assert(!this.retaining, 'flush during a retain');
     assert(!this.closed, 'flush on a closed partition log');
-    const count = this.stagingFrameStarts.length;
+    const count = this.staging.count;
     if (count === 0) return;
     this.flushing = true;
-    const batch: StagedBatch = {
-      bytes: this.staging.subarray(0, this.stagingBytes),
-      frameStarts: this.stagingFrameStarts,
-      timestampsSec: this.stagingTimestampsSec,
-      firstOffset: this.nextOffsetValue - count,
-      lastIngress: this.lastIngress,
-    };
-    // The next round likely stages about as much: start there instead of doubling up from the minimum again.
-    this.stagingCapacityHint = Math.max(stagingBytesInitial, batch.bytes.byteLength);
-    const spent = this.staging;
-    this.staging = stagingEmpty;
-    this.stagingWords = stagingEmptyWords;
-    this.stagingBytes = 0;
-    this.stagingFrameStarts = [];
-    this.stagingTimestampsSec = [];
+    const staged = this.staging.take();
+    const firstOffset = this.nextOffsetValue - count;
+    const lastIngress = this.lastIngress;
     try {
       let from = 0;
       while (from < count) {
-        await this.flushSegmentPrepare(batch.firstOffset + from, frameBytes(batch, from));
-        const to = this.flushChunkEnd(batch, from);
-        await this.flushChunk(batch, from, to);
+        await this.flushSegmentPrepare(firstOffset + from, staged.frameBytes(from));
+        const to = this.flushChunkEnd(staged, from);
+        await this.flushChunk(staged, from, to);
         from = to;
       }
-      this.writtenLastIngress = batch.lastIngress;
+      this.writtenLastIngress = lastIngress;
     } finally {
       this.flushing = false;
     }
-    // Written, and the tail kept is a copy: nothing holds a view of it now. (A failed flush stops the worker.)
-    stagingGiveBack(spent);
+    // Written, and the tail kept is a copy: nothing holds a view of the blocks now. (A failed flush stops the worker.)
+    staged.release();
   }
 
   /** fdatasyncs what flush wrote by the time of the call: afterwards syncedHighWatermark is at least the
@@ -572,19 +506,6 @@ export class PartitionLog {
     await dirSync(this.dir);
   }
 
-  private stagingReserve(bytes: number): void {
-    const needed = this.stagingBytes + bytes;
-    if (needed <= this.staging.byteLength) return;
-    let capacity = Math.max(this.staging.byteLength * 2, this.stagingCapacityHint);
-    while (capacity < needed) capacity *= 2;
-    // Only the staged bytes are ever read.
-    const grown = stagingTake(capacity);
-    grown.set(this.staging.subarray(0, this.stagingBytes));
-    stagingGiveBack(this.staging);
-    this.staging = grown;
-    this.stagingWords = wordsOf(this.staging);
-  }
-
   /** Makes the active segment able to take the frame at offset: creates the first one, or rolls. */
   private async flushSegmentPrepare(offset: number, bytes: number): Promise<void> {
     const last = this.segments.at(-1);
@@ -598,24 +519,24 @@ export class PartitionLog {
   }
 
   /** One past the last staged frame, from `from`, that fits the active segment (the first always does). */
-  private flushChunkEnd(batch: StagedBatch, from: number): number {
+  private flushChunkEnd(staged: StagedFrames, from: number): number {
     const segment = this.segments.at(-1)!;
-    let bytes = segment.logBytes + frameBytes(batch, from);
+    let bytes = segment.logBytes + staged.frameBytes(from);
     let to = from + 1;
-    while (to < batch.frameStarts.length && bytes + frameBytes(batch, to) <= this.segmentBytesMax) {
-      bytes += frameBytes(batch, to);
+    while (to < staged.count && bytes + staged.frameBytes(to) <= this.segmentBytesMax) {
+      bytes += staged.frameBytes(to);
       to += 1;
     }
     return to;
   }
 
-  private async flushChunk(batch: StagedBatch, from: number, to: number): Promise<void> {
+  private async flushChunk(staged: StagedFrames, from: number, to: number): Promise<void> {
     const segment = this.segments.at(-1)!;
     const files = this.active!;
-    const chunkStart = batch.frameStarts[from]!;
-    const chunk = batch.bytes.subarray(chunkStart, frameEnd(batch, to - 1));
+    const chunkStart = staged.frameStarts[from]!;
+    const chunkBytes = staged.frameEnd(to - 1) - chunkStart;
     // Positions past segment.recordCount are not visible to readers until the write below is done.
-    for (let k = from; k < to; k++) this.activePositions.push(segment.logBytes + batch.frameStarts[k]! - chunkStart);
+    for (let k = from; k < to; k++) this.activePositions.push(segment.logBytes + staged.frameStarts[k]! - chunkStart);
     const zeroFill = (files.zeroFill ??= new ZeroFill({
       path: segmentPath(this.dir, segment.baseOffset, 'log'),
       fileBytes: segment.logBytes,
@@ -625,23 +546,25 @@ export class PartitionLog {
       blockingWrites: true,
     }));
     // Data only ever overwrites zeros already written, or grows the file: never races a fill's write.
-    await zeroFill.reserve(segment.logBytes + chunk.byteLength);
+    await zeroFill.reserve(segment.logBytes + chunkBytes);
     // Written synchronously: this is a partition worker, which may block, and a write into the page cache takes
     // microseconds where a thread-pool round trip takes two thread wake-ups (the tail of a long-poll wake-up). The
     // .idx entries wait for the roll or clean close (activeIdxComplete).
-    writeAllSync(files.log.fd, chunk, segment.logBytes);
-    this.tail = chunk.byteLength <= tailChunkBytesMax
-      ? { firstOffset: segment.baseOffset + segment.recordCount, count: to - from, logStart: segment.logBytes, bytes: chunk.slice() }
+    const chunk = staged.pieces(chunkStart, chunkStart + chunkBytes);
+    if (Array.isArray(chunk)) writevAllSync(files.log.fd, chunk, segment.logBytes);
+    else writeAllSync(files.log.fd, chunk, segment.logBytes);
+    this.tail = chunkBytes <= tailChunkBytesMax
+      ? { firstOffset: segment.baseOffset + segment.recordCount, count: to - from, logStart: segment.logBytes, bytes: bytesCopy(chunk, chunkBytes) }
       : null;
     segment.recordCount += to - from;
-    segment.logBytes += chunk.byteLength;
+    segment.logBytes += chunkBytes;
     segment.idxBytes += (to - from) * indexEntryBytes;
     segment.timestampsSec = {
-      first: segment.timestampsSec?.first ?? batch.timestampsSec[from]!,
-      last: batch.timestampsSec[to - 1]!,
+      first: segment.timestampsSec?.first ?? staged.timestampsSec[from]!,
+      last: staged.timestampsSec[to - 1]!,
     };
     this.highWatermarkValue = segment.baseOffset + segment.recordCount;
-    if (chunk.byteLength <= zeroFillRoundBytesMax) zeroFill.extendIfLow(segment.logBytes);
+    if (chunkBytes <= zeroFillRoundBytesMax) zeroFill.extendIfLow(segment.logBytes);
     this.invariantsCheck();
   }
 
@@ -751,12 +674,16 @@ export class PartitionLog {
 
 function nothing(): void {}
 
-function frameEnd(batch: StagedBatch, k: number): number {
-  return k + 1 < batch.frameStarts.length ? batch.frameStarts[k + 1]! : batch.bytes.byteLength;
-}
-
-function frameBytes(batch: StagedBatch, k: number): number {
-  return frameEnd(batch, k) - batch.frameStarts[k]!;
+/** The bytes of one view or of several back to back, copied into one exactly sized array. */
+function bytesCopy(bytes: Uint8Array | Uint8Array[], byteLength: number): Uint8Array {
+  if (!Array.isArray(bytes)) return bytes.slice();
+  const copy = new Uint8Array(byteLength);
+  let at = 0;
+  for (const piece of bytes) {
+    copy.set(piece, at);
+    at += piece.byteLength;
+  }
+  return copy;
 }
 
 /** The segment base offsets in dir, ascending, and whether it holds a mark. What an interrupted removal

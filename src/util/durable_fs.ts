@@ -1,7 +1,8 @@
 // File helpers shared by every log on disk (ingress log, segment logs, ack logs): whole writes and reads at a
 // position, and directory syncs so a new or renamed file's entry survives a power loss. Async fs, so the front
-// thread may use them too, except writeAllSync and readExactSync, which block: partition workers only.
-import { readSync, writeSync } from 'node:fs';
+// thread may use them too, except writeAllSync, writevAllSync and readExactSync, which block: partition workers
+// only.
+import { readSync, writevSync, writeSync } from 'node:fs';
 import { mkdir, open, type FileHandle } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 
@@ -12,6 +13,21 @@ export function writeAllSync(fd: number, bytes: Uint8Array, position: number): v
     const written = writeSync(fd, bytes, done, bytes.byteLength - done, position + done);
     if (written <= 0) throw new Error(`write made no progress at byte ${position + done}`);
     done += written;
+  }
+}
+
+/** writeAllSync of pieces written back to back from position, with one writev when the kernel takes them whole. */
+export function writevAllSync(fd: number, pieces: Uint8Array[], position: number): void {
+  let total = 0;
+  for (const piece of pieces) total += piece.byteLength;
+  const written = writevSync(fd, pieces, position);
+  if (written === total) return;
+  // A short writev (a full disk, a signal): the rest one piece at a time, which reports the error if there is one.
+  let at = position;
+  for (const piece of pieces) {
+    const done = Math.min(Math.max(written - (at - position), 0), piece.byteLength);
+    if (done < piece.byteLength) writeAllSync(fd, piece.subarray(done), at + done);
+    at += piece.byteLength;
   }
 }
 

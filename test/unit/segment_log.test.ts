@@ -133,9 +133,9 @@ async function misread(log: PartitionLog, written: number[], payloadBytes: (i: n
 }
 
 t.test('logs that take turns staging and flushing share spent buffers and each reads back its own records', async (t) => {
-  // A flush gives its staging buffer back to the worker's pool once written, and the next log to stage takes it: three
-  // logs over twelve rounds must never see another's bytes. Round 5 stages about 200 KiB in one log: past the first
-  // 4 KiB buffer, so staging grows mid-round.
+  // A flush gives its staging blocks back to the worker's pools once written, and the next log to stage takes them:
+  // three logs over twelve rounds must never see another's bytes. Round 5 stages about 200 KiB in one log: past the
+  // first 4 KiB block and over several 64 KiB ones, so one write covers frames of many blocks.
   const payloadBytes = (i: number): number => 200 + (i % 97);
   const { logs, written } = await stageAndFlushInTurns(t, 3, 12,
     (round, n) => (round === 5 && n === 1 ? 700 : 3 + ((round + n) % 4)), payloadBytes);
@@ -145,8 +145,8 @@ t.test('logs that take turns staging and flushing share spent buffers and each r
   }
 });
 
-t.test('a round over many logs, each staging a frame or two, gives every log a buffer of its own', async (t) => {
-  // A single produce round over a topic of many partitions: more logs hold a staging buffer at once than the pool
+t.test('a round over many logs, each staging a frame or two, gives every log a block of its own', async (t) => {
+  // A single produce round over a topic of many partitions: more logs hold a staging block at once than the pool
   // keeps, and what they give back fills the pool for the next round, while that round's stages already run.
   const payloadBytes = (i: number): number => 100 + (i % 53);
   const { logs, written } = await stageAndFlushInTurns(t, 48, 8, (round, n) => 1 + ((round + n) % 2), payloadBytes);
@@ -156,6 +156,45 @@ t.test('a round over many logs, each staging a frame or two, gives every log a b
   }
   t.same(mismatchedLogs, [], 'every log reads back exactly the records it staged');
   t.same(logs.map((log) => log.highWatermark), written.map((w) => w.length), 'every log holds all it staged');
+});
+
+t.test('a round over several staging blocks, a frame bigger than a block and a segment roll reads back whole', async (t) => {
+  // Frames never straddle blocks, and a flush's writes follow segments, not blocks: with 96 KiB segments, a round of
+  // about 300 KiB (a 4 KiB block, then 64 KiB ones, and a 100 KiB frame in a block of its own) rolls mid-round, so
+  // some writes span blocks and one segment holds the big frame alone. After a one-record round (the next round starts
+  // small again), a round of about 5 KiB (a 4 KiB block and a 64 KiB one), read from the tail kept in memory as
+  // consumers that keep up read it, and from the file.
+  const dir = await tempDir(t);
+  const log = await PartitionLog.open({ dir, segmentBytesMax: 96 * 1024 });
+  t.teardown(() => log.close());
+  const payloadBytes = (i: number): number => (i === 150 ? 100 * 1024 : 700 + (i % 311));
+  const staged: number[] = [];
+  for (let i = 0; i < 400; i++) {
+    log.stage(record(i, payloadBytes(i)));
+    staged.push(i);
+  }
+  await log.flush();
+  const segments = (await readdir(dir)).filter((name) => name.endsWith('.log'));
+  t.ok(segments.length >= 4, `the round rolled segments (${segments.length} .log files)`);
+  t.same(await misread(log, staged, payloadBytes), [], 'every record of the big round reads back');
+  const small = (i: number): number => 100 + (i % 7);
+  log.stage(record(400, small(400)));
+  await log.flush();
+  for (let i = 401; i < 441; i++) {
+    log.stage(record(i, small(i)));
+    staged.push(i);
+  }
+  await log.flush();
+  const offsets = Array.from({ length: 40 }, (_, k) => 401 + k);
+  for (const fromTail of [true, false]) {
+    const got = await log.readMany(offsets, { fromTail });
+    const wrong = offsets.filter((offset, k) => {
+      const stored = got[k]!;
+      return typeof stored === 'string' || stored.ingressSeq !== record(offset).ingressSeq ||
+        Buffer.compare(stored.payload, record(offset, small(offset)).payload) !== 0;
+    });
+    t.same(wrong, [], `the small round reads back ${fromTail ? 'from the tail in memory' : 'from the file'}`);
+  }
 });
 
 t.test('a segment written by many flushes gets every .idx entry at its roll; a crash before it loses none', async (t) => {
