@@ -2,11 +2,14 @@
 // (stopped before the next starts), 10 s windows after a 1 s warm-up and a 60 s soak, so the whole run takes about
 // 5-8 minutes; then one summary table: scenario, our figure, issue 4's target, ratio to the hello-world floor
 // and to Redis (with --compare), met or not. --json writes each scenario's file plus all-<time>.json. Options given
-// on the command line apply to every scenario that takes them. Bench process main thread.
+// on the command line apply to every scenario that takes them. --repeat N does all that N times and then judges each
+// target by the median of its figures over the runs (bench/targets.ts; all-repeat-<time>.json with --json). Bench
+// process main thread.
 import { cleanup, errorText, fixed, formatInt, percent, renderTable, writeJson, type Headline } from './common.js';
 import { parseOptions, type BenchOptions } from './options.js';
 import { httpFloorReqPerSec, type ProduceReport } from './produce.js';
 import { runScenario } from './scenario.js';
+import { checksOverRuns, figureText, type CheckOverRuns } from './targets.js';
 
 /** Issue 4 set its absolute targets (batch produce 1,000,000 msg/s, batched consume 300,000 msg/s) on a machine whose
  *  HTTP floor answers about 100,000-145,000 req/s; the summary puts this run's floor beside that. */
@@ -27,6 +30,16 @@ function given(argv: string[], name: string): boolean {
   return argv.some((arg) => arg === `--${name}` || arg.startsWith(`--${name}=`));
 }
 
+/** argv without option name and its value (`--name V` or `--name=V`). */
+function withoutOption(argv: readonly string[], name: string): string[] {
+  const rest: string[] = [];
+  for (let i = 0; i < argv.length; i++) {
+    if (argv[i] === `--${name}`) i++;
+    else if (!argv[i]!.startsWith(`--${name}=`)) rest.push(argv[i]!);
+  }
+  return rest;
+}
+
 /** The argv of one scenario inside all: all's defaults for what the user left out, then the user's options. */
 function scenarioArgv(all: BenchOptions, scenario: string): string[] {
   const argv = [scenario];
@@ -37,7 +50,7 @@ function scenarioArgv(all: BenchOptions, scenario: string): string[] {
   if (scenario === 'consume-batch' && !given(all.argv, 'batch-prefill')) {
     argv.push('--batch-prefill', String(Math.ceil((all.warmupSec + all.durationSec) * allBatchPrefillPerSec)));
   }
-  const rest = [...all.argv];
+  const rest = withoutOption(all.argv, 'repeat');
   if (scenario === 'soak') {
     // The soak's length comes from --soak-duration; drop a --duration meant for the others.
     const at = rest.findIndex((arg) => arg === '--duration' || arg.startsWith('--duration='));
@@ -59,7 +72,41 @@ export interface AllReport {
   failures: string[];
 }
 
+/** Over --repeat runs of all: each check of each target, per run and by its median. */
+export interface AllRepeatReport {
+  scenario: 'all-repeat';
+  startedAt: string;
+  finishedAt: string;
+  argv: string[];
+  runs: number;
+  checks: CheckOverRuns[];
+  /** Each run's all-<time>.json (with --json). */
+  files: string[];
+}
+
 export async function runAll(options: BenchOptions): Promise<number> {
+  const startedAt = new Date().toISOString();
+  const summaries: Headline[][] = [];
+  const files: string[] = [];
+  let failed = false;
+  for (let run = 1; run <= options.repeat; run++) {
+    if (options.repeat > 1) process.stderr.write(`\n##### all: run ${run} of ${options.repeat}\n`);
+    const report = await runAllOnce(options);
+    summaries.push(report.summary);
+    if (report.file !== null) files.push(report.file);
+    failed ||= report.failures.length > 0;
+  }
+  if (options.repeat > 1) {
+    const repeated: AllRepeatReport = { scenario: 'all-repeat', startedAt, finishedAt: new Date().toISOString(),
+      argv: options.argv, runs: options.repeat, checks: checksOverRuns(summaries), files };
+    printOverRuns(repeated);
+    if (options.json) process.stdout.write(`wrote ${writeJson(repeated)}\n`);
+  }
+  return failed ? 1 : 0;
+}
+
+/** One run of every scenario, its summary printed (and written with --json). */
+async function runAllOnce(options: BenchOptions): Promise<AllReport & { file: string | null }> {
   const startedAt = new Date().toISOString();
   const summary: Headline[] = [];
   const scenarios: AllReport['scenarios'] = [];
@@ -92,8 +139,9 @@ export async function runAll(options: BenchOptions): Promise<number> {
   const report: AllReport = { scenario: 'all', startedAt, finishedAt: new Date().toISOString(), argv: options.argv, summary,
     httpFloorReqPerSec: floorReqPerSec, scenarios, failures };
   printSummary(report);
-  if (options.json) process.stdout.write(`wrote ${writeJson(report)}\n`);
-  return failures.length === 0 ? 0 : 1;
+  const file = options.json ? writeJson(report) : null;
+  if (file !== null) process.stdout.write(`wrote ${file}\n`);
+  return { ...report, file };
 }
 
 /** Three places: at two, a median of 0.599 read 0.60 beside "NOT met" for a 0.6 target. */
@@ -115,6 +163,20 @@ export function printSummary(report: AllReport): void {
   const noisy = report.summary.filter((h) => (h.otherCpuPercentMax ?? 0) > noisyOtherCpuPercent).map((h) => h.scenario);
   if (noisy.length > 0) out.push(`NOISY: other processes took more than ${noisyOtherCpuPercent}% of a core during ${noisy.join(', ')}`);
   for (const failure of report.failures) out.push(`FAILED: ${failure}`);
+  process.stdout.write(`\n${out.join('\n')}\n`);
+}
+
+export function printOverRuns(report: AllRepeatReport): void {
+  const rows = report.checks.map((c) => [c.scenario, c.check,
+    c.values.map((value) => (value === null ? '-' : figureText(value, c.decimals))).join(' / '), `${c.met} of ${c.runs}`,
+    c.median === null ? '-' : figureText(c.median, c.decimals), c.medianMet ? 'met' : 'NOT met']);
+  const missed = report.checks.filter((c) => !c.medianMet).map((c) => `${c.scenario} ${c.check}`);
+  const out = [`over ${report.runs} runs of npm run bench -- all ${report.argv.join(' ')}`,
+    ...renderTable(['scenario', 'check', 'per run', 'runs met', 'median', 'median met'], rows, [0, 1, 2, 5]),
+    'per run: the figure each run judged ("-": not measured in that run); median: of the measured figures, judged ' +
+    'against the same bound',
+    missed.length === 0 ? `every target met by its medians over ${report.runs} runs`
+      : `NOT met by the medians over ${report.runs} runs: ${missed.join('; ')}`];
   process.stdout.write(`\n${out.join('\n')}\n`);
 }
 

@@ -13,6 +13,7 @@ import { build, type Histogram } from 'hdr-histogram-js';
 import { readMachineBusyCpuMs, readProcessCpuMs, readThreadCpuMs, startChildServer, type ChildServer } from './node_process.js';
 import type { OpenLoopFigures } from './load.js';
 import type { BenchOptions } from './options.js';
+import type { TargetCheck } from './targets.js';
 
 const repoRoot = fileURLToPath(new URL('../../', import.meta.url));
 
@@ -311,8 +312,10 @@ export interface Headline {
   /** Our figure over the hello-world floor's and over Redis's, measured in the same run; null when not measured. */
   floorRatio: number | null;
   redisRatio: number | null;
-  /** null: the scenario has no target. */
+  /** Every check passes (checksMet); null: the scenario has no target. */
   met: boolean | null;
+  /** The target's bounds with this run's figures; empty without a target. */
+  checks: TargetCheck[];
   /** The most CPU other processes took during any run behind this row (ours or a baseline's), % of one core: above
    *  about 50% on 2 cores the figure and its ratios are noise. */
   otherCpuPercentMax: number | null;

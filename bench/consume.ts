@@ -16,6 +16,7 @@ import {
   makeBatchBody, makePayload, maxKnown, newHistogram, percent, recordUs, renderTable, reportedOptions, serverCpuText, sleep,
   startBroker, type BrokerTarget, type Headline, type LatencySummaryMs, type ServerThreadCpu,
 } from './common.js';
+import { checksMet, type TargetCheck } from './targets.js';
 import { redisBaselineMissing, runRedisConsume, startRedis, type RedisConsumeFigures } from './peers.js';
 import { HttpConnection, HttpFailure, requestBuffer, type HttpReply } from './http_conn.js';
 import type { BenchOptions, ConsumePhase } from './options.js';
@@ -906,17 +907,20 @@ export function consumeHeadlines(report: ConsumeReport): Headline[] {
   const headlines: Headline[] = [];
   for (const run of report.drainRuns) {
     const batch = run.name === 'consume-batch';
+    const checks: TargetCheck[] = batch ? [{ label: 'msg/s', value: run.msgsPerSec, atLeast: targetBatchMsgsPerSec, decimals: 0 }] : [];
     headlines.push({ scenario: run.name, value: run.msgsPerSec,
       figure: `${formatInt(run.msgsPerSec)} msg/s${run.drainedIn === null ? '' : ` (${fixed(run.windowSec, 1)} s, drained)`}`,
       target: batch ? `>= ${formatInt(targetBatchMsgsPerSec)} msg/s` : 'none', floorRatio: null,
-      redisRatio: batch ? report.batchOverRedis : null, met: batch ? run.msgsPerSec >= targetBatchMsgsPerSec : null,
+      redisRatio: batch ? report.batchOverRedis : null, met: checksMet(checks), checks,
       otherCpuPercentMax: maxKnown([run.otherCpuPercent, batch ? report.redis?.otherCpuPercent : null]) });
   }
   if (report.wake !== null) {
     const p99 = report.wake.wakeLatencyMs.p99;
+    const checks: TargetCheck[] = [{ label: 'p99 ms', value: report.wake.wakeLatencyMs.count > 0 ? p99 : null,
+      atMost: targetWakeP99Ms, decimals: 2 }];
     headlines.push({ scenario: 'wake-up', value: p99, figure: `p99 ${fixed(p99, 2)} ms`,
       target: `p99 <= ${targetWakeP99Ms} ms`, floorRatio: null, redisRatio: null,
-      met: report.wake.wakeLatencyMs.count > 0 && p99 <= targetWakeP99Ms, otherCpuPercentMax: report.wake.otherCpuPercent });
+      met: checksMet(checks), checks, otherCpuPercentMax: report.wake.otherCpuPercent });
   }
   return headlines;
 }

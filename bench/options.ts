@@ -80,6 +80,8 @@ export interface BenchOptions {
   intervalSec: number;
   /** all: the soak's duration. */
   soakDurationSec: number;
+  /** all: how many times to run every scenario; above 1 a table over the runs follows (bench/targets.ts). */
+  repeat: number;
   /** footprint: topics to create (3 partitions each) and idle long polls to hold. */
   topics: number;
   polls: number;
@@ -138,7 +140,9 @@ footprint:
   --polls N               idle long polls to hold, one raw keep-alive socket each (default 10000)
   --duration D            how long to hold the polls, sampling RSS (default 10 s)
 all:
-  --soak-duration D       the soak's length inside all (default 60s)`;
+  --soak-duration D       the soak's length inside all (default 60s)
+  --repeat N              run all N times (1..10, default 1), then judge each target's checks by their median over
+                          the runs, beside each run's figure and how many runs met it`;
 
 export class UsageError extends Error {}
 
@@ -165,7 +169,7 @@ export function parseOptions(argv: string[]): BenchOptions {
       'batch-prefill': { type: 'string' }, 'prefill-timeout': { type: 'string' }, pollers: { type: 'string' },
       'wake-rate': { type: 'string' }, rate: { type: 'string' }, consumers: { type: 'string' }, peak: { type: 'string' },
       interval: { type: 'string' }, 'soak-duration': { type: 'string' }, topics: { type: 'string' },
-      polls: { type: 'string' }, 'redis-consumers': { type: 'string' },
+      polls: { type: 'string' }, 'redis-consumers': { type: 'string' }, repeat: { type: 'string' },
     },
   });
   if (values.help || positionals.length !== 1) throw new UsageError(values.help ? '' : 'give exactly one scenario');
@@ -186,6 +190,7 @@ export function parseOptions(argv: string[]): BenchOptions {
     throw new UsageError(`${scenario} creates its own topics; --topic does not apply`);
   }
   if (values.phases !== undefined && scenario !== 'consume') throw new UsageError('--phases applies to the consume alias only');
+  if (values.repeat !== undefined && scenario !== 'all') throw new UsageError('--repeat applies to all only');
   const url = values.url?.replace(/\/+$/, '') ?? null;
   if (url !== null) checkLoopbackUrl(url);
   const durationDefault = scenario === 'soak' ? 600 : 10;
@@ -228,6 +233,7 @@ export function parseOptions(argv: string[]): BenchOptions {
     topics: intOption('topics', values.topics, 1000, 1, 100_000),
     polls: intOption('polls', values.polls, 10_000, 1, 18_000),
     redisConsumers: intOption('redis-consumers', values['redis-consumers'], 4, 1, 256),
+    repeat: intOption('repeat', values.repeat, 1, 1, 10),
   };
 }
 

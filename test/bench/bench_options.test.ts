@@ -1,8 +1,7 @@
 // Goal: the bench's connection defaults per scenario are the ones bench/README.md gives (256 for single produce, 64 for
 // consume-single, 16 for batch produce, 32 for consume-batch, where its throughput peaks), and a given value wins; so
 // is the number of rounds in which single produce and its baselines take turns; --server-cpu-prof applies only to a
-// node the bench starts. Method: parse the command lines a
-// user types.
+// node the bench starts; --repeat only to all. Method: parse the command lines a user types.
 import t from 'tap';
 import { join } from 'node:path';
 import { parseOptions } from '../../bench/options.js';
@@ -37,4 +36,13 @@ t.test('--server-cpu-prof names a directory for the node the bench starts, and i
   t.throws(() => parseOptions(['consume-batch', '--url', 'http://127.0.0.1:7942', '--server-cpu-prof', '/tmp/p']),
     /--server-cpu-prof .*--url/, 'a node the bench does not start cannot be profiled by it');
   t.throws(() => parseOptions(['consume-batch', '--server-cpu-prof=']), /needs a directory/);
+});
+
+t.test('--repeat runs all N times, 1 unless given, and applies to all only', async (t) => {
+  t.equal(parseOptions(['all']).repeat, 1);
+  t.equal(parseOptions(['all', '--repeat', '5', '--compare']).repeat, 5);
+  t.throws(() => parseOptions(['all', '--repeat', '0']), /--repeat must be 1\.\.10/, 'below 1 is refused');
+  t.throws(() => parseOptions(['all', '--repeat', '11']), /--repeat must be 1\.\.10/, 'above 10 is refused');
+  t.throws(() => parseOptions(['all', '--repeat', '2.5']), /--repeat must be an integer/);
+  t.throws(() => parseOptions(['produce-single', '--repeat', '3']), /--repeat applies to all only/);
 });
