@@ -364,7 +364,8 @@ class HeaderScan {
     this.chunked = false;
   }
 
-  /** The scanned headers; the scan lets go of them, so no credentials stay behind until the next request. */
+  /** The scanned headers; the scan lets go of them, so it keeps no credential until the next request (the
+   *  authenticator keeps the last one it checked, docs/decisions.md). */
   take(): RequestHeaders {
     const headers = { authorization: this.authorization, contentType: this.contentType, contentEncoding: this.contentEncoding,
       svcClient: this.svcClient };
