@@ -11,6 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { printSummary, type AllReport } from '../../bench/all.js';
 import { bench, cpuKeys, hasRedis, jsonResult, latencyKeys, numbers, quick, type Json } from '../helpers/bench_run.js';
+import { printedBy } from '../helpers/stdout_capture.js';
 
 t.test('consume-single: drain run figures', async (t) => {
   const out = await bench(['consume-single', '--duration', '1', '--prefill', '20000', '--connections', '8', ...quick]);
@@ -98,15 +99,7 @@ t.test('footprint scaled down: RSS at each step and the pass/fail line', async (
 
 /** What printSummary writes for report. */
 function summaryText(report: AllReport): string {
-  const write = process.stdout.write;
-  let text = '';
-  process.stdout.write = ((chunk: string) => ((text += chunk), true)) as typeof process.stdout.write;
-  try {
-    printSummary(report);
-  } finally {
-    process.stdout.write = write;
-  }
-  return text;
+  return printedBy(() => printSummary(report));
 }
 
 t.test('all: the summary table, and the machine line when the floor ran', async (t) => {

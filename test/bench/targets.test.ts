@@ -5,6 +5,7 @@
 import t from 'tap';
 import { printOverRuns, type AllRepeatReport } from '../../bench/all.js';
 import { checkPasses, checksMet, checksOverRuns, type TargetCheck } from '../../bench/targets.js';
+import { printedBy } from '../helpers/stdout_capture.js';
 
 const floor = (value: number | null): TargetCheck => ({ label: 'x floor', value, atLeast: 0.6, decimals: 3 });
 const p99 = (value: number | null): TargetCheck => ({ label: 'p99 ms', value, atMost: 10, decimals: 1 });
@@ -56,14 +57,7 @@ t.test('a median outside the bound is NOT met, and the printed table says which'
   t.equal(over[0]!.medianMet, false);
   const report: AllRepeatReport = { scenario: 'all-repeat', startedAt: '', finishedAt: '', argv: ['--compare', '--repeat', '3'],
     runs: 3, checks: over, files: [] };
-  const write = process.stdout.write;
-  let text = '';
-  process.stdout.write = ((chunk: string) => ((text += chunk), true)) as typeof process.stdout.write;
-  try {
-    printOverRuns(report);
-  } finally {
-    process.stdout.write = write;
-  }
+  const text = printedBy(() => printOverRuns(report));
   t.match(text, /over 3 runs of npm run bench -- all --compare --repeat 3/);
   t.match(text, /produce-single\s+x floor >= 0\.600\s+0\.550 \/ 0\.590 \/ 0\.700\s+1 of 3\s+0\.590\s+NOT met/);
   t.match(text, /produce-single\s+p99 ms <= 10\.0\s+8\.0 \/ 8\.0 \/ 8\.0\s+3 of 3\s+8\.0\s+met/);
