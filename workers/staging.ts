@@ -2,18 +2,19 @@
 // frame never straddles two blocks, and a round that stages more than its block holds takes another rather than
 // growing one. Growing a single buffer copied what was staged at every doubling and, with rounds of varying size,
 // kept needing buffers larger than the pool held: at a million batch-produced messages a second a partition worker
-// copied 20-80 MB/s and allocated 60-270 MB/s of fresh memory, each new page faulted in, about a seventh of its
-// samples (docs/performance.md). Frames are addressed by their position in the virtual concatenation of the blocks'
-// used bytes, which is also their order in the .log, so a flush writes any run of them with one writev.
+// copied 20-80 MB/s and allocated 60-270 MB/s of fresh memory, with two to four times the page faults it has now
+// (docs/performance.md, "Staging in pooled blocks"). Frames are addressed by their position in the virtual
+// concatenation of the blocks' used bytes, which is also their order in the .log, so a flush writes any run of them
+// with one writev.
 // Partition worker thread; module state (the pools) is the thread's.
 import { wordsOf } from '../src/util/frame.js';
 import { unzeroedOwnBytes } from '../src/util/owned_bytes.js';
 
 /** A round's first block: a single produce round stages a frame or two per partition, and one over many partitions
  *  takes a block for each, so it starts small. */
-export const stagingBlockBytesSmall = 4 * 1024;
+const stagingBlockBytesSmall = 4 * 1024;
 /** Every later block of a round, and the first of a partition whose last round staged more than a small block. */
-export const stagingBlockBytesLarge = 64 * 1024;
+const stagingBlockBytesLarge = 64 * 1024;
 /** What each pool keeps of the blocks given back, in bytes: a round's worth of small blocks over a hundred
  *  partitions, and batch produce's large blocks for a few partitions, with memory bounded after a burst. */
 const smallPoolBytesMax = 1024 * 1024;
@@ -40,19 +41,10 @@ class BlockPool {
   giveBack(block: Block): void {
     if (this.blocks.length < this.blocksMax) this.blocks.push(block);
   }
-
-  get size(): number {
-    return this.blocks.length;
-  }
 }
 
 const smallPool = new BlockPool(stagingBlockBytesSmall, smallPoolBytesMax / stagingBlockBytesSmall);
 const largePool = new BlockPool(stagingBlockBytesLarge, largePoolBytesMax / stagingBlockBytesLarge);
-
-/** Blocks each pool holds now: for tests of reuse. */
-export function stagingPoolSizes(): { small: number; large: number } {
-  return { small: smallPool.size, large: largePool.size };
-}
 
 function blockTake(bytesAtLeast: number, small: boolean): Block {
   if (small && bytesAtLeast <= stagingBlockBytesSmall) return smallPool.take();
@@ -139,8 +131,8 @@ export class Staging {
     return this.frameStarts.length;
   }
 
-  /** After reserve: the block the next frame goes into, its crc view, and the frame's position in it. Fields rather than
-   *  a returned object: reserve runs once per staged record. */
+  /** After reserve: the block the next frame goes into, its crc view, and the frame's position in it. Fields rather
+   *  than a returned object: reserve runs once per staged record. */
   target: Uint8Array = emptyBytes;
   words: DataView = emptyWords;
   at = 0;
