@@ -9,7 +9,7 @@ import { cleanup, errorText, fixed, formatInt, percent, renderTable, writeJson, 
 import { parseOptions, type BenchOptions } from './options.js';
 import { httpFloorReqPerSec, type ProduceReport } from './produce.js';
 import { runScenario } from './scenario.js';
-import { checksOverRuns, figureText, type CheckOverRuns } from './targets.js';
+import { checksOverRuns, figureText, verdictText, type CheckOverRuns } from './targets.js';
 
 /** Issue 4 set its absolute targets (batch produce 1,000,000 msg/s, batched consume 300,000 msg/s) on a machine whose
  *  HTTP floor answers about 100,000-145,000 req/s; the summary puts this run's floor beside that. */
@@ -151,7 +151,7 @@ function ratio(value: number | null): string {
 
 export function printSummary(report: AllReport): void {
   const rows = report.summary.map((h) => [h.scenario, h.figure, h.target, ratio(h.floorRatio), ratio(h.redisRatio),
-    h.met === null ? '-' : h.met ? 'met' : 'NOT met', h.otherCpuPercentMax === null ? '-' : percent(h.otherCpuPercentMax)]);
+    verdictText(h.checks), h.otherCpuPercentMax === null ? '-' : percent(h.otherCpuPercentMax)]);
   const seconds = report.scenarios.reduce((sum, s) => sum + s.seconds, 0);
   const out = [`summary of npm run bench -- all ${report.argv.join(' ')} (${fixed(seconds / 60, 1)} min)`,
     ...renderTable(['scenario', 'our figure', 'target', 'floor ratio', 'Redis ratio', 'met', 'other CPU'], rows, [0, 1, 2, 5])];

@@ -312,9 +312,8 @@ export interface Headline {
   /** Our figure over the hello-world floor's and over Redis's, measured in the same run; null when not measured. */
   floorRatio: number | null;
   redisRatio: number | null;
-  /** Every check passes (checksMet); null: the scenario has no target. */
-  met: boolean | null;
-  /** The target's bounds with this run's figures; empty without a target. */
+  /** The target's bounds with this run's figures (met when every one passes, bench/targets.ts); empty without a
+   *  target. */
   checks: TargetCheck[];
   /** The most CPU other processes took during any run behind this row (ours or a baseline's), % of one core: above
    *  about 50% on 2 cores the figure and its ratios are noise. */

@@ -15,7 +15,7 @@ import {
   makePayload, maxKnown, newHistogram, percent, recordUs, renderTable, reportedOptions, serverCpuText, sleep, startBroker,
   type BrokerTarget, type Headline, type LatencySummaryMs, type ServerThreadCpu, type ThroughputFigures,
 } from './common.js';
-import { checksMet, type TargetCheck } from './targets.js';
+import { verdictText, type TargetCheck } from './targets.js';
 import { AckRequests, ackStatuses, scanHandleSpans, topicPath } from './consume.js';
 import { HttpConnection, HttpFailure, requestBuffer } from './http_conn.js';
 import { runLoad } from './load.js';
@@ -537,7 +537,7 @@ export function flowHeadlines(report: FlowReport): Headline[] {
       atMost: endToEndTargetP99Ms, decimals: 2 }];
     return [{ scenario: 'end-to-end', value: p99, figure: `p99 ${fixed(p99, 2)} ms at ${formatInt(report.ratePerSec)} msg/s`,
       target: `p99 <= ${endToEndTargetP99Ms} ms at 50% of peak`, floorRatio: null, redisRatio: null,
-      met: checksMet(checks), checks,
+      checks,
       otherCpuPercentMax: maxKnown([report.otherCpuPercent, report.peak?.otherCpuPercent]) }];
   }
   const rss = report.intervals.map((row) => row.serverRssBytes ?? 0);
@@ -545,7 +545,7 @@ export function flowHeadlines(report: FlowReport): Headline[] {
   return [{ scenario: 'soak', value: report.msgsPerSec,
     figure: `${formatInt(report.msgsPerSec)} msg/s for ${fixed(report.windowSec, 0)} s, p99 ${fixed(p99, 2)} ms` +
       (growth === null ? '' : `, RSS ${growth >= 0 ? '+' : ''}${fixed(growth, 0)} MiB`),
-    target: 'none (steady RSS and p99)', floorRatio: null, redisRatio: null, met: null, checks: [],
+    target: 'none (steady RSS and p99)', floorRatio: null, redisRatio: null, checks: [],
     otherCpuPercentMax: report.otherCpuPercent }];
 }
 
@@ -590,7 +590,7 @@ export function printFlowTable(report: FlowReport): void {
       percent(row.serverCpuPercent), percent(row.clientCpuPercent)]), []));
   }
   for (const h of flowHeadlines(report)) {
-    out.push(`${h.scenario}: ${h.figure}; target ${h.target}${h.met === null ? '' : `: ${h.met ? 'met' : 'NOT met'}`}`);
+    out.push(`${h.scenario}: ${h.figure}; target ${h.target}${h.checks.length === 0 ? '' : `: ${verdictText(h.checks)}`}`);
   }
   if (Object.keys(report.nodeEnv).length > 0) {
     out.push(`node started with ${Object.entries(report.nodeEnv).map(([k, v]) => `${k}=${v}`).join(' ')} ` +

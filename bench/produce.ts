@@ -14,7 +14,7 @@ import {
   basicAuth, cleanups, createTopic, CpuWindow, errorText, fixed, formatErrors, formatInt, makeBatchBody, makePayload,
   maxKnown, median, percent, renderTable, reportedOptions, serverCpuText, settle, sleep, startBroker, type BrokerTarget, type Headline, type ThroughputFigures,
 } from './common.js';
-import { checksMet, type TargetCheck } from './targets.js';
+import { verdictText, type TargetCheck } from './targets.js';
 import { runLoad, type LoadRequest, type LoadResult } from './load.js';
 import { startChildServer, type ChildServer } from './node_process.js';
 import type { BenchOptions } from './options.js';
@@ -535,7 +535,6 @@ export function produceRatios(runs: RunFigures[]): ProduceRatios {
   };
 }
 
-const metText = (met: boolean): string => (met ? 'met' : 'NOT met');
 
 /** The summary rows of `all` (and the target lines under the table). */
 export function produceHeadlines(report: ProduceReport): Headline[] {
@@ -564,7 +563,7 @@ export function produceHeadlines(report: ProduceReport): Headline[] {
         (rounds !== null && rounds.rounds > 1 ? ` (${rounds.rounds} rounds: ratios and p99 their medians)` : ''),
       target: `>= ${t.singleOfFloor}x floor, >= ${t.singleOfRedis}x Redis, p99 <= ${t.singleP99Ms} ms` +
         (unmeasured.length > 0 ? ` (${unmeasured.join(', ')} not measured)` : ''),
-      floorRatio, redisRatio, met: checksMet(checks), checks,
+      floorRatio, redisRatio, checks,
       otherCpuPercentMax: maxKnown(report.runs.filter((run) => !run.name.includes('batch') && !run.name.includes('pipeline')).map((run) => run.otherCpuPercent)) });
   }
   const batch = report.runs.find((run) => isBatchByBenchClient(run));
@@ -573,7 +572,7 @@ export function produceHeadlines(report: ProduceReport): Headline[] {
     headlines.push({ scenario: 'produce-batch', value: batch.msgsPerSec,
       figure: `${formatInt(batch.msgsPerSec)} msg/s, p99 ${fixed(batch.latencyMs.p99, 1)} ms`,
       target: `>= ${formatInt(produceTargets.batchMsgsPerSec)} msg/s`, floorRatio: r.batchReqPerSecOfFloor,
-      redisRatio: r.batchOverRedis, met: checksMet(checks), checks,
+      redisRatio: r.batchOverRedis, checks,
       otherCpuPercentMax: maxKnown(report.runs.filter((run) => run.name.includes('batch') || run.name.includes('pipeline'))
         .map((run) => run.otherCpuPercent)) });
   }
@@ -627,7 +626,7 @@ export function printProduceTable(report: ProduceReport): void {
   }
   const headlines = produceHeadlines(report);
   if (headlines.length > 0) out.push('issue 4 targets:');
-  for (const h of headlines) out.push(`  ${h.scenario} ${h.target}: ${h.figure}: ${metText(h.met === true)}`);
+  for (const h of headlines) out.push(`  ${h.scenario} ${h.target}: ${h.figure}: ${verdictText(h.checks)}`);
   for (const missing of report.missingPeers) out.push(missing);
   if (report.redisVersion !== null) out.push(`Redis ${report.redisVersion}: appendonly yes, appendfsync always, started on a free loopback port`);
   out.push(`MB = 10^6 payload bytes; CPU % is of one core (${os.cpus().length} cores here); ` +

@@ -26,6 +26,12 @@ export function checksMet(checks: readonly TargetCheck[]): boolean | null {
   return checks.length === 0 ? null : checks.every(checkPasses);
 }
 
+/** A row's verdict as the tables print it: met, NOT met, or '-' without a target. */
+export function verdictText(checks: readonly TargetCheck[]): string {
+  const met = checksMet(checks);
+  return met === null ? '-' : met ? 'met' : 'NOT met';
+}
+
 /** A check's figure or bound as printed: counts and rates with thousands separators. */
 export function figureText(value: number, decimals: number): string {
   return decimals === 0 ? formatInt(value) : fixed(value, decimals);

@@ -4,7 +4,7 @@
 // targets the medians miss. Method: pure functions over hand-made summary rows, and the printed text.
 import t from 'tap';
 import { printOverRuns, type AllRepeatReport } from '../../bench/all.js';
-import { checkPasses, checksMet, checksOverRuns, type TargetCheck } from '../../bench/targets.js';
+import { checkPasses, checksMet, checksOverRuns, verdictText, type TargetCheck } from '../../bench/targets.js';
 import { printedBy } from '../helpers/stdout_capture.js';
 
 const floor = (value: number | null): TargetCheck => ({ label: 'x floor', value, atLeast: 0.6, decimals: 3 });
@@ -20,6 +20,8 @@ t.test('a check passes at and inside its bound, fails outside it and when unmeas
   t.equal(checksMet([]), null, 'no checks: no target');
   t.equal(checksMet([floor(0.61), p99(8)]), true);
   t.equal(checksMet([floor(0.61), p99(11)]), false, 'one failing check fails the row');
+  t.same([verdictText([]), verdictText([floor(0.61), p99(8)]), verdictText([floor(null)])], ['-', 'met', 'NOT met'],
+    'the verdict the tables print');
 });
 
 t.test('over runs: per-run figures, runs met, and the median judged against the bound', async (t) => {
