@@ -24,7 +24,7 @@ import { arrayHeaderBytes, binBytes, MsgpackWriter, uintBytes } from '../src/pro
 import { parseSegmentFileName, segmentPath } from './partition_dirs.js';
 import { forgetSealedSegment, forgetSealedSegmentsOf, withSealedSegment } from './sealed_handles.js';
 import { indexEntryBytes, indexEntryRead, segmentPositionLimit, SegmentPositions } from './segment_index.js';
-import { dirCreateDurably, dirSync, readExact, readExactSync, writeAll, writeAllSync, writevAllSync } from '../src/util/durable_fs.js';
+import { dirCreateDurably, dirSync, readExact, readExactSync, writeAll, writeAllSync } from '../src/util/durable_fs.js';
 import { ZeroFill } from '../src/util/zero_fill.js';
 import { Staging, type StagedFrames } from './staging.js';
 
@@ -550,11 +550,11 @@ export class PartitionLog {
     // Written synchronously: this is a partition worker, which may block, and a write into the page cache takes
     // microseconds where a thread-pool round trip takes two thread wake-ups (the tail of a long-poll wake-up). The
     // .idx entries wait for the roll or clean close (activeIdxComplete).
-    const chunk = staged.pieces(chunkStart, chunkStart + chunkBytes);
-    if (Array.isArray(chunk)) writevAllSync(files.log.fd, chunk, segment.logBytes);
-    else writeAllSync(files.log.fd, chunk, segment.logBytes);
+    const chunkEnd = chunkStart + chunkBytes;
+    staged.writeRun(files.log.fd, chunkStart, chunkEnd, segment.logBytes);
     this.tail = chunkBytes <= tailChunkBytesMax
-      ? { firstOffset: segment.baseOffset + segment.recordCount, count: to - from, logStart: segment.logBytes, bytes: bytesCopy(chunk, chunkBytes) }
+      ? { firstOffset: segment.baseOffset + segment.recordCount, count: to - from, logStart: segment.logBytes,
+        bytes: staged.copyRun(chunkStart, chunkEnd) }
       : null;
     segment.recordCount += to - from;
     segment.logBytes += chunkBytes;
@@ -674,17 +674,6 @@ export class PartitionLog {
 
 function nothing(): void {}
 
-/** The bytes of one view or of several back to back, copied into one exactly sized array. */
-function bytesCopy(bytes: Uint8Array | Uint8Array[], byteLength: number): Uint8Array {
-  if (!Array.isArray(bytes)) return bytes.slice();
-  const copy = new Uint8Array(byteLength);
-  let at = 0;
-  for (const piece of bytes) {
-    copy.set(piece, at);
-    at += piece.byteLength;
-  }
-  return copy;
-}
 
 /** The segment base offsets in dir, ascending, and whether it holds a mark. What an interrupted removal
  *  or mark write leaves behind is removed: a lone .idx, a mark's .tmp. */

@@ -7,6 +7,7 @@
 // concatenation of the blocks' used bytes, which is also their order in the .log, so a flush writes any run of them
 // with one writev.
 // Partition worker thread; module state (the pools) is the thread's.
+import { writeAllSync, writevAllSync } from '../src/util/durable_fs.js';
 import { wordsOf } from '../src/util/frame.js';
 import { unzeroedOwnBytes } from '../src/util/owned_bytes.js';
 
@@ -69,7 +70,8 @@ interface UsedBlock extends Block {
   end: number;
 }
 
-/** Staged frames, handed from the log's Staging to its flush: written in runs, then released. */
+/** Staged frames, handed from the log's Staging to its flush: written in runs, then released. A run is the frames of
+ *  virtual positions [start, end), which lie on frame boundaries. */
 export class StagedFrames {
   constructor(
     private readonly blocks: UsedBlock[],
@@ -93,9 +95,28 @@ export class StagedFrames {
     return this.frameEnd(k) - this.frameStarts[k]!;
   }
 
-  /** The bytes of virtual positions [start, end), which lie on frame boundaries: views of one block or more, in
-   *  order. Allocates no array for the usual run inside one block. */
-  pieces(start: number, end: number): Uint8Array | Uint8Array[] {
+  /** Writes a run at position of fd, blocking (a partition worker): one write, or one writev when it spans blocks. */
+  writeRun(fd: number, start: number, end: number, position: number): void {
+    const bytes = this.pieces(start, end);
+    if (Array.isArray(bytes)) writevAllSync(fd, bytes, position);
+    else writeAllSync(fd, bytes, position);
+  }
+
+  /** A run's bytes in one array of their own, which outlives the blocks. */
+  copyRun(start: number, end: number): Uint8Array {
+    const bytes = this.pieces(start, end);
+    if (!Array.isArray(bytes)) return bytes.slice();
+    const copy = new Uint8Array(end - start);
+    let at = 0;
+    for (const piece of bytes) {
+      copy.set(piece, at);
+      at += piece.byteLength;
+    }
+    return copy;
+  }
+
+  /** A run as views of one block or more, in order; no array for the usual run inside one block. */
+  private pieces(start: number, end: number): Uint8Array | Uint8Array[] {
     const blocks = this.blocks;
     let first = 0;
     while (blocks[first]!.end <= start) first++;
