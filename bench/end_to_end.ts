@@ -6,7 +6,10 @@
 //   soak        the same flow at a steady --rate (default 5,000 msg/s) for --duration (default 10m), with a row per
 //               --interval (10 s): server RSS, produced and delivered msgs/s, p99 latency.
 // Each payload carries its message id and the client's send time (epoch µs); both ends run in this process, on the
-// same clock. Bench process main thread; every loop ends by itself (flags, deadlines) and closes its sockets.
+// same clock, and answers are stamped with the start of the event-loop turn that read them (bench/turn_clock.ts), so
+// a consumer's answer read after hundreds of 202s of the same turn does not look later than it came. Producers and
+// consumers share one thread on purpose: docs/decisions.md "End-to-end: one client thread, answers stamped per turn".
+// Bench process main thread; every loop ends by itself (flags, deadlines) and closes its sockets.
 import os from 'node:os';
 import { performance } from 'node:perf_hooks';
 import type { Histogram } from 'hdr-histogram-js';
@@ -19,6 +22,7 @@ import { verdictText, type TargetCheck } from './targets.js';
 import { AckRequests, ackStatuses, scanHandleSpans, topicPath } from './consume.js';
 import { HttpConnection, HttpFailure, requestBuffer } from './http_conn.js';
 import { runLoad } from './load.js';
+import { turnNow } from './turn_clock.js';
 import { readRssBytes } from './node_process.js';
 import { epochUs, epochUsNow, idLimit, scanTracedMessages, TracedRequestTemplate } from './traced_message.js';
 import type { BenchOptions } from './options.js';
@@ -442,8 +446,8 @@ export async function runFlow(options: BenchOptions): Promise<FlowReport> {
   const poll = requestBuffer(target.url, 'GET', `${topicPath(topic, 'consume')}?wait=10s&max=${options.max}`,
     { ...authorization, 'x-svc-client': clientHeader });
   const acks = new AckRequests(target, topic);
-  const consumers = Array.from({ length: options.consumers }, () => new HttpConnection(address));
-  const producers = Array.from({ length: options.connections }, () => new HttpConnection(address));
+  const consumers = Array.from({ length: options.consumers }, () => new HttpConnection(address, turnNow));
+  const producers = Array.from({ length: options.connections }, () => new HttpConnection(address, turnNow));
   process.stderr.write(`${scenario}: ${formatInt(ratePerSec)} msg/s open loop (${rateSource}) on up to ` +
     `${options.connections} connections, ${options.consumers} consumers long-polling (wait=10s, max=${options.max}), ` +
     `${options.warmupSec}s warm-up + ${options.durationSec}s, ${target.url}\n`);
@@ -598,7 +602,7 @@ export function printFlowTable(report: FlowReport): void {
       `its max against the per-user consume cap, default ${consumeCapDefault})`);
   }
   out.push(`msgs/s = messages produced in the window that a consumer received, per second; latencies on this process's ` +
-    `clock (performance.now); CPU % is of one core (${os.cpus().length} cores here)`);
+    `clock (performance.now; an answer at the start of the event-loop turn that read it); CPU % is of one core (${os.cpus().length} cores here)`);
   for (const failure of report.failures) out.push(`FAILED: ${failure}`);
   process.stdout.write(`\n${out.join('\n')}\n`);
 }

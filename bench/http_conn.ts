@@ -40,7 +40,10 @@ export class HttpConnection {
     onProtocolError: (code) => this.protocolError(code),
   }, true);
 
-  constructor(private readonly target: { host: string; port: number }) {}
+  /** answeredAt stamps each reply's endedMs: performance.now() by default, turnNow (bench/turn_clock.ts) where answers
+   *  read in one turn must not look later for being read later. */
+  constructor(private readonly target: { host: string; port: number },
+    private readonly answeredAt: () => number = () => performance.now()) {}
 
   static forUrl(url: string): { host: string; port: number } {
     const parsed = new URL(url);
@@ -116,7 +119,7 @@ export class HttpConnection {
   }
 
   private onResponse(status: number, body: Buffer, closeAfter: boolean): void {
-    const endedMs = performance.now();
+    const endedMs = this.answeredAt();
     const waiter = this.waiter!;
     this.waiter = null;
     if (closeAfter) {
