@@ -6,7 +6,7 @@
 // target by the median of its figures over the runs (bench/targets.ts; all-repeat-<time>.json with --json). Bench
 // process main thread.
 import { cleanup, errorText, fixed, formatInt, percent, renderTable, writeJson, type Headline } from './common.js';
-import { parseOptions, type BenchOptions } from './options.js';
+import { endToEndWarmupSec, parseOptions, type BenchOptions } from './options.js';
 import { httpFloorReqPerSec, type ProduceReport } from './produce.js';
 import { runScenario } from './scenario.js';
 import { checksOverRuns, figureText, verdictText, type CheckOverRuns } from './targets.js';
@@ -41,11 +41,11 @@ function withoutOption(argv: readonly string[], name: string): string[] {
 }
 
 /** The argv of one scenario inside all: all's defaults for what the user left out, then the user's options. */
-function scenarioArgv(all: BenchOptions, scenario: string): string[] {
+export function scenarioArgv(all: BenchOptions, scenario: string): string[] {
   const argv = [scenario];
   if (scenario === 'soak') argv.push('--duration', String(all.soakDurationSec));
   else if (!given(all.argv, 'duration')) argv.push('--duration', String(all.durationSec));
-  if (!given(all.argv, 'warmup')) argv.push('--warmup', String(all.warmupSec));
+  if (!given(all.argv, 'warmup')) argv.push('--warmup', String(scenario === 'end-to-end' ? endToEndWarmupSec : all.warmupSec));
   // At 300,000 msg/s the scenario's own default (1,000,000) drains in under 3 s of a 10 s window.
   if (scenario === 'consume-batch' && !given(all.argv, 'batch-prefill')) {
     argv.push('--batch-prefill', String(Math.ceil((all.warmupSec + all.durationSec) * allBatchPrefillPerSec)));

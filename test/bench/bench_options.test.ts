@@ -1,9 +1,11 @@
 // Goal: the bench's connection defaults per scenario are the ones bench/README.md gives (256 for single produce, 64 for
 // consume-single, 16 for batch produce, 32 for consume-batch, where its throughput peaks), and a given value wins; so
 // is the number of rounds in which single produce and its baselines take turns; --server-cpu-prof applies only to a
-// node the bench starts; --repeat only to all. Method: parse the command lines a user types.
+// node the bench starts; --repeat only to all; the warm-up per scenario, inside all too. Method: parse the command
+// lines a user types, and the argv all hands each scenario.
 import t from 'tap';
 import { join } from 'node:path';
+import { scenarioArgv } from '../../bench/all.js';
 import { parseOptions } from '../../bench/options.js';
 
 t.test('connection defaults per scenario', async (t) => {
@@ -45,4 +47,18 @@ t.test('--repeat runs all N times, 1 unless given, and applies to all only', asy
   t.throws(() => parseOptions(['all', '--repeat', '11']), /--repeat must be 1\.\.10/, 'above 10 is refused');
   t.throws(() => parseOptions(['all', '--repeat', '2.5']), /--repeat must be an integer/);
   t.throws(() => parseOptions(['produce-single', '--repeat', '3']), /--repeat applies to all only/);
+});
+
+t.test('warm-up: 2 s, end-to-end 3 s; inside all 1 s, its end-to-end 3 s; a given --warmup wins everywhere', async (t) => {
+  t.equal(parseOptions(['produce-single']).warmupSec, 2);
+  t.equal(parseOptions(['end-to-end']).warmupSec, 3);
+  t.equal(parseOptions(['end-to-end', '--warmup', '0.5']).warmupSec, 0.5);
+  const all = parseOptions(['all']);
+  t.equal(all.warmupSec, 1);
+  const warmupIn = (argv: string[]): number => parseOptions(argv).warmupSec;
+  t.equal(warmupIn(scenarioArgv(all, 'consume-batch')), 1);
+  t.equal(warmupIn(scenarioArgv(all, 'end-to-end')), 3);
+  const given = parseOptions(['all', '--warmup', '2']);
+  t.equal(warmupIn(scenarioArgv(given, 'end-to-end')), 2, 'the user\'s --warmup reaches end-to-end too');
+  t.equal(warmupIn(scenarioArgv(given, 'produce-batch')), 2);
 });
