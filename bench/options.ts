@@ -237,9 +237,9 @@ export function parseOptions(argv: string[]): BenchOptions {
   };
 }
 
-/** end-to-end's warm-up, also inside all: its flow settles about 2 s after it starts at half the peak, the code paths
- *  of consume and ack (which the peak run before it does not take) and a fresh topic's first files included
- *  (docs/decisions.md "End-to-end warms up for 3 s"). */
+/** end-to-end's warm-up, also inside all: its flow settles about 2 s after it starts at half the peak, most likely
+ *  while the consume and ack paths, which the peak run before it never takes, run cold (docs/decisions.md
+ *  "End-to-end warms up for 3 s"). */
 export const endToEndWarmupSec = 3;
 
 function warmupSecDefault(scenario: Scenario): number {

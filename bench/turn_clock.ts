@@ -1,8 +1,8 @@
 // When the event-loop turn now running began handling I/O: the stamp for answers that one turn reads together.
 // An epoll wake-up hands the loop every socket that became readable while it waited, and it reads them one after
-// another; at 30,000 produces/s a turn after a stall reads hundreds of 202s over several milliseconds. Stamping
-// each at its own callback made the last ones look that much later than they arrived; stamping all with the turn's
-// first reading errs by at most how long they waited before the turn began, the same for each. Per thread (module
+// another; after a stall, at 30,000 produces/s, that is hundreds of 202s. Stamping each at its own callback made the
+// last ones look later than they arrived by the time spent on those before them; stamping all with the turn's first
+// reading errs by how long they waited before the turn began, the same for each. Per thread (module
 // state of the thread's own loop); setImmediate runs after the turn's poll phase, which ends the stamp.
 import { performance } from 'node:perf_hooks';
 
