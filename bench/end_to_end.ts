@@ -2,7 +2,8 @@
 // topic at once, against a node the bench starts itself (or --url).
 //   end-to-end  first a closed-loop single produce run measures the peak rate (--peak seconds), then an open-loop
 //               producer sends single produces at 50% of it (or --rate) while --consumers batch consumers long-poll
-//               (consume?wait=10s&max=--max, batch ack). Latency: the produce's 202 -> a consumer has the message.
+//               (consume?wait=10s&max=--max; each batch acked on a second connection beside the next poll). Latency:
+//               the produce's 202 -> a consumer has the message.
 //   soak        the same flow at a steady --rate (default 5,000 msg/s) for --duration (default 10m), with a row per
 //               --interval (10 s): server RSS, produced and delivered msgs/s, p99 latency.
 // Each payload carries its message id and the client's send time (epoch µs); both ends run in this process, on the
@@ -170,6 +171,12 @@ function failureCode(error: unknown): string {
   return error instanceof HttpFailure ? error.code : errorText(error);
 }
 
+/** A consumer's two connections: its long polls on one, its batch acks on the other. */
+interface FlowConsumer {
+  polls: HttpConnection;
+  acks: HttpConnection;
+}
+
 interface Flow {
   options: BenchOptions;
   target: BrokerTarget;
@@ -256,14 +263,19 @@ function startProducer(flow: Flow, connections: HttpConnection[]): Promise<void>
   });
 }
 
-/** One long-polling batch consumer: consume?wait=10s&max, record what arrived, batch ack, poll again. */
-async function consumeLoop(flow: Flow, connection: HttpConnection, poll: Buffer, acks: AckRequests): Promise<void> {
+/** One long-polling batch consumer: consume?wait=10s&max, record what arrived, hand the batch ack to a connection of
+ *  its own and poll again at once, as a consumer that keeps up would: a poll that waited for its batch's ack left
+ *  the consumer away for the ack's round trip, which after a stall is when the backlog needs it most
+ *  (docs/decisions.md "End-to-end consumers ack beside their next poll"). One ack in flight per consumer: the next
+ *  batch's ack goes once the last one is answered. */
+async function consumeLoop(flow: Flow, consumer: FlowConsumer, poll: Buffer, acks: AckRequests): Promise<void> {
   const { state, ledger } = flow;
+  let lastAck: Promise<void> = Promise.resolve();
   while (state.consuming) {
     state.consumesWaiting++;
-    const reply = await connection.request(poll).catch((error: unknown) => failureCode(error));
+    const reply = await consumer.polls.request(poll).catch((error: unknown) => failureCode(error));
     state.consumesWaiting--;
-    if (!state.consuming) return;
+    if (!state.consuming) break;
     if (typeof reply === 'string') {
       state.bump(state.errors, `consume ${reply}`);
       await sleep(50);
@@ -282,22 +294,31 @@ async function consumeLoop(flow: Flow, connection: HttpConnection, poll: Buffer,
     if (messages.length !== count) state.bump(state.errors, 'consume bad-body');
     for (const message of messages) ledger.received(message.id, message.sentEpochUs, reply.endedMs);
     if (count === 0) continue;
-    const ack = await connection.request(acks.batchFromSpans(reply.body, spans)).catch((error: unknown) => failureCode(error));
-    if (typeof ack === 'string') {
-      state.bump(state.errors, `ack ${ack}`);
-      continue;
-    }
-    if (ack.status !== 200) {
-      state.bump(state.errors, `ack ${ack.status}`);
-      continue;
-    }
-    const settled = ackStatuses(ack.body, count).filter((status) => status === 204).length;
-    state.acked += settled;
-    if (state.counting) {
-      state.ackedInWindow += settled;
-      recordUs(state.ackUs, ack.endedMs - ack.startedMs);
-      if (settled !== count) state.bump(state.errors, 'ack-item not 204');
-    }
+    const request = acks.batchFromSpans(reply.body, spans);
+    await lastAck;
+    lastAck = ackBatch(flow, consumer.acks, request, count);
+  }
+  await lastAck;
+}
+
+/** Sends one batch ack of count handles and counts what it settled. */
+async function ackBatch(flow: Flow, connection: HttpConnection, request: Buffer, count: number): Promise<void> {
+  const { state } = flow;
+  const ack = await connection.request(request).catch((error: unknown) => failureCode(error));
+  if (typeof ack === 'string') {
+    state.bump(state.errors, `ack ${ack}`);
+    return;
+  }
+  if (ack.status !== 200) {
+    state.bump(state.errors, `ack ${ack.status}`);
+    return;
+  }
+  const settled = ackStatuses(ack.body, count).filter((status) => status === 204).length;
+  state.acked += settled;
+  if (state.counting) {
+    state.ackedInWindow += settled;
+    recordUs(state.ackUs, ack.endedMs - ack.startedMs);
+    if (settled !== count) state.bump(state.errors, 'ack-item not 204');
   }
 }
 
@@ -446,12 +467,13 @@ export async function runFlow(options: BenchOptions): Promise<FlowReport> {
   const poll = requestBuffer(target.url, 'GET', `${topicPath(topic, 'consume')}?wait=10s&max=${options.max}`,
     { ...authorization, 'x-svc-client': clientHeader });
   const acks = new AckRequests(target, topic);
-  const consumers = Array.from({ length: options.consumers }, () => new HttpConnection(address, turnNow));
+  const consumers: FlowConsumer[] = Array.from({ length: options.consumers },
+    () => ({ polls: new HttpConnection(address, turnNow), acks: new HttpConnection(address, turnNow) }));
   const producers = Array.from({ length: options.connections }, () => new HttpConnection(address, turnNow));
   process.stderr.write(`${scenario}: ${formatInt(ratePerSec)} msg/s open loop (${rateSource}) on up to ` +
     `${options.connections} connections, ${options.consumers} consumers long-polling (wait=10s, max=${options.max}), ` +
     `${options.warmupSec}s warm-up + ${options.durationSec}s, ${target.url}\n`);
-  const loops = consumers.map((connection) => consumeLoop(flow, connection, poll, acks));
+  const loops = consumers.map((consumer) => consumeLoop(flow, consumer, poll, acks));
   const deadline = performance.now() + 3000;
   while (state.consumesWaiting < options.consumers && performance.now() < deadline) await sleep(10);
   const producer = startProducer(flow, producers);
@@ -478,7 +500,7 @@ export async function runFlow(options: BenchOptions): Promise<FlowReport> {
     stopIntervals();
     state.consuming = false;
     state.producing = false;
-    for (const connection of [...consumers, ...producers]) connection.destroy();
+    for (const connection of [...consumers.flatMap((c) => [c.polls, c.acks]), ...producers]) connection.destroy();
   }
   await Promise.allSettled(loops);
   if (target.server?.hasExited()) failures.push(`broker exited during ${scenario}; its output:\n${target.server.outputTail()}`);
