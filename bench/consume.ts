@@ -185,7 +185,6 @@ function scanStatuses(body: Buffer): number[] {
   return statuses;
 }
 
-
 /** Parses a consume answer in full; null when it matches the scanned handles, else what is wrong. */
 function checkConsumeBody(body: Buffer, topic: string, batch: boolean, max: number, handles: string[]): string | null {
   let value: unknown;

@@ -535,7 +535,6 @@ export function produceRatios(runs: RunFigures[]): ProduceRatios {
   };
 }
 
-
 /** The summary rows of `all` (and the target lines under the table). */
 export function produceHeadlines(report: ProduceReport): Headline[] {
   const r = report.ratios;

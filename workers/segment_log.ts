@@ -674,7 +674,6 @@ export class PartitionLog {
 
 function nothing(): void {}
 
-
 /** The segment base offsets in dir, ascending, and whether it holds a mark. What an interrupted removal
  *  or mark write leaves behind is removed: a lone .idx, a mark's .tmp. */
 async function partitionDirList(dir: string): Promise<{ bases: number[]; hasMark: boolean }> {

@@ -35,7 +35,6 @@ async function expectRecord(t: Test, log: PartitionLog, offset: number, i: numbe
   t.equal(got.ingressSeq, want.ingressSeq);
 }
 
-
 /** Sum of the sizes of every file in dir. While a log is open its active .log also holds zeros ahead of its end,
  *  so this equals stats().sizeBytes (the records' bytes) once the log is closed. */
 async function dirBytes(dir: string): Promise<number> {
