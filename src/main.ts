@@ -260,7 +260,8 @@ async function ensureRootAdmin(services: FrontServices, authPool: Piscina, loade
   });
   if (!result.ok) throw new Error(`creating the root admin failed: ${result.error}`);
   if (generated) {
-    process.stdout.write(`\nRoot admin created. Log in as user "admin" with password: ${password}\n(saved to ${passwordFile}, mode 0600; this is the only time it is printed)\n\n`);
+    // On stderr: stdout carries only the JSON log lines that log shippers parse.
+    process.stderr.write(`\nRoot admin created. Log in as user "admin" with password: ${password}\n(saved to ${passwordFile}, mode 0600; this is the only time it is printed)\n\n`);
     return `log in as admin with the password saved in ${passwordFile}`;
   }
   return `log in as admin with the password given by ${loaded.adminPasswordSource === 'file' ? '--admin-password-file' : loaded.adminPasswordSource === 'env' ? 'SVC_ADMIN_PASSWORD' : '--admin-password'}`;
