@@ -168,26 +168,32 @@ export function topicHandlers(services: FrontServices) {
     if (Object.keys(body).length === 0) throw errors.badRequest('body: send at least one field');
     if (body.visibility_timeout_ms !== undefined) throw errors.invalid('visibility_timeout_ms', 'cannot be changed after creation');
     const changes: TopicChanges = {};
-    const retentionMs = retention(body);
-    if (retentionMs !== undefined) changes.retentionMs = retentionMs;
-    const maxInFlight = cap(body, 'max_in_flight_per_partition', limits.max_in_flight_per_partition_default);
-    if (maxInFlight !== undefined) changes.maxInFlightPerPartition = maxInFlight;
-    const maxAckedAhead = cap(body, 'max_acked_ahead_per_partition', limits.max_acked_ahead_per_partition_default);
-    if (maxAckedAhead !== undefined) changes.maxAckedAheadPerPartition = maxAckedAhead;
-    const partitions = optionalInteger(body, 'partitions', 1, partitionsMax, `must be larger than the current count and at most ${partitionsMax}`);
-    if (partitions !== undefined) {
-      if (partitions <= topic.partitions) throw errors.invalid('partitions', `must be larger than the current count ${topic.partitions}`);
-      changes.partitions = partitions;
+    // Spec §4 PATCH: groups apply one at a time in order (retention, caps, partitions, schema), with no transaction:
+    // the first group that fails answers its error, and the groups before it are still proposed and stay applied.
+    let refusal: unknown;
+    try {
+      const retentionMs = retention(body);
+      if (retentionMs !== undefined) changes.retentionMs = retentionMs;
+      const maxInFlight = cap(body, 'max_in_flight_per_partition', limits.max_in_flight_per_partition_default);
+      const maxAckedAhead = cap(body, 'max_acked_ahead_per_partition', limits.max_acked_ahead_per_partition_default);
+      if (maxInFlight !== undefined) changes.maxInFlightPerPartition = maxInFlight;
+      if (maxAckedAhead !== undefined) changes.maxAckedAheadPerPartition = maxAckedAhead;
+      const partitions = optionalInteger(body, 'partitions', 1, partitionsMax, `must be larger than the current count and at most ${partitionsMax}`);
+      if (partitions !== undefined && partitions <= topic.partitions) throw errors.invalid('partitions', `must be larger than the current count ${topic.partitions}`);
+      if (partitions !== undefined) changes.partitions = partitions;
+      if (body.schema === null) throw errors.invalid('schema', 'must not be null (a schema cannot be removed)');
+      optionalInteger(body, 'schema_base_version', 0, Number.MAX_SAFE_INTEGER);
+      if (body.schema_base_version !== undefined && body.schema === undefined) throw errors.invalid('schema_base_version', 'only with schema');
+    } catch (error) {
+      refusal = error;
     }
-    if (body.schema === null) throw errors.invalid('schema', 'must not be null (a schema cannot be removed)');
-    optionalInteger(body, 'schema_base_version', 0, Number.MAX_SAFE_INTEGER);
-    if (body.schema_base_version !== undefined && body.schema === undefined) throw errors.invalid('schema_base_version', 'only with schema');
     let updated = topic;
     if (Object.keys(changes).length > 0) {
       const result = await replica.propose({ type: 'topic.update', name: topic.name, id: topic.id, changes });
       if (!result.ok) throw errors.metadataRefused(result.status, result.error);
       updated = result.topic!;
     }
+    if (refusal !== undefined) throw refusal;
     // Spec §4 PATCH: groups apply in order with no transaction; the schema group comes last.
     if (body.schema !== undefined) throw errors.notImplemented();
     return jsonReply(200, topicJson(updated, true));
