@@ -11,7 +11,7 @@ import {
 } from '../../src/front/access.js';
 import { Authenticator } from '../../src/front/auth.js';
 import { LoginThrottle } from '../../src/front/login_throttle.js';
-import type { Grant, TopicRecord, UserRecord } from '../../src/raft/metadata/state.js';
+import type { Grant, TopicRecord, UserRecord } from '../../src/protocol/metadata_types.js';
 
 function user(username: string, grants: Grant[], root = false): UserRecord {
   return { username, passwordHash: '$2a$10$x', credentialVersion: 1, grants, root, createdAtMs: 0, updatedAtMs: 0 };

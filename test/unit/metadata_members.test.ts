@@ -6,7 +6,8 @@
 // from a state without the topic, another growth applied in between) is answered the same way on every replica.
 // Method: apply commands to fresh states and check the results and the state left behind.
 import t from 'tap';
-import { applyCommand, emptyMetadataState, partitionsOwnedBy, type MemberRecord, type MetadataState, type TopicRecord } from '../../src/raft/metadata/state.js';
+import type { MemberRecord, MetadataState, TopicRecord } from '../../src/protocol/metadata_types.js';
+import { applyCommand, emptyMetadataState, partitionsOwnedBy } from '../../src/raft/metadata/state.js';
 
 function member(id: number, host = `n${id}`, addedAtMs = 1_700_000_000_000 + id): MemberRecord {
   return { id, apiAddress: `${host}:7942`, internalAddress: `${host}:7943`, addedAtMs };

@@ -6,7 +6,8 @@
 // Method: fill and apply commands on fresh states, counting owned partitions per member.
 import t from 'tap';
 import { fillOwners, placePartitions, PlacementError } from '../../src/raft/metadata/placement.js';
-import { applyCommand, emptyMetadataState, partitionsOwnedBy, type MetadataCommand, type MetadataState, type TopicRecord } from '../../src/raft/metadata/state.js';
+import type { MetadataCommand, MetadataState, TopicRecord } from '../../src/protocol/metadata_types.js';
+import { applyCommand, emptyMetadataState, partitionsOwnedBy } from '../../src/raft/metadata/state.js';
 
 let topicIdLast = 0;
 function topic(name: string, partitions: number): TopicRecord {

@@ -7,7 +7,8 @@
 import t from 'tap';
 import { Packr } from 'msgpackr';
 import { decodeMetadataSnapshot, encodeMetadataSnapshot, metadataSnapshotFormat } from '../../src/raft/metadata/snapshot.js';
-import { applyCommand, emptyMetadataState, type MetadataCommand, type MetadataState, type TopicRecord, type UserRecord } from '../../src/raft/metadata/state.js';
+import type { MetadataCommand, MetadataState, TopicRecord, UserRecord } from '../../src/protocol/metadata_types.js';
+import { applyCommand, emptyMetadataState } from '../../src/raft/metadata/state.js';
 
 const packr = new Packr({ useRecords: false, moreTypes: false });
 

@@ -3,7 +3,8 @@
 // 404 for a missing or recreated topic, delete then recreate under a new id, and user uniqueness.
 // Method: apply commands to a fresh state and check both the result and the state left behind.
 import t from 'tap';
-import { applyCommand, emptyMetadataState, type MetadataCommand, type MetadataState, type TopicRecord, type UserRecord } from '../../src/raft/metadata/state.js';
+import type { MetadataCommand, MetadataState, TopicRecord, UserRecord } from '../../src/protocol/metadata_types.js';
+import { applyCommand, emptyMetadataState } from '../../src/raft/metadata/state.js';
 
 function topic(name: string, id: string, partitions = 3): TopicRecord {
   return {

@@ -5,7 +5,8 @@
 // re-create under the same name (so a cached credential of the old account never matches the new one).
 // Method: apply commands to fresh states and check both the results and the state left behind.
 import t from 'tap';
-import { applyCommand, emptyMetadataState, type MetadataCommand, type MetadataState, type TopicRecord, type UserRecord } from '../../src/raft/metadata/state.js';
+import type { MetadataCommand, MetadataState, TopicRecord, UserRecord } from '../../src/protocol/metadata_types.js';
+import { applyCommand, emptyMetadataState } from '../../src/raft/metadata/state.js';
 
 function user(username: string, root = false): UserRecord {
   return {

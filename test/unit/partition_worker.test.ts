@@ -13,7 +13,8 @@ import type { IngressEntry } from '../../src/protocol/ingress_frame.js';
 import { encodeIngressEntry } from '../helpers/ingress_entries.js';
 import { workerForPartition } from '../../src/protocol/ownership.js';
 import type { FromMetadata, FromWorker, PartitionWorkerData, StoredRecordView, ToWorker } from '../../src/protocol/thread_messages.js';
-import { emptyMetadataState, type MetadataState, type TopicRecord } from '../../src/raft/metadata/state.js';
+import type { MetadataState, TopicRecord } from '../../src/protocol/metadata_types.js';
+import { emptyMetadataState } from '../../src/raft/metadata/state.js';
 import { encodeFrame, scanFrames } from '../../src/util/frame.js';
 
 const topicA: TopicRecord = {

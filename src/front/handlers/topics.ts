@@ -3,7 +3,7 @@
 import { randomBytes } from 'node:crypto';
 import { limits } from '../../config.js';
 import { errors } from '../../errors.js';
-import type { TopicChanges, TopicRecord } from '../../raft/metadata/state.js';
+import type { TopicChanges, TopicRecord } from '../../protocol/metadata_types.js';
 import type { MemberView, PartitionStatsView } from '../../protocol/thread_messages.js';
 import { canReadTopic, requireTopic } from '../access.js';
 import { workerFailure } from '../dispatch.js';

@@ -3,7 +3,7 @@
 // growing topic.update; the owners then travel inside the entry, so replicas never place anything themselves.
 // Runs on: the metadata thread (leader).
 
-import type { MetadataCommand, MetadataState } from './state.js';
+import type { MetadataCommand, MetadataState } from '../../protocol/metadata_types.js';
 
 /** No live member can take a partition: the shell answers the request 503 (nothing was proposed). */
 export class PlacementError extends Error {

@@ -5,7 +5,7 @@
 // Runs on: the metadata thread (encode and decode); the bytes may cross nodes (InstallSnapshot).
 
 import { Packr } from 'msgpackr';
-import type { Grant, GrantAction, MemberRecord, MetadataState, TopicRecord, UserRecord } from './state.js';
+import type { Grant, GrantAction, MemberRecord, MetadataState, TopicRecord, UserRecord } from '../../protocol/metadata_types.js';
 
 /** Bumped on any change to the encoded shape; decode refuses every other value. */
 export const metadataSnapshotFormat = 1;
