@@ -65,6 +65,8 @@ export interface MetadataState {
   credentialVersionLast: number;
   /** Keyed by member id. Every partition owner is a member (applyCommand refuses others). */
   members: Map<number, MemberRecord>;
+  // Seams (issue 26): schemas (#28), fan-out links (#30) and remotes add their maps here, each applied by its own
+  // module under src/raft/metadata and encoded by snapshot.ts.
 }
 
 /** Topic settings a PATCH may change; absent fields keep their value. Applied in spec order. */
@@ -103,3 +105,5 @@ export type MetadataCommand =
   | { type: 'member.add'; member: MemberRecord }
   /** Forget a member: 404 when unknown, 409 while it owns partitions (they must move off first). */
   | { type: 'member.forget'; id: number };
+// Seams (issue 26): the commands of schemas (#28: 'schema.*'), fan-out links (#30: 'link.*') and remotes
+// ('remote.*') join this union, and applyCommand's switch delegates each prefix to its module.

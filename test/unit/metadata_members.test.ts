@@ -7,7 +7,8 @@
 // Method: apply commands to fresh states and check the results and the state left behind.
 import t from 'tap';
 import type { MemberRecord, MetadataState, TopicRecord } from '../../src/protocol/metadata_types.js';
-import { applyCommand, emptyMetadataState, partitionsOwnedBy } from '../../src/raft/metadata/state.js';
+import { applyCommand, emptyMetadataState } from '../../src/raft/metadata/state.js';
+import { partitionsOwnedBy } from '../../src/raft/metadata/placement.js';
 
 function member(id: number, host = `n${id}`, addedAtMs = 1_700_000_000_000 + id): MemberRecord {
   return { id, apiAddress: `${host}:7942`, internalAddress: `${host}:7943`, addedAtMs };

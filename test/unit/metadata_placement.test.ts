@@ -5,9 +5,9 @@
 // what applyCommand checks, so a filled command always applies.
 // Method: fill and apply commands on fresh states, counting owned partitions per member.
 import t from 'tap';
-import { fillOwners, placePartitions, PlacementError } from '../../src/raft/metadata/placement.js';
+import { fillOwners, partitionsOwnedBy, placePartitions, PlacementError } from '../../src/raft/metadata/placement.js';
 import type { MetadataCommand, MetadataState, TopicRecord } from '../../src/protocol/metadata_types.js';
-import { applyCommand, emptyMetadataState, partitionsOwnedBy } from '../../src/raft/metadata/state.js';
+import { applyCommand, emptyMetadataState } from '../../src/raft/metadata/state.js';
 
 let topicIdLast = 0;
 function topic(name: string, partitions: number): TopicRecord {

@@ -1,9 +1,11 @@
-// Partition placement: which member owns each new partition. Pure and deterministic: the same state and the same
-// live members give the same owners. Only the leader's shell calls it, before it proposes a topic.create or a
-// growing topic.update; the owners then travel inside the entry, so replicas never place anything themselves.
-// Runs on: the metadata thread (leader).
+// Partition placement: which member owns each partition. The leader's half (placePartitions, fillOwners) is pure
+// and deterministic and places new partitions before the shell proposes, so the owners travel inside the entry and
+// replicas never place anything; the apply half (from partitionsOwnedBy on) stores and checks owners for topics.ts
+// and members.ts wherever applyCommand runs.
+// Runs on: the metadata thread (both halves); the front and the workers (the apply half, as replicas).
 
 import type { MetadataCommand, MetadataState } from '../../protocol/metadata_types.js';
+import type { ApplyResult } from './state.js';
 
 /** No live member can take a partition: the shell answers the request 503 (nothing was proposed). */
 export class PlacementError extends Error {
@@ -76,4 +78,34 @@ export function fillOwners(state: MetadataState, command: MetadataCommand, liveM
     default:
       return command;
   }
+}
+
+// The apply half.
+
+/** How many partitions, over every topic, member `id` owns. O(total partitions). */
+export function partitionsOwnedBy(state: MetadataState, id: number): number {
+  let owned = 0;
+  for (const topic of state.topics.values()) {
+    for (const owner of topic.owners) if (owner === id) owned += 1;
+  }
+  return owned;
+}
+
+/** Fail-fast: owners is an array of `count` positive integer ids. */
+export function assertOwners(owners: readonly number[] | undefined, count: number, what: string): void {
+  if (!Array.isArray(owners) || owners.length !== count) {
+    throw new Error(`${what}: ${Array.isArray(owners) ? owners.length : 'no'} partition owners for ${count} partitions (the leader fills them before proposing)`);
+  }
+  for (const owner of owners) {
+    if (!Number.isSafeInteger(owner) || owner <= 0) throw new Error(`${what}: partition owner ${String(owner)} is not a member id`);
+  }
+}
+
+/** A member forgotten between placement and apply: refused on every replica alike (a crash would repeat on every
+ *  replay). member.forget refuses a member that owns partitions, so owners already stored stay members. */
+export function ownerNotMember(state: MetadataState, owners: readonly number[]): ApplyResult | undefined {
+  for (const owner of owners) {
+    if (!state.members.has(owner)) return { ok: false, status: 503, error: `partition owner ${owner} is not a cluster member; retry` };
+  }
+  return undefined;
 }
