@@ -16,10 +16,20 @@ export interface TopicRecord {
   createdAtSec: number;
   /** Absent when the topic was created with security off (spec §5: only admins manage it). */
   owner?: string;
-  /** Owner node (member id) of each partition: owners[p] owns partition p; length == partitions. Filled by the
+  /** Current owner node (member id) of each partition: owners[p] holds and serves partition p now; length ==
+   *  partitions. Everything that routes a request or opens a partition's files reads this one. Filled by the
    *  leader's shell (placement.ts fillOwners) before it proposes; a create from the front carries []. */
   owners: number[];
+  /** Target owner of each partition: where placement wants partition p (Redpanda's shard_placement_table keeps
+   *  target and current apart the same way). Equal to owners until partition moves exist; a move will set the
+   *  target first and the current owner once the copy is done. Set by applyCommand (= owners) on create and growth;
+   *  never routed on. */
+  targetOwners: number[];
 }
+
+/** A topic as topic.create carries it. targetOwners is absent in every entry written so far (the release before
+ *  it had no target) and applies as target = current. */
+export type TopicCreateRecord = Omit<TopicRecord, 'targetOwners'> & { targetOwners?: number[] };
 
 /** A node of the cluster as the metadata keeps it. Liveness, voter and leader flags are not replicated state:
  *  the shell keeps them. */
@@ -84,7 +94,7 @@ export interface TopicChanges {
 /** A change proposed to the metadata log. Each variant is applied by applyCommand (src/raft/metadata/state.ts). */
 export type MetadataCommand =
   /** POST /v1/topics: the front validated fields and filled defaults, id and createdAtSec. */
-  | { type: 'topic.create'; topic: TopicRecord }
+  | { type: 'topic.create'; topic: TopicCreateRecord }
   /** PATCH /v1/topics/{topic}: groups applied one at a time, earlier groups stay on a later failure. */
   | { type: 'topic.update'; name: string; id: string; changes: TopicChanges }
   /** DELETE /v1/topics/{topic}: workers remove the files once they apply it. */

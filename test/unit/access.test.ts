@@ -18,7 +18,7 @@ function user(username: string, grants: Grant[], root = false): UserRecord {
 }
 function topic(name: string, owner?: string): TopicRecord {
   const record: TopicRecord = { name, id: '0123456789abcdef', partitions: 3, retentionMs: 0, visibilityTimeoutMs: 30_000,
-    maxInFlightPerPartition: 1024, maxAckedAheadPerPartition: 1024, createdAtSec: 0, owners: [1, 1, 1] };
+    maxInFlightPerPartition: 1024, maxAckedAheadPerPartition: 1024, createdAtSec: 0, owners: [1, 1, 1], targetOwners: [1, 1, 1] };
   if (owner !== undefined) record.owner = owner;
   return record;
 }

@@ -27,8 +27,9 @@ const topicA: TopicRecord = {
   maxAckedAheadPerPartition: 100,
   createdAtSec: 1_700_000_000,
   owners: [1, 1, 1],
+  targetOwners: [1, 1, 1],
 };
-const topicB: TopicRecord = { ...topicA, name: 'events', id: 'fedcba9876543210', partitions: 4, owners: [1, 1, 1, 1] };
+const topicB: TopicRecord = { ...topicA, name: 'events', id: 'fedcba9876543210', partitions: 4, owners: [1, 1, 1, 1], targetOwners: [1, 1, 1, 1] };
 const timestampSec = 1_700_000_100;
 
 /** One running worker and everything it has posted, in order. */

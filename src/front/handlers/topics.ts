@@ -3,7 +3,7 @@
 import { randomBytes } from 'node:crypto';
 import { limits } from '../../config.js';
 import { errors } from '../../errors.js';
-import type { TopicChanges, TopicRecord } from '../../protocol/metadata_types.js';
+import type { TopicChanges, TopicCreateRecord, TopicRecord } from '../../protocol/metadata_types.js';
 import type { MemberView, PartitionStatsView } from '../../protocol/thread_messages.js';
 import { canReadTopic, requireTopic } from '../access.js';
 import { workerFailure } from '../dispatch.js';
@@ -73,7 +73,7 @@ export function topicHandlers(services: FrontServices) {
     if (parent !== undefined && !replica.state.topics.has(parent)) throw errors.metadataRefused(404, `parent topic ${parent} not found`);
     if (parent !== undefined || body.schema !== undefined) throw errors.notImplemented();
 
-    const topic: TopicRecord = {
+    const topic: TopicCreateRecord = {
       name,
       id: randomBytes(8).toString('hex'),
       partitions: partitions || limits.partitions_min,

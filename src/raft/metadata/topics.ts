@@ -2,11 +2,11 @@
 // delegates them. Partition owners are placement's (placement.ts): this module only stores what it checked.
 // Pure; runs wherever applyCommand runs (the metadata thread, and the front and workers as replicas).
 
-import type { MetadataState, TopicChanges, TopicRecord } from '../../protocol/metadata_types.js';
-import { assertOwners, ownerNotMember } from './placement.js';
+import type { MetadataState, TopicChanges, TopicCreateRecord, TopicRecord } from '../../protocol/metadata_types.js';
+import { addPartitionOwners, assertOwners, ownerNotMember, targetOwnersOf } from './placement.js';
 import type { ApplyResult } from './state.js';
 
-export function applyTopicCreate(state: MetadataState, topic: TopicRecord): ApplyResult {
+export function applyTopicCreate(state: MetadataState, topic: TopicCreateRecord): ApplyResult {
   // The leader's shell always fills owners (placement.ts fillOwners) before proposing: a wrong count is a bug.
   assertOwners(topic.owners, topic.partitions, `topic.create ${topic.name}`);
   const existing = state.topicNamesLower.get(topic.name.toLowerCase());
@@ -15,9 +15,10 @@ export function applyTopicCreate(state: MetadataState, topic: TopicRecord): Appl
     const error = existing === topic.name ? `topic ${existing} already exists` : `topic name conflicts with existing topic ${existing} (names are unique ignoring letter case)`;
     return { ok: false, status: 409, error };
   }
-  const gone = ownerNotMember(state, topic.owners);
+  const targetOwners = targetOwnersOf(topic);
+  const gone = ownerNotMember(state, topic.owners) ?? ownerNotMember(state, targetOwners);
   if (gone !== undefined) return gone;
-  const stored = { ...topic, owners: [...topic.owners] };
+  const stored: TopicRecord = { ...topic, owners: [...topic.owners], targetOwners };
   state.topics.set(stored.name, stored);
   state.topicNamesLower.set(stored.name.toLowerCase(), stored.name);
   return { ok: true, topic: copyTopic(stored) };
@@ -50,7 +51,7 @@ export function applyTopicUpdate(state: MetadataState, name: string, id: string,
     const newOwners = changes.newOwners.slice(changes.newOwners.length - added);
     const gone = ownerNotMember(state, newOwners);
     if (gone !== undefined) return gone;
-    topic.owners.push(...newOwners);
+    addPartitionOwners(topic, newOwners);
     topic.partitions = changes.partitions;
   }
   // Seam (issue 26): the schema group (#28) applies after partitions, in schemas.ts.
@@ -66,5 +67,5 @@ export function applyTopicDelete(state: MetadataState, name: string, id: string)
 }
 
 function copyTopic(topic: TopicRecord): TopicRecord {
-  return { ...topic, owners: [...topic.owners] };
+  return { ...topic, owners: [...topic.owners], targetOwners: [...topic.targetOwners] };
 }
