@@ -1,7 +1,7 @@
 // Style checks run by `npm test` (STYLE §9): the pure cores use no clock, randomness, timers or file system,
 // and src/protocol has no `any`. Runs with node on the compiled tree's sources; exits 1 naming each violation.
 import { readdir, readFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { dirname, join, normalize } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
@@ -19,6 +19,23 @@ async function filesUnder(relative: string): Promise<string[]> {
   if (relative.endsWith('.ts')) return readFile(path).then(() => [relative], () => []);
   const entries = await readdir(path, { withFileTypes: true, recursive: true }).catch(() => []);
   return entries.filter((e) => e.isFile() && e.name.endsWith('.ts')).map((e) => join(relative, (e.parentPath ?? e.path).slice(path.length), e.name));
+}
+
+/** src/protocol is the boundary that threads and nodes share (STYLE §2-3): it may not import from the threads'
+ *  own code, so every side can depend on it without pulling in another side (issue 26 point 5). */
+async function protocolBoundaryProblems(): Promise<string[]> {
+  const problems: string[] = [];
+  for (const file of await filesUnder('src/protocol')) {
+    const lines = (await readFile(join(root, file), 'utf8')).split('\n');
+    lines.forEach((line, i) => {
+      for (const [, specifier] of line.matchAll(/(?:from\s+|import\s*\(\s*)'([^']+)'/g)) {
+        if (!specifier!.startsWith('.')) continue;
+        const target = normalize(join(dirname(file), specifier!));
+        if (/^src\/(raft|front)\//.test(target)) problems.push(`${file}:${i + 1}: src/protocol imports ${target} (the boundary imports nothing from src/raft or src/front)`);
+      }
+    });
+  }
+  return problems;
 }
 
 async function main(): Promise<void> {
@@ -40,6 +57,7 @@ async function main(): Promise<void> {
       if (/:\s*any\b|<any>|as any\b/.test(line)) problems.push(`${file}:${i + 1}: 'any' in a boundary type`);
     });
   }
+  problems.push(...(await protocolBoundaryProblems()));
   if (problems.length > 0) {
     process.stderr.write(`tidy: ${problems.length} problem(s)\n${problems.join('\n')}\n`);
     process.exit(1);

@@ -22,7 +22,8 @@ import {
   type StoredRecordView,
   type ToWorker,
 } from '../src/protocol/thread_messages.js';
-import { applyCommand, type MetadataState, type TopicRecord } from '../src/raft/metadata/state.js';
+import type { MetadataState, TopicRecord } from '../src/protocol/metadata_types.js';
+import { applyCommand } from '../src/raft/metadata/state.js';
 import { checkedFrameBodies } from '../src/util/frame.js';
 import { parsePartitionDirName, parseTopicDirName, partitionDir, topicDir, topicsDir } from './partition_dirs.js';
 import { AckLog, type AckState } from './ack_log.js';

@@ -4,7 +4,7 @@
 // undefined means security is off: every check passes then (spec §1.13, §5.5, NOTES 8).
 import { limits } from '../config.js';
 import { BrokerError, errors } from '../errors.js';
-import type { Grant, GrantAction, TopicRecord, UserRecord } from '../raft/metadata/state.js';
+import type { Grant, GrantAction, TopicRecord, UserRecord } from '../protocol/metadata_types.js';
 
 /** The authenticated user of a request; undefined with security off. */
 export type Caller = UserRecord | undefined;

@@ -5,7 +5,7 @@
 import { hash, randomBytes } from 'node:crypto';
 import { Piscina } from 'piscina';
 import { errors } from '../errors.js';
-import type { UserRecord } from '../raft/metadata/state.js';
+import type { UserRecord } from '../protocol/metadata_types.js';
 import type { BcryptTask } from '../pool/bcrypt_task.js';
 import type { LoginThrottle } from './login_throttle.js';
 import type { MetadataReplica } from './metadata_replica.js';

@@ -4,7 +4,8 @@
 import type { ForgetReply } from '../protocol/peer_messages.js';
 import type { Worker } from 'node:worker_threads';
 import { BrokerError, errors } from '../errors.js';
-import { applyCommand, emptyMetadataState, type ApplyResult, type MetadataCommand, type MetadataState, type TopicRecord } from '../raft/metadata/state.js';
+import type { MetadataCommand, MetadataState, TopicRecord } from '../protocol/metadata_types.js';
+import { applyCommand, emptyMetadataState, type ApplyResult } from '../raft/metadata/state.js';
 import { assertNever, type ClusterStatus, type FromMetadata, type MemberView, type ToMetadata } from '../protocol/thread_messages.js';
 
 /** How many applied results are kept for late confirmations (far more than proposals in flight). */

@@ -3,7 +3,7 @@
 // and the node's own choices (round-robin produce, consume without partition) stay on its own partitions.
 // Front thread; cached per topic record and partition count, since owners change only with the count.
 import { BrokerError } from '../errors.js';
-import type { TopicRecord } from '../raft/metadata/state.js';
+import type { TopicRecord } from '../protocol/metadata_types.js';
 
 const localCache = new WeakMap<TopicRecord, { partitions: number; local: number[] }>();
 

@@ -3,7 +3,7 @@
 // A handler answers by returning a Reply, a promise of one, or `deferred` and then ctx.respond / ctx.fail from a
 // callback (the single produce: no promise per request on the hottest route).
 import type { HttpResponse } from 'uWebSockets.js';
-import type { UserRecord } from '../raft/metadata/state.js';
+import type { UserRecord } from '../protocol/metadata_types.js';
 import type { BodyListener, BodyReader } from './body.js';
 import type { Reply } from './respond.js';
 import type { Query } from './query.js';

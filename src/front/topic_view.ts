@@ -1,6 +1,6 @@
 // The Topic and Partition statistics objects as the API answers them (spec §2): snake_case wire names,
 // fields in the spec's order. Front thread.
-import type { TopicRecord } from '../raft/metadata/state.js';
+import type { TopicRecord } from '../protocol/metadata_types.js';
 import type { PartitionStatsView } from '../protocol/thread_messages.js';
 
 export interface TopicJson {

@@ -2,8 +2,8 @@
 // (src/raft/shell/transport): one-way messages (Raft's own, and the leader's liveness view) and requests with
 // replies (a follower forwarding a write, a joining node asking in, a forget, a readiness check). Plain data only:
 // the transport msgpackr-encodes it.
-import type { RaftMessage } from '../raft/core/raft.js';
-import type { MetadataCommand } from '../raft/metadata/state.js';
+import type { RaftMessage } from './raft_messages.js';
+import type { MetadataCommand } from './metadata_types.js';
 
 export type PeerMessage =
   | { kind: 'raft'; message: RaftMessage }

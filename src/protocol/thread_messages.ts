@@ -1,7 +1,7 @@
 // Every message that crosses a thread boundary inside one node, one discriminated union per channel.
 // Only plain data crosses a port: no class instances, no Error objects. Byte payloads travel as
 // Uint8Array whose ArrayBuffer is in the transfer list. Orderings are written down in README.md here.
-import type { MetadataCommand, MetadataState } from '../raft/metadata/state.js';
+import type { MetadataCommand, MetadataState } from './metadata_types.js';
 import type { ForgetReply } from './peer_messages.js';
 import type { MessagePort } from 'node:worker_threads';
 import type { PayloadKind } from './ingress_frame.js';

@@ -11,14 +11,14 @@ import {
 } from '../../src/front/access.js';
 import { Authenticator } from '../../src/front/auth.js';
 import { LoginThrottle } from '../../src/front/login_throttle.js';
-import type { Grant, TopicRecord, UserRecord } from '../../src/raft/metadata/state.js';
+import type { Grant, TopicRecord, UserRecord } from '../../src/protocol/metadata_types.js';
 
 function user(username: string, grants: Grant[], root = false): UserRecord {
   return { username, passwordHash: '$2a$10$x', credentialVersion: 1, grants, root, createdAtMs: 0, updatedAtMs: 0 };
 }
 function topic(name: string, owner?: string): TopicRecord {
   const record: TopicRecord = { name, id: '0123456789abcdef', partitions: 3, retentionMs: 0, visibilityTimeoutMs: 30_000,
-    maxInFlightPerPartition: 1024, maxAckedAheadPerPartition: 1024, createdAtSec: 0, owners: [1, 1, 1] };
+    maxInFlightPerPartition: 1024, maxAckedAheadPerPartition: 1024, createdAtSec: 0, owners: [1, 1, 1], targetOwners: [1, 1, 1] };
   if (owner !== undefined) record.owner = owner;
   return record;
 }

@@ -6,13 +6,15 @@
 // from a state without the topic, another growth applied in between) is answered the same way on every replica.
 // Method: apply commands to fresh states and check the results and the state left behind.
 import t from 'tap';
-import { applyCommand, emptyMetadataState, partitionsOwnedBy, type MemberRecord, type MetadataState, type TopicRecord } from '../../src/raft/metadata/state.js';
+import type { MemberRecord, MetadataState, TopicCreateRecord } from '../../src/protocol/metadata_types.js';
+import { applyCommand, emptyMetadataState } from '../../src/raft/metadata/state.js';
+import { partitionsOwnedBy } from '../../src/raft/metadata/placement.js';
 
 function member(id: number, host = `n${id}`, addedAtMs = 1_700_000_000_000 + id): MemberRecord {
   return { id, apiAddress: `${host}:7942`, internalAddress: `${host}:7943`, addedAtMs };
 }
 
-function topic(name: string, id: string, owners: number[]): TopicRecord {
+function topic(name: string, id: string, owners: number[]): TopicCreateRecord {
   return {
     name, id, partitions: owners.length, retentionMs: 86_400_000, visibilityTimeoutMs: 30_000,
     maxInFlightPerPartition: 1000, maxAckedAheadPerPartition: 10_000, createdAtSec: 1_700_000_000, owners,
@@ -86,14 +88,15 @@ t.test('partitionsOwnedBy counts over every topic', async (t) => {
 
 t.test('topic.create without one owner per partition is a bug and throws, leaving the state alone', async (t) => {
   const state = withMembers(1);
-  const cases: [string, TopicRecord][] = [
+  const cases: [string, TopicCreateRecord][] = [
     ['no owners', { ...topic('a', '0000000000000001', [1, 1, 1]), owners: [] }],
     ['too few', { ...topic('a', '0000000000000001', [1, 1, 1]), owners: [1, 1] }],
     ['too many', { ...topic('a', '0000000000000001', [1, 1, 1]), owners: [1, 1, 1, 1] }],
     ['owners absent', { ...topic('a', '0000000000000001', [1]), owners: undefined as unknown as number[] }],
+    ['target owners too few', { ...topic('a', '0000000000000001', [1, 1, 1]), targetOwners: [1, 1] }],
   ];
   for (const [label, bad] of cases) {
-    t.throws(() => applyCommand(state, { type: 'topic.create', topic: bad }), /topic\.create a: .*partition owners for \d+ partitions/, label);
+    t.throws(() => applyCommand(state, { type: 'topic.create', topic: bad }), /topic\.create a(?: \(target\))?: .*partition owners for \d+ partitions/, label);
   }
   t.throws(() => applyCommand(state, { type: 'topic.create', topic: topic('a', '0000000000000001', [1, 0]) }), /owner 0 is not a member id/);
   t.equal(state.topics.size, 0);

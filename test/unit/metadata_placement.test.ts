@@ -2,14 +2,17 @@
 // the least-loaded member first and ties to the lowest id, keeps a replica child off its parent's nodes when another
 // live member exists (spec 1.9), places only the added partitions of a growing topic, gives the same owners for the
 // same state and live set whatever their order, and refuses when no live member exists. fillOwners fills exactly
-// what applyCommand checks, so a filled command always applies.
+// what applyCommand checks, so a filled command always applies. Each partition has a target owner beside its
+// current owner: equal on create and growth, also for entries written before targets existed; placement balances
+// on targets while partitionsOwnedBy (routing's and forget's count) reads the current owner.
 // Method: fill and apply commands on fresh states, counting owned partitions per member.
 import t from 'tap';
-import { fillOwners, placePartitions, PlacementError } from '../../src/raft/metadata/placement.js';
-import { applyCommand, emptyMetadataState, partitionsOwnedBy, type MetadataCommand, type MetadataState, type TopicRecord } from '../../src/raft/metadata/state.js';
+import { fillOwners, partitionsOwnedBy, placePartitions, PlacementError } from '../../src/raft/metadata/placement.js';
+import type { MetadataCommand, MetadataState, TopicCreateRecord, TopicRecord } from '../../src/protocol/metadata_types.js';
+import { applyCommand, emptyMetadataState } from '../../src/raft/metadata/state.js';
 
 let topicIdLast = 0;
-function topic(name: string, partitions: number): TopicRecord {
+function topic(name: string, partitions: number): TopicCreateRecord {
   const id = (++topicIdLast).toString(16).padStart(16, '0');
   return {
     name, id, partitions, retentionMs: 86_400_000, visibilityTimeoutMs: 30_000,
@@ -139,4 +142,36 @@ t.test('one-node cluster: its own member.add, then every partition on it', async
   const grown = propose(state, { type: 'topic.update', name: 'orders', id: created.id, changes: { partitions: 10 } }, [1]);
   t.same(grown.owners, Array(10).fill(1));
   t.equal(partitionsOwnedBy(state, 1), 10);
+});
+
+t.test('create and growth place target and current owner alike, as copies', async (t) => {
+  const state = withMembers(1, 2, 3);
+  const created = propose(state, { type: 'topic.create', topic: topic('a', 3) }, [1, 2, 3]);
+  t.same(created.targetOwners, created.owners);
+  const grown = propose(state, { type: 'topic.update', name: 'a', id: created.id, changes: { partitions: 5 } }, [1, 2, 3]);
+  t.equal(grown.targetOwners.length, 5);
+  t.same(grown.targetOwners, grown.owners);
+  const stored = state.topics.get('a')!;
+  t.not(stored.targetOwners, stored.owners, 'two arrays: a move can change one without the other');
+});
+
+t.test('a topic.create entry written before targets existed applies with target = current', async (t) => {
+  const state = withMembers(1, 2);
+  // As the release before targets wrote it to the Raft log: owners placed, no targetOwners field at all.
+  const entry = { type: 'topic.create', topic: { ...topic('old', 3), owners: [2, 1, 2] } } as MetadataCommand;
+  t.notOk('targetOwners' in (entry as { topic: object }).topic);
+  const result = applyCommand(state, entry);
+  t.ok(result.ok);
+  t.same(state.topics.get('old')?.targetOwners, [2, 1, 2]);
+});
+
+t.test('placement balances on target owners; partitionsOwnedBy counts current owners', async (t) => {
+  const state = withMembers(1, 2);
+  propose(state, { type: 'topic.create', topic: topic('a', 2) }, [1, 2]);
+  const a = state.topics.get('a')!;
+  t.same(a.owners, [1, 2]);
+  // A move in flight (set by hand: no command moves partitions yet): both partitions meant for member 2.
+  a.targetOwners = [2, 2];
+  t.same(spread(state, [1, 2]), [1, 1], 'the current owners still count for routing and forget');
+  t.same(placePartitions(state, [1, 2], 2), [1, 1], 'the new partitions go to member 1, the target of none');
 });

@@ -2,17 +2,19 @@
 // with their owners, users with their grants, the credential version counter) and rebuilds the derived name index;
 // equal states give identical bytes whatever order their maps were filled in, so replicas can compare snapshots;
 // anything that is not a snapshot of this format is refused with an error naming the problem; a record field the
-// format does not know makes encoding fail instead of vanishing.
+// format does not know makes encoding fail instead of vanishing. A snapshot written by the release before target
+// owners existed decodes with target = current and re-encodes to the same bytes; a target that differs is kept.
 // Method: build states through applyCommand, encode, decode, compare; then feed damaged and foreign bytes.
 import t from 'tap';
 import { Packr } from 'msgpackr';
 import { decodeMetadataSnapshot, encodeMetadataSnapshot, metadataSnapshotFormat } from '../../src/raft/metadata/snapshot.js';
-import { applyCommand, emptyMetadataState, type MetadataCommand, type MetadataState, type TopicRecord, type UserRecord } from '../../src/raft/metadata/state.js';
+import type { MetadataCommand, MetadataState, TopicCreateRecord, TopicRecord, UserRecord } from '../../src/protocol/metadata_types.js';
+import { applyCommand, emptyMetadataState } from '../../src/raft/metadata/state.js';
 
 const packr = new Packr({ useRecords: false, moreTypes: false });
 
-function topic(name: string, id: string, owners: number[], owner?: string): TopicRecord {
-  const record: TopicRecord = {
+function topic(name: string, id: string, owners: number[], owner?: string): TopicCreateRecord {
+  const record: TopicCreateRecord = {
     name, id, partitions: owners.length, retentionMs: 604_800_000, visibilityTimeoutMs: 30_000,
     maxInFlightPerPartition: 1000, maxAckedAheadPerPartition: 10_000, createdAtSec: 1_700_000_123, owners,
   };
@@ -119,6 +121,9 @@ t.test('garbage and foreign shapes are refused with an error naming the problem'
     ['member id 0', damaged((b) => { b.members[0].id = 0; }), /members\[0\]\.id: not an integer >= 1/],
     ['owner not a member', damaged((b) => { b.topics[1].owners[0] = 9; }), /topics\[1\]\.owners\[0\]: 9 is not a member/],
     ['owners short', damaged((b) => { b.topics[0].owners.pop(); }), /topics\[0\]: 2 owners for 3 partitions/],
+    ['target owners short', damaged((b) => { b.topics[0].targetOwners = [1, 2]; }), /topics\[0\]: 2 target owners for 3 partitions/],
+    ['target not a member', damaged((b) => { b.topics[0].targetOwners = [1, 9, 1]; }), /topics\[0\]\.targetOwners\[1\]: 9 is not a member/],
+    ['target not an array', damaged((b) => { b.topics[0].targetOwners = 1; }), /topics\[0\]\.targetOwners: not an array/],
     ['bad topic id', damaged((b) => { b.topics[0].id = 'XYZ'; }), /topics\[0\]\.id: not 16 lower-case hex/],
     ['name clash', damaged((b) => { b.topics[1].name = 'EVENTS'; }), /name EVENTS clashes with Events/],
     ['unknown topic field', damaged((b) => { b.topics[0].parent = 'x'; }), /topics\[0\]: unknown field parent/],
@@ -151,4 +156,51 @@ t.test('a record field the format does not know fails the encode', async (t) => 
   const state = build(commands);
   (state.topics.get('orders') as TopicRecord & { parent?: string }).parent = 'elsewhere';
   t.throws(() => encodeMetadataSnapshot(state), /topic field parent has no place in format 1/);
+});
+
+/** Written by the release before target owners (commit 775cc1f): members 1 and 2, user admin, topics orders
+ *  (owners [1, 2, 1], owner admin) and events (owners [2, 2, 1], retention 0). The encoder then knew no targetOwners. */
+const snapshotBeforeTargets = Buffer.from(
+  [
+    '3gAFpmZvcm1hdAG1Y3JlZGVudGlhbFZlcnNpb25MYXN0AadtZW1iZXJzkt4ABKJpZAGqYXBpQWRkcmVzc6duMTo3OTQyr2ludGVy',
+    'bmFsQWRkcmVzc6duMTo3OTQzqWFkZGVkQXRNc8tCeLz+VoAQAN4ABKJpZAKqYXBpQWRkcmVzc6duMjo3OTQyr2ludGVybmFsQWRk',
+    'cmVzc6duMjo3OTQzqWFkZGVkQXRNc8tCeLz+VoAgAKZ0b3BpY3OS3gAJpG5hbWWmZXZlbnRzomlksDAwMDAwMDAwMDAwMDAwYjKq',
+    'cGFydGl0aW9ucwOrcmV0ZW50aW9uTXMAs3Zpc2liaWxpdHlUaW1lb3V0TXPNdTC3bWF4SW5GbGlnaHRQZXJQYXJ0aXRpb27NBAC5',
+    'bWF4QWNrZWRBaGVhZFBlclBhcnRpdGlvbs0EAKxjcmVhdGVkQXRTZWPOZVPyyKZvd25lcnOTAgIB3gAKpG5hbWWmb3JkZXJzomlk',
+    'sDAwMDAwMDAwMDAwMDAwYTGqcGFydGl0aW9ucwOrcmV0ZW50aW9uTXPOJAyEALN2aXNpYmlsaXR5VGltZW91dE1zzXUwt21heElu',
+    'RmxpZ2h0UGVyUGFydGl0aW9uzQPouW1heEFja2VkQWhlYWRQZXJQYXJ0aXRpb27NJxCsY3JlYXRlZEF0U2VjzmVT8Xulb3duZXKl',
+    'YWRtaW6mb3duZXJzkwECAaV1c2Vyc5HeAAeodXNlcm5hbWWlYWRtaW6scGFzc3dvcmRIYXNop2gtYWRtaW6xY3JlZGVudGlhbFZl',
+    'cnNpb24BpmdyYW50c5HeAAGmYWN0aW9upWFkbWlupHJvb3TDq2NyZWF0ZWRBdE1zy0J4vP5WgAAAq3VwZGF0ZWRBdE1zy0J4vP5W',
+    'gAAA',
+  ].join(''),
+  'base64',
+);
+
+t.test('a snapshot from the release before target owners loads with target = current, to the same bytes', async (t) => {
+  const decoded = decodeMetadataSnapshot(snapshotBeforeTargets);
+  t.same(decoded.topics.get('orders')?.owners, [1, 2, 1]);
+  t.same(decoded.topics.get('orders')?.targetOwners, [1, 2, 1], 'orders: target = current');
+  t.same(decoded.topics.get('events')?.targetOwners, [2, 2, 1], 'events: target = current');
+  t.not(decoded.topics.get('orders')?.targetOwners, decoded.topics.get('orders')?.owners, 'two arrays, not one shared');
+  t.equal(decoded.topics.get('orders')?.owner, 'admin');
+  t.same([...decoded.members.keys()], [1, 2]);
+  t.equal(decoded.users.get('admin')?.root, true);
+  t.same(Buffer.from(encodeMetadataSnapshot(decoded)), snapshotBeforeTargets,
+    'equal targets are left out: the bytes are the old release\'s, so its nodes still read this one\'s snapshots');
+  const grown = applyCommand(decoded, { type: 'topic.update', name: 'orders', id: '00000000000000a1', changes: { partitions: 4, newOwners: [2] } });
+  t.ok(grown.ok, 'the loaded state keeps working');
+  t.same(decoded.topics.get('orders')?.targetOwners, [1, 2, 1, 2], 'growth places target and current alike');
+});
+
+t.test('a target that differs from the current owner is encoded and kept', async (t) => {
+  const state = build(commands);
+  state.topics.get('orders')!.targetOwners = [1, 2, 2];
+  const bytes = encodeMetadataSnapshot(state);
+  const body = packr.unpack(bytes) as { topics: { name: string; targetOwners?: number[] }[] };
+  t.same(body.topics.find((topic) => topic.name === 'orders')?.targetOwners, [1, 2, 2], 'written when it differs');
+  t.equal(body.topics.find((topic) => topic.name === 'Events')?.targetOwners, undefined, 'left out when equal');
+  const decoded = decodeMetadataSnapshot(bytes);
+  t.same(decoded.topics.get('orders')?.owners, [1, 2, 3], 'current owners unchanged');
+  t.same(decoded.topics.get('orders')?.targetOwners, [1, 2, 2]);
+  t.same(Buffer.from(encodeMetadataSnapshot(decoded)), Buffer.from(bytes), 'identical bytes');
 });

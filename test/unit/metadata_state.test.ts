@@ -3,9 +3,10 @@
 // 404 for a missing or recreated topic, delete then recreate under a new id, and user uniqueness.
 // Method: apply commands to a fresh state and check both the result and the state left behind.
 import t from 'tap';
-import { applyCommand, emptyMetadataState, type MetadataCommand, type MetadataState, type TopicRecord, type UserRecord } from '../../src/raft/metadata/state.js';
+import type { MetadataCommand, MetadataState, TopicCreateRecord, UserRecord } from '../../src/protocol/metadata_types.js';
+import { applyCommand, emptyMetadataState } from '../../src/raft/metadata/state.js';
 
-function topic(name: string, id: string, partitions = 3): TopicRecord {
+function topic(name: string, id: string, partitions = 3): TopicCreateRecord {
   return {
     name,
     id,
@@ -50,8 +51,9 @@ t.test('topic.create stores the topic and answers it', async (t) => {
   const state = fresh();
   const created = topic('orders', '00000000000000a1');
   const result = applyCommand(state, { type: 'topic.create', topic: created });
-  t.same(result, { ok: true, topic: created });
-  t.same(state.topics.get('orders'), created);
+  const stored = { ...created, targetOwners: [1, 1, 1] };
+  t.same(result, { ok: true, topic: stored }, 'target owners = owners: the entry carries none');
+  t.same(state.topics.get('orders'), stored);
   t.equal(state.topicNamesLower.get('orders'), 'orders');
   created.partitions = 99;
   created.owners.push(1);

@@ -5,7 +5,8 @@
 // re-create under the same name (so a cached credential of the old account never matches the new one).
 // Method: apply commands to fresh states and check both the results and the state left behind.
 import t from 'tap';
-import { applyCommand, emptyMetadataState, type MetadataCommand, type MetadataState, type TopicRecord, type UserRecord } from '../../src/raft/metadata/state.js';
+import type { MetadataCommand, MetadataState, TopicCreateRecord, UserRecord } from '../../src/protocol/metadata_types.js';
+import { applyCommand, emptyMetadataState } from '../../src/raft/metadata/state.js';
 
 function user(username: string, root = false): UserRecord {
   return {
@@ -19,8 +20,8 @@ function user(username: string, root = false): UserRecord {
   };
 }
 
-function topic(name: string, owner?: string): TopicRecord {
-  const record: TopicRecord = {
+function topic(name: string, owner?: string): TopicCreateRecord {
+  const record: TopicCreateRecord = {
     name, id: Buffer.from(name).toString('hex').padEnd(16, '0').slice(0, 16), partitions: 3, retentionMs: 0,
     visibilityTimeoutMs: 30_000, maxInFlightPerPartition: 1024, maxAckedAheadPerPartition: 1024, createdAtSec: 1_700_000_000, owners: [1, 1, 1],
   };

@@ -13,7 +13,8 @@ import type { IngressEntry } from '../../src/protocol/ingress_frame.js';
 import { encodeIngressEntry } from '../helpers/ingress_entries.js';
 import { workerForPartition } from '../../src/protocol/ownership.js';
 import type { FromMetadata, FromWorker, PartitionWorkerData, StoredRecordView, ToWorker } from '../../src/protocol/thread_messages.js';
-import { emptyMetadataState, type MetadataState, type TopicRecord } from '../../src/raft/metadata/state.js';
+import type { MetadataState, TopicRecord } from '../../src/protocol/metadata_types.js';
+import { emptyMetadataState } from '../../src/raft/metadata/state.js';
 import { encodeFrame, scanFrames } from '../../src/util/frame.js';
 
 const topicA: TopicRecord = {
@@ -26,8 +27,9 @@ const topicA: TopicRecord = {
   maxAckedAheadPerPartition: 100,
   createdAtSec: 1_700_000_000,
   owners: [1, 1, 1],
+  targetOwners: [1, 1, 1],
 };
-const topicB: TopicRecord = { ...topicA, name: 'events', id: 'fedcba9876543210', partitions: 4, owners: [1, 1, 1, 1] };
+const topicB: TopicRecord = { ...topicA, name: 'events', id: 'fedcba9876543210', partitions: 4, owners: [1, 1, 1, 1], targetOwners: [1, 1, 1, 1] };
 const timestampSec = 1_700_000_100;
 
 /** One running worker and everything it has posted, in order. */

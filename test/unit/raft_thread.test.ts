@@ -11,7 +11,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { MessageChannel, Worker, type MessagePort } from 'node:worker_threads';
 import type { ClusterStatus, ClusterThreadConfig, FromMetadata, MetadataThreadData, ToMetadata } from '../../src/protocol/thread_messages.js';
-import { applyCommand, type ApplyResult, type MetadataCommand, type MetadataState, type TopicRecord } from '../../src/raft/metadata/state.js';
+import type { MetadataCommand, MetadataState, TopicCreateRecord, TopicRecord } from '../../src/protocol/metadata_types.js';
+import { applyCommand, type ApplyResult } from '../../src/raft/metadata/state.js';
 
 const threadUrl = new URL('../../src/raft/shell/raft_thread.js', import.meta.url);
 
@@ -113,7 +114,7 @@ async function stop(t: Test, node: Node): Promise<void> {
   t.equal(await node.exited, 0, 'the thread exits by itself once closed');
 }
 
-function topic(name: string, id: string): TopicRecord {
+function topic(name: string, id: string): TopicCreateRecord {
   return {
     name,
     id,
@@ -202,7 +203,7 @@ t.test('found, lead, register, commit, broadcast, restart and continue', async (
   const orders = topic('orders', '00000000000000a1');
   propose(first, 1, { type: 'topic.create', topic: orders });
   const created = await replica.answer(first.front, 1);
-  t.same(created.result, { ok: true, topic: { ...orders, owners: [1, 1, 1] } }, 'the leader placed every partition on the only member');
+  t.same(created.result, { ok: true, topic: { ...orders, owners: [1, 1, 1], targetOwners: [1, 1, 1] } }, 'the leader placed every partition on the only member');
 
   // A conflicting create is still committed: applyCommand decides 409, identically on every replica.
   propose(first, 2, { type: 'topic.create', topic: topic('ORDERS', '00000000000000b2') });
@@ -227,7 +228,7 @@ t.test('found, lead, register, commit, broadcast, restart and continue', async (
   const restored = new Replica();
   await restored.loadSnapshot(t, second.front);
   t.ok(restored.index >= conflict.index, 'the start-up snapshot holds every entry committed before');
-  t.same(restored.state.topics.get('orders'), { ...orders, owners: [1, 1, 1] }, 'the snapshot holds the topic');
+  t.same(restored.state.topics.get('orders'), { ...orders, owners: [1, 1, 1], targetOwners: [1, 1, 1] }, 'the snapshot holds the topic');
   t.equal(restored.state.topics.size, 1, 'the 409 entry changed nothing on replay either');
   propose(second, 7, { type: 'topic.delete', name: 'orders', id: orders.id });
   const deleted = await restored.answer(second.front, 7);
@@ -295,7 +296,7 @@ t.test('a committed entry survives the thread being terminated without a shutdow
   const restarted = startNode(dataDir);
   const restored = new Replica();
   await restored.loadSnapshot(t, restarted.front);
-  t.same(restored.state.topics.get('orders'), { ...orders, owners: [1, 1, 1] });
+  t.same(restored.state.topics.get('orders'), { ...orders, owners: [1, 1, 1], targetOwners: [1, 1, 1] });
   await stop(t, restarted);
 });
 

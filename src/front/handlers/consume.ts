@@ -8,7 +8,7 @@ import { BrokerError, errors } from '../../errors.js';
 import { messageJson } from '../../protocol/message_json.js';
 import { forEachJoinedHandle, formatReceiptHandle, handleSeparator, receiptHandlePartition } from '../../protocol/receipt_handle.js';
 import type { SettleMode } from '../../protocol/thread_messages.js';
-import type { TopicRecord } from '../../raft/metadata/state.js';
+import type { TopicRecord } from '../../protocol/metadata_types.js';
 import { workerFailure } from '../dispatch.js';
 import { parseJsonObject } from '../json_body.js';
 import { requireTopic } from '../access.js';

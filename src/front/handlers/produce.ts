@@ -7,7 +7,7 @@ import { PayloadKind, type IngressEntry, type IngressRecord } from '../../protoc
 import { localPartitions, noLocalPartition, requireLocalPartition } from '../partition_owners.js';
 import { parseBatchBody, partitionForKey, partitionUnassigned, type BatchParse } from '../../protocol/batch_produce_body.js';
 import { classifyPayload, decodeBase64 } from '../../protocol/payload.js';
-import type { TopicRecord } from '../../raft/metadata/state.js';
+import type { TopicRecord } from '../../protocol/metadata_types.js';
 import type { BatchTask, BodyEncoding } from '../../pool/batch_task.js';
 import { requireTopic } from '../access.js';
 import { InFlightPerIdentity } from '../in_flight.js';

@@ -3,7 +3,7 @@
 import { randomBytes } from 'node:crypto';
 import { limits } from '../../config.js';
 import { errors } from '../../errors.js';
-import type { TopicChanges, TopicRecord } from '../../raft/metadata/state.js';
+import type { TopicChanges, TopicCreateRecord, TopicRecord } from '../../protocol/metadata_types.js';
 import type { MemberView, PartitionStatsView } from '../../protocol/thread_messages.js';
 import { canReadTopic, requireTopic } from '../access.js';
 import { workerFailure } from '../dispatch.js';
@@ -73,7 +73,7 @@ export function topicHandlers(services: FrontServices) {
     if (parent !== undefined && !replica.state.topics.has(parent)) throw errors.metadataRefused(404, `parent topic ${parent} not found`);
     if (parent !== undefined || body.schema !== undefined) throw errors.notImplemented();
 
-    const topic: TopicRecord = {
+    const topic: TopicCreateRecord = {
       name,
       id: randomBytes(8).toString('hex'),
       partitions: partitions || limits.partitions_min,
@@ -168,26 +168,32 @@ export function topicHandlers(services: FrontServices) {
     if (Object.keys(body).length === 0) throw errors.badRequest('body: send at least one field');
     if (body.visibility_timeout_ms !== undefined) throw errors.invalid('visibility_timeout_ms', 'cannot be changed after creation');
     const changes: TopicChanges = {};
-    const retentionMs = retention(body);
-    if (retentionMs !== undefined) changes.retentionMs = retentionMs;
-    const maxInFlight = cap(body, 'max_in_flight_per_partition', limits.max_in_flight_per_partition_default);
-    if (maxInFlight !== undefined) changes.maxInFlightPerPartition = maxInFlight;
-    const maxAckedAhead = cap(body, 'max_acked_ahead_per_partition', limits.max_acked_ahead_per_partition_default);
-    if (maxAckedAhead !== undefined) changes.maxAckedAheadPerPartition = maxAckedAhead;
-    const partitions = optionalInteger(body, 'partitions', 1, partitionsMax, `must be larger than the current count and at most ${partitionsMax}`);
-    if (partitions !== undefined) {
-      if (partitions <= topic.partitions) throw errors.invalid('partitions', `must be larger than the current count ${topic.partitions}`);
-      changes.partitions = partitions;
+    // Spec §4 PATCH: groups apply one at a time in order (retention, caps, partitions, schema), with no transaction:
+    // the first group that fails answers its error, and the groups before it are still proposed and stay applied.
+    let refusal: unknown;
+    try {
+      const retentionMs = retention(body);
+      if (retentionMs !== undefined) changes.retentionMs = retentionMs;
+      const maxInFlight = cap(body, 'max_in_flight_per_partition', limits.max_in_flight_per_partition_default);
+      const maxAckedAhead = cap(body, 'max_acked_ahead_per_partition', limits.max_acked_ahead_per_partition_default);
+      if (maxInFlight !== undefined) changes.maxInFlightPerPartition = maxInFlight;
+      if (maxAckedAhead !== undefined) changes.maxAckedAheadPerPartition = maxAckedAhead;
+      const partitions = optionalInteger(body, 'partitions', 1, partitionsMax, `must be larger than the current count and at most ${partitionsMax}`);
+      if (partitions !== undefined && partitions <= topic.partitions) throw errors.invalid('partitions', `must be larger than the current count ${topic.partitions}`);
+      if (partitions !== undefined) changes.partitions = partitions;
+      if (body.schema === null) throw errors.invalid('schema', 'must not be null (a schema cannot be removed)');
+      optionalInteger(body, 'schema_base_version', 0, Number.MAX_SAFE_INTEGER);
+      if (body.schema_base_version !== undefined && body.schema === undefined) throw errors.invalid('schema_base_version', 'only with schema');
+    } catch (error) {
+      refusal = error;
     }
-    if (body.schema === null) throw errors.invalid('schema', 'must not be null (a schema cannot be removed)');
-    optionalInteger(body, 'schema_base_version', 0, Number.MAX_SAFE_INTEGER);
-    if (body.schema_base_version !== undefined && body.schema === undefined) throw errors.invalid('schema_base_version', 'only with schema');
     let updated = topic;
     if (Object.keys(changes).length > 0) {
       const result = await replica.propose({ type: 'topic.update', name: topic.name, id: topic.id, changes });
       if (!result.ok) throw errors.metadataRefused(result.status, result.error);
       updated = result.topic!;
     }
+    if (refusal !== undefined) throw refusal;
     // Spec §4 PATCH: groups apply in order with no transaction; the schema group comes last.
     if (body.schema !== undefined) throw errors.notImplemented();
     return jsonReply(200, topicJson(updated, true));

@@ -2,7 +2,7 @@
 // grants and PUT password. Every change is proposed to the metadata log; bcrypt hashing and the check of a
 // current_password run in the bcrypt pool (services.authPool), never on this thread. Front thread.
 import { errors } from '../../errors.js';
-import type { Grant, UserRecord } from '../../raft/metadata/state.js';
+import type { Grant, UserRecord } from '../../protocol/metadata_types.js';
 import {
   currentPasswordRequired, forbidden, parseGrants, passwordChangeRefusal, passwordRule, requireAdmin, userCreateRefusal,
   userDeleteRefusal, userGrantsRefusal, userNotFound, usernameRule,

@@ -1,28 +1,32 @@
-// Partition placement: which member owns each new partition. Pure and deterministic: the same state and the same
-// live members give the same owners. Only the leader's shell calls it, before it proposes a topic.create or a
-// growing topic.update; the owners then travel inside the entry, so replicas never place anything themselves.
-// Runs on: the metadata thread (leader).
+// Partition placement: each topic's owners (current: serves the partition, every route reads it) and targetOwners
+// (where placement wants it; Redpanda's shard_placement_table), equal until partition moves exist. The leader's half
+// (placePartitions, fillOwners) places new partitions before the shell proposes, so replicas never place; the apply
+// half (from partitionsOwnedBy on) stores and checks owners for topics.ts and members.ts.
+// Runs on: the metadata thread (both halves); the front and the workers (the apply half, as replicas).
 
-import type { MetadataCommand, MetadataState } from './state.js';
+import type { MetadataCommand, MetadataState, TopicCreateRecord, TopicRecord } from '../../protocol/metadata_types.js';
+import type { ApplyResult } from './state.js';
 
 /** No live member can take a partition: the shell answers the request 503 (nothing was proposed). */
 export class PlacementError extends Error {
   override name = 'PlacementError';
 }
 
-/** Partitions owned per member id, over every topic. O(total partitions). */
-function ownedCounts(state: MetadataState): Map<number, number> {
+/** Partitions placed per member id, over every topic. Counts the target owners: placement balances where
+ *  partitions are meant to be, so a partition moving off a member no longer weighs on it. O(total partitions). */
+function targetCounts(state: MetadataState): Map<number, number> {
   const counts = new Map<number, number>();
   for (const topic of state.topics.values()) {
-    for (const owner of topic.owners) counts.set(owner, (counts.get(owner) ?? 0) + 1);
+    for (const owner of topic.targetOwners) counts.set(owner, (counts.get(owner) ?? 0) + 1);
   }
   return counts;
 }
 
 /**
- * Owners for `count` new partitions. Each goes to the live member owning the fewest partitions cluster-wide
- * (counting the ones placed by this call), ties to the lowest id. Members in `avoid` (a replica child's parent
- * nodes, spec 1.9) are skipped while another live member exists. Live ids without a member record are ignored.
+ * Owners for `count` new partitions. Each goes to the live member that is the target of the fewest partitions
+ * cluster-wide (counting the ones placed by this call), ties to the lowest id. Members in `avoid` (a replica
+ * child's parent nodes, spec 1.9) are skipped while another live member exists. Live ids without a member record
+ * are ignored.
  * Throws PlacementError when no live member is left.
  */
 export function placePartitions(state: MetadataState, liveMemberIds: readonly number[], count: number, avoid: readonly number[] = []): number[] {
@@ -35,7 +39,7 @@ export function placePartitions(state: MetadataState, liveMemberIds: readonly nu
   const avoided = new Set(avoid);
   const preferred = live.filter((id) => !avoided.has(id));
   const candidates = preferred.length > 0 ? preferred : live;
-  const counts = ownedCounts(state);
+  const counts = targetCounts(state);
   const owners: number[] = [];
   for (let i = 0; i < count; i++) {
     let best = candidates[0]!;
@@ -76,4 +80,49 @@ export function fillOwners(state: MetadataState, command: MetadataCommand, liveM
     default:
       return command;
   }
+}
+
+// The apply half. Seam (issue 26): partition moves add their command here, setting targetOwners[p] first and
+// owners[p] once the new owner holds the partition's records.
+
+/** How many partitions, over every topic, member `id` currently owns (the routed owner). O(total partitions). */
+export function partitionsOwnedBy(state: MetadataState, id: number): number {
+  let owned = 0;
+  for (const topic of state.topics.values()) {
+    for (const owner of topic.owners) if (owner === id) owned += 1;
+  }
+  return owned;
+}
+
+/** The target owners a topic.create stores: the entry's own when it carries them, else its current owners (every
+ *  entry written so far: the release that wrote them had no target). */
+export function targetOwnersOf(topic: TopicCreateRecord): number[] {
+  if (topic.targetOwners === undefined) return [...topic.owners];
+  assertOwners(topic.targetOwners, topic.partitions, `topic.create ${topic.name} (target)`);
+  return [...topic.targetOwners];
+}
+
+/** Partitions added by a growth are placed where they are created: target and current owner alike. */
+export function addPartitionOwners(topic: TopicRecord, newOwners: readonly number[]): void {
+  topic.owners.push(...newOwners);
+  topic.targetOwners.push(...newOwners);
+}
+
+/** Fail-fast: owners is an array of `count` positive integer ids. */
+export function assertOwners(owners: readonly number[] | undefined, count: number, what: string): void {
+  if (!Array.isArray(owners) || owners.length !== count) {
+    throw new Error(`${what}: ${Array.isArray(owners) ? owners.length : 'no'} partition owners for ${count} partitions (the leader fills them before proposing)`);
+  }
+  for (const owner of owners) {
+    if (!Number.isSafeInteger(owner) || owner <= 0) throw new Error(`${what}: partition owner ${String(owner)} is not a member id`);
+  }
+}
+
+/** A member forgotten between placement and apply: refused on every replica alike (a crash would repeat on every
+ *  replay). member.forget refuses a member that owns partitions, so owners already stored stay members. */
+export function ownerNotMember(state: MetadataState, owners: readonly number[]): ApplyResult | undefined {
+  for (const owner of owners) {
+    if (!state.members.has(owner)) return { ok: false, status: 503, error: `partition owner ${owner} is not a cluster member; retry` };
+  }
+  return undefined;
 }

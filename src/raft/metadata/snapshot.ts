@@ -5,14 +5,16 @@
 // Runs on: the metadata thread (encode and decode); the bytes may cross nodes (InstallSnapshot).
 
 import { Packr } from 'msgpackr';
-import type { Grant, GrantAction, MemberRecord, MetadataState, TopicRecord, UserRecord } from './state.js';
+import type { Grant, GrantAction, MemberRecord, MetadataState, TopicRecord, UserRecord } from '../../protocol/metadata_types.js';
 
-/** Bumped on any change to the encoded shape; decode refuses every other value. */
+/** Bumped on any change to the encoded shape; decode refuses every other value. A topic's targetOwners did not
+ *  bump it: it is left out while equal to owners (always, until partition moves exist), so the bytes stay those of
+ *  the release before it, whose nodes still read them, and a snapshot without it decodes with target = current. */
 export const metadataSnapshotFormat = 1;
 
 const packr = new Packr({ useRecords: false, moreTypes: false });
 
-const topicKeys = ['name', 'id', 'partitions', 'retentionMs', 'visibilityTimeoutMs', 'maxInFlightPerPartition', 'maxAckedAheadPerPartition', 'createdAtSec', 'owner', 'owners'] as const;
+const topicKeys = ['name', 'id', 'partitions', 'retentionMs', 'visibilityTimeoutMs', 'maxInFlightPerPartition', 'maxAckedAheadPerPartition', 'createdAtSec', 'owner', 'owners', 'targetOwners'] as const;
 const userKeys = ['username', 'passwordHash', 'credentialVersion', 'grants', 'root', 'createdAtMs', 'updatedAtMs'] as const;
 const memberKeys = ['id', 'apiAddress', 'internalAddress', 'addedAtMs'] as const;
 const grantKeys = ['action', 'patterns'] as const;
@@ -23,13 +25,23 @@ const grantActions: readonly GrantAction[] = ['produce', 'consume', 'create', 'a
  *  record type without a snapshot format change fails in tests instead of vanishing from snapshots. */
 export function encodeMetadataSnapshot(state: MetadataState): Uint8Array {
   const members = [...state.members.values()].sort((a, b) => a.id - b.id).map((m) => ordered('member', m, memberKeys));
-  const topics = [...state.topics.values()].sort((a, b) => byCodeUnit(a.name, b.name)).map((topic) => ordered('topic', topic, topicKeys));
+  const topics = [...state.topics.values()].sort((a, b) => byCodeUnit(a.name, b.name)).map(encodeTopic);
   const users = [...state.users.values()]
     .sort((a, b) => byCodeUnit(a.username, b.username))
     .map((user) => ({ ...ordered('user', user, userKeys), grants: user.grants.map((g) => ordered('grant', g, grantKeys)) }));
   const body = { format: metadataSnapshotFormat, credentialVersionLast: state.credentialVersionLast, members, topics, users };
   // pack's answer may share the packr's buffer; the snapshot outlives the next pack, so it gets its own bytes.
   return new Uint8Array(packr.pack(body));
+}
+
+function encodeTopic(topic: TopicRecord): Record<string, unknown> {
+  const fields = ordered('topic', topic, topicKeys);
+  if (sameOwners(topic.targetOwners, topic.owners)) delete fields.targetOwners;
+  return fields;
+}
+
+function sameOwners(a: readonly number[], b: readonly number[]): boolean {
+  return a.length === b.length && a.every((owner, p) => owner === b[p]);
 }
 
 /** Decodes and validates a snapshot; throws Error('metadata snapshot: ...') on anything that is not one. */
@@ -94,14 +106,25 @@ function decodeTopic(raw: unknown, where: string, members: ReadonlyMap<number, M
     maxInFlightPerPartition: integer(t.maxInFlightPerPartition, `${where}.maxInFlightPerPartition`, 0),
     maxAckedAheadPerPartition: integer(t.maxAckedAheadPerPartition, `${where}.maxAckedAheadPerPartition`, 0),
     createdAtSec: integer(t.createdAtSec, `${where}.createdAtSec`, 0),
-    owners: array(t.owners, `${where}.owners`).map((o, p) => integer(o, `${where}.owners[${p}]`, 1)),
+    owners: decodeOwners(t.owners, `${where}.owners`, members),
+    targetOwners: [],
   };
   if (t.owner !== undefined) topic.owner = string(t.owner, `${where}.owner`);
+  // Absent: written while the target always equalled the current owner (see metadataSnapshotFormat).
+  topic.targetOwners = t.targetOwners === undefined ? [...topic.owners] : decodeOwners(t.targetOwners, `${where}.targetOwners`, members);
   if (topic.owners.length !== topic.partitions) throw problem(`${where}: ${topic.owners.length} owners for ${topic.partitions} partitions`);
-  for (const [p, owner] of topic.owners.entries()) {
-    if (!members.has(owner)) throw problem(`${where}.owners[${p}]: ${owner} is not a member`);
+  if (topic.targetOwners.length !== topic.partitions) {
+    throw problem(`${where}: ${topic.targetOwners.length} target owners for ${topic.partitions} partitions`);
   }
   return topic;
+}
+
+function decodeOwners(raw: unknown, where: string, members: ReadonlyMap<number, MemberRecord>): number[] {
+  const owners = array(raw, where).map((o, p) => integer(o, `${where}[${p}]`, 1));
+  for (const [p, owner] of owners.entries()) {
+    if (!members.has(owner)) throw problem(`${where}[${p}]: ${owner} is not a member`);
+  }
+  return owners;
 }
 
 function decodeUser(raw: unknown, where: string): UserRecord {

@@ -8,7 +8,8 @@ import type { MessagePort } from 'node:worker_threads';
 import type { LogEntry, RaftMessage, RaftNode, Ready } from '../core/raft.js';
 import { encodeMetadataSnapshot, decodeMetadataSnapshot } from '../metadata/snapshot.js';
 import { fillOwners, PlacementError } from '../metadata/placement.js';
-import { applyCommand, type MetadataCommand, type MetadataState } from '../metadata/state.js';
+import type { MetadataCommand, MetadataState } from '../../protocol/metadata_types.js';
+import { applyCommand } from '../metadata/state.js';
 import {
   assertNever,
   type ClusterStatus,

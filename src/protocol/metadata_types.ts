@@ -1,0 +1,119 @@
+// The replicated metadata as it crosses a boundary: the records (topics, users, members), the commands of the
+// metadata log (a proposal from the front, an entry in a Raft message, a 'committed' broadcast to workers) and the
+// whole state (the 'snapshot' message to the front and workers). Plain data only. Shared: the metadata state machine
+// (src/raft/metadata) applies these; the front, the workers and the metadata thread's shell read them.
+
+/** One topic as the metadata keeps it (spec §2 Topic; wire names are produced in src/front/topic_view.ts). */
+export interface TopicRecord {
+  name: string;
+  /** 16 hex characters; a recreated topic gets a new one, so its files never collide with the old ones. */
+  id: string;
+  partitions: number;
+  retentionMs: number;
+  visibilityTimeoutMs: number;
+  maxInFlightPerPartition: number;
+  maxAckedAheadPerPartition: number;
+  createdAtSec: number;
+  /** Absent when the topic was created with security off (spec §5: only admins manage it). */
+  owner?: string;
+  /** Current owner node (member id) of each partition: owners[p] holds and serves partition p now; length ==
+   *  partitions. Everything that routes a request or opens a partition's files reads this one. Filled by the
+   *  leader's shell (placement.ts fillOwners) before it proposes; a create from the front carries []. */
+  owners: number[];
+  /** Target owner of each partition: where placement wants partition p (Redpanda's shard_placement_table keeps
+   *  target and current apart the same way). Equal to owners until partition moves exist; a move will set the
+   *  target first and the current owner once the copy is done. Set by applyCommand (= owners) on create and growth;
+   *  never routed on. */
+  targetOwners: number[];
+}
+
+/** A topic as topic.create carries it. targetOwners is absent in every entry written so far (the release before
+ *  it had no target) and applies as target = current. */
+export type TopicCreateRecord = Omit<TopicRecord, 'targetOwners'> & { targetOwners?: number[] };
+
+/** A node of the cluster as the metadata keeps it. Liveness, voter and leader flags are not replicated state:
+ *  the shell keeps them. */
+export interface MemberRecord {
+  /** The node id; owners in TopicRecord name it. A positive integer. */
+  id: number;
+  /** "host:port" of the node's HTTP API. */
+  apiAddress: string;
+  /** "host:port" of the node-to-node transport. */
+  internalAddress: string;
+  /** When the member was first added; an upsert of a known member keeps it. */
+  addedAtMs: number;
+}
+
+export type GrantAction = 'produce' | 'consume' | 'create' | 'admin';
+export interface Grant {
+  action: GrantAction;
+  patterns?: string[];
+}
+
+export interface UserRecord {
+  username: string;
+  /** bcrypt hash; never leaves the node in an answer. */
+  passwordHash: string;
+  /** Moves on every password change, so cached verifications of the old password stop matching. */
+  credentialVersion: number;
+  grants: Grant[];
+  root: boolean;
+  createdAtMs: number;
+  updatedAtMs: number;
+}
+
+/** The replicated state; crosses a port whole in the 'snapshot' message (structured clone keeps the Maps). */
+export interface MetadataState {
+  /** Keyed by exact name (NOTES 6: names in paths match case-sensitively). */
+  topics: Map<string, TopicRecord>;
+  /** Lower-cased name -> exact name, for the case-insensitive uniqueness rule at creation. */
+  topicNamesLower: Map<string, string>;
+  users: Map<string, UserRecord>;
+  /** The last credential version handed out. Every user create and password change takes the next one, so
+   *  a version never repeats, not even for a user deleted and created again under its name: a credential
+   *  cached for the old account can never match the new one (src/front/auth.ts keys on the version). */
+  credentialVersionLast: number;
+  /** Keyed by member id. Every partition owner is a member (applyCommand refuses others). */
+  members: Map<number, MemberRecord>;
+  // Seams (issue 26): schemas (#28), fan-out links (#30) and remotes add their maps here, each applied by its own
+  // module under src/raft/metadata and encoded by snapshot.ts.
+}
+
+/** Topic settings a PATCH may change; absent fields keep their value. Applied in spec order. */
+export interface TopicChanges {
+  retentionMs?: number;
+  maxInFlightPerPartition?: number;
+  maxAckedAheadPerPartition?: number;
+  partitions?: number;
+  /** Owners of the partitions added by a growing `partitions`, filled by the leader's shell (placement.ts
+   *  fillOwners): newOwners[i] owns partition (partitions - newOwners.length + i). When another growth was applied
+   *  between the placement and this entry, only the tail for the partitions still missing is used. */
+  newOwners?: number[];
+}
+
+/** A change proposed to the metadata log. Each variant is applied by applyCommand (src/raft/metadata/state.ts). */
+export type MetadataCommand =
+  /** POST /v1/topics: the front validated fields and filled defaults, id and createdAtSec. */
+  | { type: 'topic.create'; topic: TopicCreateRecord }
+  /** PATCH /v1/topics/{topic}: groups applied one at a time, earlier groups stay on a later failure. */
+  | { type: 'topic.update'; name: string; id: string; changes: TopicChanges }
+  /** DELETE /v1/topics/{topic}: workers remove the files once they apply it. */
+  | { type: 'topic.delete'; name: string; id: string }
+  /** First start of a secured node: the root admin; POST /v1/users. The credential version given is replaced
+   *  by the next one of the state (credentialVersionLast). */
+  | { type: 'user.create'; user: UserRecord }
+  /** DELETE /v1/users/{username}: the root admin is never deleted (403); its topics lose their owner (spec §5,
+   *  v3.1.0). */
+  | { type: 'user.delete'; username: string }
+  /** PUT /v1/users/{username}/grants: replaces every grant; the root admin's never change (403). */
+  | { type: 'user.grants'; username: string; grants: Grant[]; updatedAtMs: number }
+  /** PUT /v1/users/{username}/password: a new hash and the next credential version, so every replica stops
+   *  accepting cached verifications of the old password at once. */
+  | { type: 'user.password'; username: string; passwordHash: string; updatedAtMs: number }
+  /** A node joins or comes back: upsert by id; a known member gets the new addresses and keeps addedAtMs. A node's
+   *  shell proposes its own member.add at first start, before anything else, so a one-node cluster has one too. */
+  | { type: 'member.add'; member: MemberRecord }
+  /** Forget a member: 404 when unknown, 409 while it owns partitions (they must move off first). */
+  | { type: 'member.forget'; id: number };
+// Seams (issue 26): the commands of schemas (#28: 'schema.*'), fan-out links (#30: 'link.*') and remotes
+// ('remote.*') join this union, and applyCommand's switch delegates each prefix to its module.

@@ -1,0 +1,71 @@
+// Topics in the metadata state machine: create, PATCH (topic.update) and delete, as applyCommand (state.ts)
+// delegates them. Partition owners are placement's (placement.ts): this module only stores what it checked.
+// Pure; runs wherever applyCommand runs (the metadata thread, and the front and workers as replicas).
+
+import type { MetadataState, TopicChanges, TopicCreateRecord, TopicRecord } from '../../protocol/metadata_types.js';
+import { addPartitionOwners, assertOwners, ownerNotMember, targetOwnersOf } from './placement.js';
+import type { ApplyResult } from './state.js';
+
+export function applyTopicCreate(state: MetadataState, topic: TopicCreateRecord): ApplyResult {
+  // The leader's shell always fills owners (placement.ts fillOwners) before proposing: a wrong count is a bug.
+  assertOwners(topic.owners, topic.partitions, `topic.create ${topic.name}`);
+  const existing = state.topicNamesLower.get(topic.name.toLowerCase());
+  if (existing !== undefined) {
+    // Spec §4 POST /v1/topics: a name differing only by case names the existing topic.
+    const error = existing === topic.name ? `topic ${existing} already exists` : `topic name conflicts with existing topic ${existing} (names are unique ignoring letter case)`;
+    return { ok: false, status: 409, error };
+  }
+  const targetOwners = targetOwnersOf(topic);
+  const gone = ownerNotMember(state, topic.owners) ?? ownerNotMember(state, targetOwners);
+  if (gone !== undefined) return gone;
+  const stored: TopicRecord = { ...topic, owners: [...topic.owners], targetOwners };
+  state.topics.set(stored.name, stored);
+  state.topicNamesLower.set(stored.name.toLowerCase(), stored.name);
+  return { ok: true, topic: copyTopic(stored) };
+}
+
+/** Spec §4 PATCH: the groups apply in order (retention, caps, partitions); a refused group leaves the earlier ones
+ *  applied, on every replica alike. */
+export function applyTopicUpdate(state: MetadataState, name: string, id: string, changes: TopicChanges): ApplyResult {
+  const topic = state.topics.get(name);
+  if (topic === undefined || topic.id !== id) return { ok: false, status: 404, error: `topic ${name} not found` };
+  if (changes.retentionMs !== undefined) topic.retentionMs = changes.retentionMs;
+  if (changes.maxInFlightPerPartition !== undefined) topic.maxInFlightPerPartition = changes.maxInFlightPerPartition;
+  if (changes.maxAckedAheadPerPartition !== undefined) topic.maxAckedAheadPerPartition = changes.maxAckedAheadPerPartition;
+  if (changes.partitions !== undefined) {
+    // Checked here, not only at the front: another PATCH may have grown the topic in between.
+    if (changes.partitions <= topic.partitions) {
+      return { ok: false, status: 400, error: `partitions: must be larger than the current count ${topic.partitions}` };
+    }
+    const added = changes.partitions - topic.partitions;
+    if (changes.newOwners === undefined) {
+      // The leader placed from a state that did not hold this topic yet (a new leader still applying its
+      // predecessor's entries). Refused on every replica alike, never a crash: the client retries.
+      return { ok: false, status: 503, error: `partitions: owners of the new partitions of topic ${name} were not placed; retry` };
+    }
+    // Placed from a state at most as grown as this one, so newOwners covers at least the partitions still missing.
+    assertOwners(changes.newOwners, changes.newOwners.length, `topic.update ${name}`);
+    if (changes.newOwners.length < added) {
+      throw new Error(`topic.update ${name}: ${changes.newOwners.length} new owners for ${added} new partitions`);
+    }
+    const newOwners = changes.newOwners.slice(changes.newOwners.length - added);
+    const gone = ownerNotMember(state, newOwners);
+    if (gone !== undefined) return gone;
+    addPartitionOwners(topic, newOwners);
+    topic.partitions = changes.partitions;
+  }
+  // Seam (issue 26): the schema group (#28) applies after partitions, in schemas.ts.
+  return { ok: true, topic: copyTopic(topic) };
+}
+
+export function applyTopicDelete(state: MetadataState, name: string, id: string): ApplyResult {
+  const topic = state.topics.get(name);
+  if (topic === undefined || topic.id !== id) return { ok: false, status: 404, error: `topic ${name} not found` };
+  state.topics.delete(name);
+  state.topicNamesLower.delete(name.toLowerCase());
+  return { ok: true, deletedTopicId: topic.id };
+}
+
+function copyTopic(topic: TopicRecord): TopicRecord {
+  return { ...topic, owners: [...topic.owners], targetOwners: [...topic.targetOwners] };
+}
