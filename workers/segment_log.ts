@@ -1,5 +1,7 @@
-// One partition's log on disk: segments <baseOffset>.log (frames [u32 len][u32 crc32][record]) and their
-// dense .idx (segment_index.ts), under the directory partition_dirs.ts names. Runs on the partition worker
+// One partition's log on disk, the file implementation of SegmentStore (segment_store.ts; memory_segment_store.ts is
+// the other): segments <baseOffset>.log (frames [u32 len][u32 crc32][record], segment_record.ts) and their dense .idx
+// (segment_index.ts), under the directory partition_dirs.ts names. Tests can fail its append, sync, roll and
+// recovery truncate through fault_points.ts. Runs on the partition worker
 // thread that owns the partition; only partition_worker.ts calls it. Lifecycle: open (recovery) or
 // createEmpty, then stage/flush/sync/read/retain in any order (one flush or retain at a time; a sync may run beside
 // a flush, and what would close its handle waits for it), then close or destroy. flush() writes and moves
