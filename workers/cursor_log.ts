@@ -40,7 +40,16 @@ const packr = new Packr({ useRecords: false, moreTypes: false });
 
 type WireUpdate = [string, number | null, Uint8Array | null];
 
-export class CursorLog {
+/** What the partition's users ask of its cursors: CursorLog (the file) and MemoryCursorLog (simulations). */
+export interface CursorStore {
+  get(name: string): Cursor | null;
+  names(): string[];
+  /** The updates are durable together when this resolves; one write at a time. */
+  write(updates: CursorUpdates): Promise<void>;
+  close(): Promise<void>;
+}
+
+export class CursorLog implements CursorStore {
   private writing = false;
   /** Set when a write fails: the file's state is unknown then, and the caller fail-stops. */
   private failed = false;
@@ -180,6 +189,55 @@ export class CursorLog {
     this.handle = next;
     this.fileBytes = frame.byteLength;
     await old?.close();
+  }
+}
+
+/** Cursors in memory with CursorLog's rules (checked updates, one write at a time, durable once a write resolves),
+ *  for the partition simulation: crash() gives the cursors a restart finds, without the write in flight. */
+export class MemoryCursorLog implements CursorStore {
+  private durable = new Map<string, Cursor>();
+  private writing = false;
+  private closed = false;
+
+  get(name: string): Cursor | null {
+    return this.durable.get(name) ?? null;
+  }
+
+  names(): string[] {
+    return [...this.durable.keys()];
+  }
+
+  /** Applies the updates after one microtask, as a write that had to reach the disk first. */
+  async write(updates: CursorUpdates): Promise<void> {
+    assert(!this.writing, 'one cursor log write at a time');
+    assert(!this.closed, 'write on a closed cursor log');
+    assert(updates.length > 0, 'a cursor log write updates at least one cursor');
+    for (const [name, cursor] of updates) {
+      const problem = cursorProblem(name, cursor?.offset ?? null, cursor?.state ?? null);
+      assert(problem === null, `cursor to write: ${problem}`);
+    }
+    this.writing = true;
+    const next = new Map(this.durable);
+    for (const [name, cursor] of updates) {
+      if (cursor === null) next.delete(name);
+      else next.set(name, { offset: cursor.offset, state: cursor.state });
+    }
+    await Promise.resolve();
+    this.writing = false;
+    if (!this.closed) this.durable = next;
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+  }
+
+  /** The process dies now: this instance takes no more writes (one in flight is lost) and the cursors a restart
+   *  finds are returned. */
+  crash(): MemoryCursorLog {
+    this.closed = true;
+    const after = new MemoryCursorLog();
+    after.durable = new Map(this.durable);
+    return after;
   }
 }
 

@@ -1,6 +1,7 @@
-// Goal: CursorLog keeps a partition's named cursors (offset and opaque state) across reopen, applies each write's
-// updates together, falls back to the updates before a torn or corrupt tail, stays bounded on disk, takes one write
-// at a time, and opens a directory written before cursor logs (acks.log) with its ack state, migrating it once.
+// Goal: CursorLog (and MemoryCursorLog, its simulation twin) keeps a partition's named cursors (offset and opaque
+// state) across reopen, applies each write's updates together, falls back to the updates before a torn or corrupt
+// tail, stays bounded on disk, takes one write at a time, and opens a directory written before cursor logs
+// (acks.log) with its ack state, migrating it once.
 // Method: a real partition directory under a temp dir; write, reopen, damage cursors.log (truncate, flip a byte),
 // and lay down acks.log files in the old format (whole msgpack {frontier, acked} snapshots in crc frames).
 import t, { type Test } from 'tap';
@@ -9,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Packr } from 'msgpackr';
 import { encodeFrame } from '../../src/util/frame.js';
-import { ackCursorDecode, ackCursorName, CursorLog, type Cursor } from '../../workers/cursor_log.js';
+import { ackCursorDecode, ackCursorName, CursorLog, MemoryCursorLog, type Cursor, type CursorStore } from '../../workers/cursor_log.js';
 
 /** A partition directory that does not exist yet, as for a partition with no records. */
 async function tempPartitionDir(t: Test): Promise<string> {
@@ -29,7 +30,7 @@ function cursor(offset: number, state: number[] | null = null): Cursor {
 }
 
 /** The cursors a log holds, as plain values. */
-function values(log: CursorLog): Record<string, [number, number[] | null]> {
+function values(log: CursorStore): Record<string, [number, number[] | null]> {
   const out: Record<string, [number, number[] | null]> = {};
   for (const name of log.names()) {
     const c = log.get(name)!;
@@ -192,4 +193,21 @@ t.test('compatibility: an acks.log with no whole snapshot opens empty and is rem
   t.equal(log.get(ackCursorName), null);
   await log.write([['copy', cursor(1)]]);
   t.same(await readdir(dir), ['cursors.log']);
+});
+
+t.test('the memory cursor log keeps completed writes over a crash and loses the one in flight', async (t) => {
+  const log = new MemoryCursorLog();
+  await log.write([['ack', cursor(3)], ['copy', cursor(1, [5])]]);
+  await log.write([['copy', null]]);
+  t.same(values(log), { ack: [3, null] });
+  await t.rejects(log.write([['copy', cursor(-1)]]), /offset -1 invalid/);
+  const inFlight = log.write([['ack', cursor(9)]]);
+  const second = log.write([['ack', cursor(10)]]);
+  const after = log.crash();
+  await t.rejects(second, /one cursor log write at a time/);
+  await inFlight;
+  t.same(values(after), { ack: [3, null] }, 'the write in flight at the crash is lost');
+  await t.rejects(log.write([['ack', cursor(11)]]), /closed/);
+  await after.write([['ack', cursor(9)]]);
+  t.same(values(after), { ack: [9, null] });
 });
