@@ -2,7 +2,7 @@
 // cursor log (cursor_log.ts), which also reads the acks.log a directory written before cursor logs holds. Runs on
 // the partition worker thread that owns the partition; partition_worker.ts opens it, partition_read_path.ts writes
 // it. Lifecycle: open (recovery), then one write at a time, then close.
-import { ackCursorDecode, ackCursorEncode, ackCursorName, CursorLog } from './cursor_log.js';
+import { ackCursorDecode, ackCursorEncode, ackCursorName, CursorLog, type CursorStore } from './cursor_log.js';
 import type { AckState } from './lease_table.js';
 
 /** The lowest unacked offset and the offsets acked above it, strictly ascending (the lease table's shape). */
@@ -11,15 +11,19 @@ export type { AckState };
 export class AckLog {
   private constructor(
     /** The partition's cursor log: other cursors of the partition are written through it too. */
-    readonly cursors: CursorLog,
+    readonly cursors: CursorStore,
   ) {}
 
   /** Opens the partition's cursor log (the directory may not exist yet) and returns the ack state it holds, or
    *  null when it holds none. */
   static async open(partitionDir: string, opts: { bytesMax?: number } = {}): Promise<{ log: AckLog; state: AckState | null }> {
-    const cursors = await CursorLog.open(partitionDir, opts);
+    return AckLog.over(await CursorLog.open(partitionDir, opts), partitionDir);
+  }
+
+  /** The ack state kept in cursors (a memory cursor log in the simulation); where names them in errors. */
+  static over(cursors: CursorStore, where: string): { log: AckLog; state: AckState | null } {
     const cursor = cursors.get(ackCursorName);
-    const state = cursor === null ? null : ackCursorDecode(cursor, `${partitionDir} cursor ${ackCursorName}`);
+    const state = cursor === null ? null : ackCursorDecode(cursor, `${where} cursor ${ackCursorName}`);
     return { log: new AckLog(cursors), state };
   }
 

@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { Packr } from 'msgpackr';
 import { encodeFrame } from '../../src/util/frame.js';
 import { AckLog, type AckState } from '../../workers/ack_log.js';
+import { MemoryCursorLog } from '../../workers/cursor_log.js';
 
 /** A partition directory that does not exist yet, as for a partition with no records. */
 async function tempPartitionDir(t: Test): Promise<string> {
@@ -74,4 +75,12 @@ t.test('a directory written by the ack log before cursor logs restores its ack s
   await log.close();
   t.same(await readdir(dir), ['cursors.log'], 'the first write migrated acks.log');
   t.same((await reopen(t, dir)).state, snapshot(9));
+});
+
+t.test('over a memory cursor log, the ack state survives a crash as written', async (t) => {
+  const cursors = new MemoryCursorLog();
+  const { log, state } = AckLog.over(cursors, 'memory');
+  t.equal(state, null);
+  await log.write(snapshot(4));
+  t.same(AckLog.over(cursors.crash(), 'memory').state, snapshot(4));
 });
