@@ -1,12 +1,12 @@
 // The shell around one partition's pure PartitionActor (runs on its partition worker thread): it feeds the
 // actor commands with the clock, performs its effects (one lease-expiry timer, ack-state persistence to the
-// partition's AckLog in the background, 'available' counts for long-poll waiters) and reads leased records from
-// the segment log. Built by the worker the first time the partition is committed to, consumed or settled;
+// partition's cursor log, as its "ack" cursor, in the background, 'available' counts for long-poll waiters) and
+// reads leased records from the segment store. Built by the worker the first time the partition is committed to, consumed or settled;
 // closed when the partition's topic is deleted or the worker shuts down.
 import { randomBytes } from 'node:crypto';
 import { AckLog, type AckState } from './ack_log.js';
 import { PartitionActor, type ActorConfig, type HeldLease, type Lease, type PartitionCommand, type PartitionEffect, type SettleMode, type SettleStatus } from './partition_actor.js';
-import type { PartitionLog } from './segment_log.js';
+import type { SegmentStore } from './segment_store.js';
 
 export interface ReadPathHooks {
   /** Messages became deliverable: the worker tells the front, which wakes waiters. */
@@ -46,7 +46,7 @@ export class PartitionReadPath {
   private closed = false;
 
   constructor(
-    private readonly log: PartitionLog,
+    private readonly log: SegmentStore,
     private ackLog: AckLog | null,
     restored: AckState | null,
     config: ActorConfig,
@@ -100,7 +100,7 @@ export class PartitionReadPath {
   }
 
   /** The leased records: a consumer that keeps up gets them from the log's in-memory tail, without a file read. */
-  readMany(offsets: readonly number[]): ReturnType<PartitionLog['readMany']> {
+  readMany(offsets: readonly number[]): ReturnType<SegmentStore['readMany']> {
     return this.log.readMany(offsets, { fromTail: true });
   }
 

@@ -1,5 +1,7 @@
-// One partition's log on disk: segments <baseOffset>.log (frames [u32 len][u32 crc32][record]) and their
-// dense .idx (segment_index.ts), under the directory partition_dirs.ts names. Runs on the partition worker
+// One partition's log on disk, the file implementation of SegmentStore (segment_store.ts; memory_segment_store.ts is
+// the other): segments <baseOffset>.log (frames [u32 len][u32 crc32][record], segment_record.ts) and their dense .idx
+// (segment_index.ts), under the directory partition_dirs.ts names. Tests can fail its append, sync, roll and
+// recovery truncate through fault_points.ts. Runs on the partition worker
 // thread that owns the partition; only partition_worker.ts calls it. Lifecycle: open (recovery) or
 // createEmpty, then stage/flush/sync/read/retain in any order (one flush or retain at a time; a sync may run beside
 // a flush, and what would close its handle waits for it), then close or destroy. flush() writes and moves
@@ -16,37 +18,18 @@ import assert from 'node:assert/strict';
 import { open, readdir, readFile, rename, rm, unlink, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Packr } from 'msgpackr';
-import type { PayloadKind } from '../src/protocol/ingress_frame.js';
-import type { PartitionStatsView, StoredRecordView } from '../src/protocol/thread_messages.js';
-import { encodeFrame, frameBodyBytesMax, frameHeaderBytes, frameWhole, scanFrames, sealFrame } from '../src/util/frame.js';
-import { MsgpackReader, MsgpackShapeError } from '../src/protocol/msgpack_reader.js';
-import { arrayHeaderBytes, binBytes, MsgpackWriter, uintBytes } from '../src/protocol/msgpack_writer.js';
+import { encodeFrame, frameBodyBytesMax, frameHeaderBytes, scanFrames } from '../src/util/frame.js';
 import { parseSegmentFileName, segmentPath } from './partition_dirs.js';
 import { forgetSealedSegment, forgetSealedSegmentsOf, withSealedSegment } from './sealed_handles.js';
 import { indexEntryBytes, indexEntryRead, segmentPositionLimit, SegmentPositions } from './segment_index.js';
 import { dirCreateDurably, dirSync, readExact, readExactSync, writeAll, writeAllSync } from '../src/util/durable_fs.js';
 import { ZeroFill } from '../src/util/zero_fill.js';
 import { Staging, type StagedFrames } from './staging.js';
+import { faultPointHit, faultPointsArmed } from './fault_points.js';
+import { recordDecode, recordFieldsAssert, recordFrameBytesMax, recordFrameWrite, recordFromFrameAt } from './segment_record.js';
+import type { IngressPosition, PartitionLogStats, SegmentReadResult, SegmentStore, StoredRecord } from './segment_store.js';
 
-/** A record as answered (StoredRecordView) plus where it came from: ingress sequence of its frame and its position
- *  in that frame, which together identify a replayed record. */
-export interface StoredRecord extends StoredRecordView {
-  ingressSeq: number;
-  ingressIndex: number;
-}
-
-/** The partition statistics of spec §2 but the index, which the worker adds. sizeBytes counts the bytes of the
- *  records' frames in the .log files and of their .idx entries: the logical size, which is what the files hold once
- *  sealed or closed. The active .log also holds zeros ahead of its end while open (zeroFill*), not counted. */
-export type PartitionLogStats = Omit<PartitionStatsView, 'index'>;
-
-export interface IngressPosition {
-  seq: number;
-  index: number;
-}
-
-// Positional like the ingress frame: smaller and faster to pack than a map with repeated keys.
-type WireRecord = [number, number, Uint8Array | null, Uint8Array, PayloadKind, number, number];
+export type { IngressPosition, PartitionLogStats, StoredRecord } from './segment_store.js';
 
 const packr = new Packr({ useRecords: false, moreTypes: false });
 
@@ -110,7 +93,8 @@ interface TailChunk {
   bytes: Uint8Array;
 }
 
-export class PartitionLog {
+/** The file implementation of SegmentStore. */
+export class PartitionLog implements SegmentStore {
   private segments: Segment[] = [];
   private active: ActiveFiles | null = null;
   /** See tailChunkBytesMax; null when the last chunk was bigger, or after a roll. */
@@ -215,32 +199,16 @@ export class PartitionLog {
   stage(r: Omit<StoredRecord, 'offset'>): number {
     // Checked per record on the hot path: the messages are built only when a check fails.
     if (this.closed) assert.fail('stage on a closed partition log');
-    if (!(Number.isSafeInteger(r.timestampSec) && r.timestampSec >= 0)) assert.fail(`timestampSec ${r.timestampSec} invalid`);
-    if (!(r.payloadKind === 0 || r.payloadKind === 1 || r.payloadKind === 2)) assert.fail(`payloadKind ${r.payloadKind}`);
-    if (!Number.isSafeInteger(r.ingressSeq)) assert.fail(`ingressSeq ${r.ingressSeq}`);
-    if (!(Number.isSafeInteger(r.ingressIndex) && r.ingressIndex >= 0)) assert.fail(`ingressIndex ${r.ingressIndex}`);
+    recordFieldsAssert(r);
     if (this.holdsIngress(r.ingressSeq, r.ingressIndex)) {
       assert.fail(`ingress (${r.ingressSeq}, ${r.ingressIndex}) is not after (${this.lastIngressValue?.seq}, ${this.lastIngressValue?.index})`);
     }
     const offset = this.nextOffsetValue;
-    // The body [offset, timestampSec, key, payload, payloadKind, ingressSeq, ingressIndex] is written as
-    // MessagePack in place (msgpack_writer.ts), saving an encode and a copy per record; recordDecode reads it.
-    const bodyBytesMax = arrayHeaderBytes(7) + uintBytes(offset) + uintBytes(r.timestampSec) + binBytes(r.key) +
-      binBytes(r.payload) + 1 + uintBytes(r.ingressSeq) + uintBytes(r.ingressIndex);
-    if (bodyBytesMax > frameBodyBytesMax) assert.fail(`record of ${bodyBytesMax} bytes would read back as torn`);
+    // The frame is written in place into the staging block (segment_record.ts), saving an encode and a copy per record.
     const staging = this.staging;
-    staging.reserve(frameHeaderBytes + bodyBytesMax);
+    staging.reserve(recordFrameBytesMax(offset, r));
     const at = staging.at;
-    const writer = new MsgpackWriter(staging.target, at + frameHeaderBytes);
-    writer.arrayHeader(7);
-    writer.uint(offset);
-    writer.uint(r.timestampSec);
-    writer.bin(r.key);
-    writer.bin(r.payload);
-    writer.uint(r.payloadKind);
-    writer.uint(r.ingressSeq);
-    writer.uint(r.ingressIndex);
-    staging.commit(sealFrame(staging.target, at, writer.at - at - frameHeaderBytes, staging.words), r.timestampSec);
+    staging.commit(recordFrameWrite(staging.target, at, offset, r, staging.words), r.timestampSec);
     this.nextOffsetValue = offset + 1;
     this.lastIngressValue = { seq: r.ingressSeq, index: r.ingressIndex };
     return offset;
@@ -283,6 +251,7 @@ export class PartitionLog {
     if (this.closed || !this.unsynced) return;
     const highWatermark = this.highWatermarkValue;
     const lastIngress = this.writtenLastIngress;
+    if (faultPointsArmed) faultPointHit('sync', this.dir);
     // Sealed segments were synced by their roll: only the active one can hold unsynced records.
     const run = this.active?.log.datasync() ?? Promise.resolve();
     this.syncRun = run.then(nothing, nothing).finally(() => (this.syncRun = null));
@@ -311,9 +280,9 @@ export class PartitionLog {
    * runs of new offsets): answers in the order asked. Records are views into one buffer per run, so the caller can
    * transfer each run's buffer once instead of copying every payload.
    */
-  async readMany(offsets: readonly number[], opts: { fromTail?: boolean } = {}): Promise<(StoredRecord | 'past_end' | 'aged_out')[]> {
+  async readMany(offsets: readonly number[], opts: { fromTail?: boolean } = {}): Promise<SegmentReadResult[]> {
     assert(!this.closed, 'read on a closed partition log');
-    const results: (StoredRecord | 'past_end' | 'aged_out')[] = new Array(offsets.length);
+    const results: SegmentReadResult[] = new Array(offsets.length);
     const runs: { at: number; count: number }[] = [];
     for (let i = 0; i < offsets.length; i++) {
       const offset = offsets[i]!;
@@ -370,8 +339,10 @@ export class PartitionLog {
     }
     const base = frameStarts[0]!;
     const records: StoredRecord[] = new Array(count);
-    for (let i = 0; i < count; i++) {
-      records[i] = recordFromFrameAt(bytes, frameStarts[i]! - base, frameStarts[i + 1]! - base, first + i, this.dir, segment.baseOffset);
+    try {
+      for (let i = 0; i < count; i++) records[i] = recordFromFrameAt(bytes, frameStarts[i]! - base, frameStarts[i + 1]! - base, first + i);
+    } catch (err) {
+      throw new Error(`${segmentPath(this.dir, segment.baseOffset, 'log')}: ${(err as Error).message}`);
     }
     return records;
   }
@@ -551,6 +522,7 @@ export class PartitionLog {
     // microseconds where a thread-pool round trip takes two thread wake-ups (the tail of a long-poll wake-up). The
     // .idx entries wait for the roll or clean close (activeIdxComplete).
     const chunkEnd = chunkStart + chunkBytes;
+    if (faultPointsArmed) faultPointHit('append', segmentPath(this.dir, segment.baseOffset, 'log'));
     staged.writeRun(files.log.fd, chunkStart, chunkEnd, segment.logBytes);
     this.tail = chunkBytes <= tailChunkBytesMax
       ? { firstOffset: segment.baseOffset + segment.recordCount, count: to - from, logStart: segment.logBytes,
@@ -583,6 +555,7 @@ export class PartitionLog {
   private async segmentRoll(baseOffset: number): Promise<void> {
     await this.withoutSync(async () => {
       const files = this.active!;
+      if (faultPointsArmed) faultPointHit('roll', segmentPath(this.dir, baseOffset, 'log'));
       // Before anything can take the segment for sealed: sealed reads go through the .idx.
       this.activeIdxComplete();
       // Only the active segment may hold unsynced records (sync() relies on it), and open() trusts a sealed segment's
@@ -638,6 +611,7 @@ export class PartitionLog {
       last = record;
     });
     if (validBytes < fileBytes) {
+      if (faultPointsArmed) faultPointHit('truncate', segmentPath(this.dir, baseOffset, 'log'));
       await log.truncate(validBytes);
       await log.datasync();
     }
@@ -865,54 +839,4 @@ async function logScanLargeFrame(log: FileHandle, at: number, fileBytes: number,
   const frame = await readExact(log, at, bytes);
   const scan = scanFrames(frame, frameBodyBytesMax);
   return scan.validBytes === bytes ? scan.bodies[0]! : null;
-}
-
-/** Checks the frame at bytes[start..end) of a run read for offset (length, crc, then the offset inside): the read
- *  half of the paired check, with no view or scan per record on the consume path. */
-function recordFromFrameAt(bytes: Uint8Array, start: number, end: number, offset: number, dir: string, baseOffset: number): StoredRecord {
-  if (!frameWhole(bytes, start, end)) {
-    throw new Error(`${segmentPath(dir, baseOffset, 'log')}: frame of offset ${offset} fails its length or crc check`);
-  }
-  const record = recordDecodeAt(bytes, start + frameHeaderBytes, end);
-  if (record.offset !== offset) throw new Error(`${segmentPath(dir, baseOffset, 'log')}: frame read for offset ${offset} holds offset ${record.offset}`);
-  return record;
-}
-
-/** The record body at bytes[start..end), read in place (key and payload are views); msgpackr decodes any shape
- *  the hand reader does not take. */
-function recordDecodeAt(bytes: Uint8Array, start: number, end: number): StoredRecord {
-  try {
-    const reader = new MsgpackReader(bytes, start, end);
-    if (reader.arrayHeader() !== 7) throw new MsgpackShapeError('segment record: not 7 fields');
-    const offset = reader.uint();
-    const timestampSec = reader.uint();
-    const key = reader.binOrNil();
-    const payload = reader.binOrNil();
-    const payloadKind = reader.uint();
-    const ingressSeq = reader.uint();
-    const ingressIndex = reader.uint();
-    if (payload === null || !reader.done || !(payloadKind === 0 || payloadKind === 1 || payloadKind === 2)) {
-      throw new Error('segment record: malformed fields');
-    }
-    return { offset, timestampSec, key, payload, payloadKind, ingressSeq, ingressIndex };
-  } catch (err) {
-    if (!(err instanceof MsgpackShapeError)) throw err;
-    return recordDecode(bytes.subarray(start, end));
-  }
-}
-
-function recordDecode(body: Uint8Array): StoredRecord {
-  const wire = packr.unpack(body) as unknown;
-  if (!Array.isArray(wire) || wire.length !== 7) throw new Error('segment record: malformed body');
-  const [offset, timestampSec, key, payload, payloadKind, ingressSeq, ingressIndex] = wire as WireRecord;
-  const wellFormed =
-    Number.isSafeInteger(offset) &&
-    Number.isSafeInteger(timestampSec) &&
-    (key === null || key instanceof Uint8Array) &&
-    payload instanceof Uint8Array &&
-    (payloadKind === 0 || payloadKind === 1 || payloadKind === 2) &&
-    Number.isSafeInteger(ingressSeq) &&
-    Number.isSafeInteger(ingressIndex);
-  if (!wellFormed) throw new Error('segment record: malformed fields');
-  return { offset, timestampSec, key, payload, payloadKind, ingressSeq, ingressIndex };
 }

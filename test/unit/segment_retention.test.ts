@@ -231,22 +231,6 @@ t.test('a crash partway through deleting every segment reopens on the segments l
   t.same(await log.retain(1_000), { oldestOffset: 5, deletedSegments: 1 });
 });
 
-t.test('retain and flush never overlap', async (t) => {
-  const dir = await tempDir(t);
-  const log = await logWith(t, dir, [100, 101, 102]);
-  log.stage(record(3, 103));
-  const flushing = log.flush();
-  await t.rejects(log.retain(1_000), /retain during a flush/);
-  await flushing;
-  const retaining = log.retain(102);
-  log.stage(record(4, 104));
-  await t.rejects(log.flush(), /flush during a retain/);
-  await t.rejects(log.retain(102), /one retain at a time/);
-  t.same(await retaining, { oldestOffset: 2, deletedSegments: 1 });
-  await log.flush();
-  await expectReadable(t, log, 4, 104);
-});
-
 t.test('reads racing a retain answer a record or aged_out, never an error', async (t) => {
   const dir = await tempDir(t);
   const timestampsSec = Array.from({ length: 20 }, (_, i) => 100 + i);

@@ -1,0 +1,235 @@
+// Goal: both SegmentStore implementations (file: PartitionLog, memory: MemorySegmentStore) keep the same semantics:
+// offsets, high watermark after flush, synced against written, rolls at segmentBytesMax, retention of whole
+// segments by timestamp, holdsIngress and lastIngress over a restart and a crash, readMany, stats.
+// Method: NATS's testAllStoreAllPermutations: one suite, run by segment_store_file.test.ts and
+// segment_store_memory.test.ts with a factory each; the records are the fixtures' test stream, and sizes are
+// checked against the record codec's frame sizes, which both stores must keep.
+import type { Test } from 'tap';
+import { recordFrameBytesMax } from '../../workers/segment_record.js';
+import type { SegmentStore, StoredRecord } from '../../workers/segment_store.js';
+import { partitionRecord, segmentBytesSmall } from '../helpers/segment_log_fixtures.js';
+
+export interface StoreFactory {
+  /** A new empty store of a partition of its own, closed at the test's end. */
+  create(t: Test, segmentBytesMax: number): Promise<SegmentStore>;
+  /** Closes the store cleanly and opens what it left, as a restart does. */
+  restart(t: Test, store: SegmentStore): Promise<SegmentStore>;
+  /** The process dies now: the store a restart finds. It keeps at least what was synced and at most what was
+   *  written (the memory store keeps exactly the synced part; the file store's copy keeps the page cache). */
+  crash(t: Test, store: SegmentStore): Promise<SegmentStore>;
+}
+
+function record(i: number, timestampSec?: number, payloadBytes = 40): Omit<StoredRecord, 'offset'> {
+  return partitionRecord(i, timestampSec, payloadBytes);
+}
+
+/** The bytes stats() counts for records [0, count) of the test stream stored at offsets [0, count). */
+function streamBytes(count: number): number {
+  let bytes = 0;
+  for (let i = 0; i < count; i++) bytes += recordFrameBytesMax(i, record(i)) + 4;
+  return bytes;
+}
+
+async function expectRecord(t: Test, store: SegmentStore, offset: number, i: number, timestampSec?: number): Promise<void> {
+  const got = await store.read(offset);
+  if (typeof got === 'string') throw new Error(`offset ${offset}: ${got}`);
+  const want = record(i, timestampSec);
+  t.equal(got.offset, offset);
+  t.equal(got.timestampSec, want.timestampSec, `timestamp of ${offset}`);
+  t.same(got.key === null ? null : [...got.key], want.key === null ? null : [...want.key], `key of ${offset}`);
+  t.same([...got.payload], [...want.payload], `payload of ${offset}`);
+  t.equal(got.ingressSeq, want.ingressSeq, `ingressSeq of ${offset}`);
+}
+
+async function storeWith(t: Test, factory: StoreFactory, timestampsSec: number[]): Promise<SegmentStore> {
+  const store = await factory.create(t, segmentBytesSmall);
+  timestampsSec.forEach((ts, i) => store.stage(record(i, ts)));
+  await store.flush();
+  return store;
+}
+
+/** Runs every case of the suite against the stores factory makes. */
+export function segmentStoreSuite(t: Test, factory: StoreFactory): void {
+  t.test('stage, flush and read round trip; stats count the frames and index entries', (t) => roundTrip(t, factory));
+  t.test('one flush at a time, and records staged during a flush wait for the next', (t) => flushOneAtATime(t, factory));
+  t.test('the high watermark moves at flush, the synced one at sync', (t) => syncedAgainstWritten(t, factory));
+  t.test('segments roll at segmentBytesMax and readMany crosses them in the order asked', (t) => rollAndReadMany(t, factory));
+  t.test('retain deletes whole old segments, oldest first; below them reads are aged_out', (t) => retention(t, factory));
+  t.test('deleting every segment keeps nextOffset and lastIngress over a restart', (t) => retentionOfAll(t, factory));
+  t.test('retain and flush never overlap', (t) => retainFlushExclusive(t, factory));
+  t.test('a restart restores offsets, lastIngress and holdsIngress', (t) => restart(t, factory));
+  t.test('a crash keeps what was synced; a replay stores the lost tail at the same offsets', (t) => crash(t, factory));
+}
+
+async function roundTrip(t: Test, factory: StoreFactory): Promise<void> {
+  const store = await factory.create(t, 1024 * 1024);
+  t.same(store.stats(), { segments: 0, oldestOffset: 0, nextOffset: 0, highWatermark: 0, sizeBytes: 0 });
+  t.equal(store.lastIngress, null);
+  for (let i = 0; i < 3; i++) t.equal(store.stage(record(i)), i);
+  t.equal(store.nextOffset, 3);
+  t.equal(store.highWatermark, 0, 'nothing is visible before the flush');
+  t.equal(await store.read(0), 'past_end');
+  await store.flush();
+  t.equal(store.highWatermark, 3);
+  for (let i = 0; i < 3; i++) await expectRecord(t, store, i, i);
+  t.equal(await store.read(3), 'past_end');
+  t.equal(await store.read(1000), 'past_end');
+  t.same(store.lastIngress, { seq: 102, index: 0 });
+  t.same(store.stats(), { segments: 1, oldestOffset: 0, nextOffset: 3, highWatermark: 3, sizeBytes: streamBytes(3), oldestSegmentAtSec: 1_700_000_000 });
+  t.throws(() => store.stage(record(2)), /ingress \(102, 0\) is not after \(102, 0\)/, 'a record already held is refused');
+}
+
+async function flushOneAtATime(t: Test, factory: StoreFactory): Promise<void> {
+  const store = await factory.create(t, 1024 * 1024);
+  store.stage(record(0));
+  const first = store.flush();
+  await t.rejects(store.flush(), /one flush at a time/);
+  store.stage(record(1));
+  await first;
+  t.equal(store.highWatermark, 1);
+  t.equal(store.nextOffset, 2);
+  await store.flush();
+  t.equal(store.highWatermark, 2);
+  await expectRecord(t, store, 1, 1);
+}
+
+async function syncedAgainstWritten(t: Test, factory: StoreFactory): Promise<void> {
+  const store = await factory.create(t, segmentBytesSmall);
+  store.stage(record(0));
+  t.notOk(store.unsynced, 'a staged record is not written');
+  await store.flush();
+  t.equal(store.highWatermark, 1, 'readable once written');
+  t.equal(store.syncedHighWatermark, 0, 'not synced by the flush');
+  t.ok(store.unsynced);
+  await expectRecord(t, store, 0, 0);
+  // Every other flush rolls while a sync is in flight: both end, and the sync covers what was written when it began.
+  for (let i = 1; i < 7; i++) {
+    store.stage(record(i));
+    const highWatermarkBefore = store.highWatermark;
+    const sync = store.sync();
+    await Promise.all([store.flush(), sync]);
+    t.ok(store.syncedHighWatermark >= highWatermarkBefore, `sync ${i} covers what was written when it began`);
+  }
+  await store.sync();
+  t.equal(store.syncedHighWatermark, 7);
+  t.notOk(store.unsynced);
+}
+
+async function rollAndReadMany(t: Test, factory: StoreFactory): Promise<void> {
+  const store = await factory.create(t, segmentBytesSmall);
+  for (let i = 0; i < 5; i++) store.stage(record(i));
+  await store.flush();
+  store.stage(record(5, undefined, 300));
+  store.stage(record(6));
+  await store.flush();
+  const stats = store.stats();
+  t.equal(stats.segments, 5, 'two small records per segment (0, 2, 4); the big one alone (5); then 6');
+  t.equal(stats.nextOffset, 7);
+  t.equal(stats.sizeBytes, streamBytes(7) - recordFrameBytesMax(5, record(5)) + recordFrameBytesMax(5, record(5, undefined, 300)));
+  const got = await store.readMany([6, 1, 2, 3, 9, 4, 5, 0], { fromTail: true });
+  t.same(got.map((r) => (typeof r === 'string' ? r : r.offset)), [6, 1, 2, 3, 'past_end', 4, 5, 0]);
+  t.same(got.map((r) => (typeof r === 'string' ? r : r.ingressSeq)), [106, 101, 102, 103, 'past_end', 104, 105, 100]);
+  const big = got[6];
+  t.equal(typeof big === 'object' ? big.payload.byteLength : 0, 300);
+}
+
+/** Segments 0:[100, 101] 2:[200, 500] 4:[300, 301] 6:[600] (active). */
+const mixedTimestampsSec = [100, 101, 200, 500, 300, 301, 600];
+
+async function retention(t: Test, factory: StoreFactory): Promise<void> {
+  const store = await storeWith(t, factory, mixedTimestampsSec);
+  t.equal(store.stats().segments, 4);
+  t.same(await store.retain(101), { oldestOffset: 0, deletedSegments: 0 }, 'a record at the cutoff is kept');
+  t.same(await store.retain(400), { oldestOffset: 2, deletedSegments: 1 }, 'segment 4 is old but 2 still holds a newer record');
+  t.equal(store.stats().segments, 3);
+  t.equal(store.stats().oldestSegmentAtSec, 200, 'the oldest kept segment starts at 200');
+  t.same(await store.readMany([0, 1, 7]), ['aged_out', 'aged_out', 'past_end']);
+  for (let offset = 2; offset < 7; offset++) await expectRecord(t, store, offset, offset, mixedTimestampsSec[offset]);
+  t.same(await store.retain(501), { oldestOffset: 6, deletedSegments: 2 }, 'the active segment holds 600, so it stays');
+  t.same(store.stats(), { segments: 1, oldestOffset: 6, nextOffset: 7, highWatermark: 7, sizeBytes: recordFrameBytesMax(6, record(6, 600)) + 4, oldestSegmentAtSec: 600 });
+  store.stage(record(7, 700));
+  await store.flush();
+  await expectRecord(t, store, 7, 7, 700);
+}
+
+async function retentionOfAll(t: Test, factory: StoreFactory): Promise<void> {
+  const store = await storeWith(t, factory, [100, 101, 102, 103, 104]);
+  t.same(await store.retain(105), { oldestOffset: 5, deletedSegments: 3 });
+  t.same(store.stats(), { segments: 0, oldestOffset: 5, nextOffset: 5, highWatermark: 5, sizeBytes: 0 }, 'no oldestSegmentAtSec');
+  t.notOk(store.unsynced, 'what the mark names was synced first');
+  t.same(await store.readMany([0, 4, 5]), ['aged_out', 'aged_out', 'past_end']);
+  t.same(await store.retain(1_000), { oldestOffset: 5, deletedSegments: 0 }, 'nothing left to delete');
+  const reopened = await factory.restart(t, store);
+  t.equal(reopened.nextOffset, 5);
+  t.equal(reopened.oldestOffset, 5);
+  t.same(reopened.lastIngress, { seq: 104, index: 0 });
+  t.ok(reopened.holdsIngress(104, 0));
+  t.notOk(reopened.holdsIngress(105, 0));
+  t.equal(reopened.stage(record(5, 900)), 5, 'the next record continues at nextOffset');
+  await reopened.flush();
+  await expectRecord(t, reopened, 5, 5, 900);
+  t.equal(reopened.stats().oldestSegmentAtSec, 900);
+}
+
+async function retainFlushExclusive(t: Test, factory: StoreFactory): Promise<void> {
+  const store = await storeWith(t, factory, [100, 101, 102]);
+  store.stage(record(3, 103));
+  const flushing = store.flush();
+  await t.rejects(store.retain(1_000), /retain during a flush/);
+  await flushing;
+  const retaining = store.retain(102);
+  store.stage(record(4, 104));
+  // Both asked before the retain can end, however fast the store is.
+  const flushRefused = store.flush();
+  const retainRefused = store.retain(102);
+  await t.rejects(flushRefused, /flush during a retain/);
+  await t.rejects(retainRefused, /one retain at a time/);
+  t.same(await retaining, { oldestOffset: 2, deletedSegments: 1 });
+  await store.flush();
+  await expectRecord(t, store, 4, 4, 104);
+}
+
+async function restart(t: Test, factory: StoreFactory): Promise<void> {
+  const store = await factory.create(t, segmentBytesSmall);
+  for (let i = 0; i < 5; i++) store.stage(record(i));
+  await store.flush();
+  store.stage(record(5));
+  const reopened = await factory.restart(t, store);
+  t.equal(reopened.nextOffset, 5, 'a record staged but not flushed is gone');
+  t.equal(reopened.highWatermark, 5);
+  t.equal(reopened.syncedHighWatermark, 5, 'what a restart finds counts as synced');
+  t.equal(reopened.oldestOffset, 0);
+  t.same(reopened.lastIngress, { seq: 104, index: 0 });
+  t.ok(reopened.holdsIngress(104, 0));
+  t.ok(reopened.holdsIngress(103, 7), 'any index of an earlier ingress frame');
+  t.notOk(reopened.holdsIngress(104, 1));
+  t.notOk(reopened.holdsIngress(105, 0));
+  t.same(reopened.stats(), { segments: 3, oldestOffset: 0, nextOffset: 5, highWatermark: 5, sizeBytes: streamBytes(5), oldestSegmentAtSec: 1_700_000_000 });
+  for (let i = 0; i < 5; i++) await expectRecord(t, reopened, i, i);
+  t.equal(reopened.stage(record(5)), 5);
+  await reopened.flush();
+  await expectRecord(t, reopened, 5, 5);
+}
+
+async function crash(t: Test, factory: StoreFactory): Promise<void> {
+  const store = await factory.create(t, segmentBytesSmall);
+  for (let i = 0; i < 3; i++) store.stage(record(i));
+  await store.flush();
+  await store.sync();
+  for (let i = 3; i < 6; i++) store.stage(record(i));
+  await store.flush();
+  store.stage(record(6));
+  t.equal(store.syncedHighWatermark, 3);
+  t.equal(store.highWatermark, 6);
+  const after = await factory.crash(t, store);
+  const kept = after.highWatermark;
+  t.ok(kept >= 3 && kept <= 6, `kept ${kept}: at least the synced records, at most the written ones`);
+  t.equal(after.nextOffset, kept);
+  t.equal(after.syncedHighWatermark, kept);
+  t.same(after.lastIngress, { seq: 100 + kept - 1, index: 0 });
+  for (let i = 0; i < 7; i++) t.equal(after.holdsIngress(100 + i, 0), i < kept, `holdsIngress of record ${i}`);
+  // The ingress log hands the lost records over again, in order: they get the offsets they had.
+  for (let i = kept; i < 7; i++) t.equal(after.stage(record(i)), i);
+  await after.flush();
+  for (let i = 0; i < 7; i++) await expectRecord(t, after, i, i);
+}

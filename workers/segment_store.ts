@@ -1,0 +1,71 @@
+// The segment store of one partition: what the partition worker and the read path may ask of a partition's records,
+// with two implementations (NATS server's StreamStore: filestore and memstore): PartitionLog (segment_log.ts, files)
+// and MemorySegmentStore (memory_segment_store.ts, for simulations). Runs on the partition worker thread that owns
+// the partition. Both keep the same offsets, high watermark, segment rolls and retention, so one test suite
+// (test/unit/segment_store.suite.ts) holds for both.
+import type { PartitionStatsView, StoredRecordView } from '../src/protocol/thread_messages.js';
+
+/** A record as answered (StoredRecordView) plus where it came from: ingress sequence of its frame and its position
+ *  in that frame, which together identify a replayed record. */
+export interface StoredRecord extends StoredRecordView {
+  ingressSeq: number;
+  ingressIndex: number;
+}
+
+/** The partition statistics of spec §2 but the index, which the worker adds. sizeBytes counts the bytes of the
+ *  records' frames and of their index entries: the logical size, which is what the files hold once sealed or closed
+ *  (the memory store counts the same bytes). */
+export type PartitionLogStats = Omit<PartitionStatsView, 'index'>;
+
+export interface IngressPosition {
+  seq: number;
+  index: number;
+}
+
+/** What a read of one offset answers: the record, or why there is none (at or past highWatermark, or below
+ *  oldestOffset, which retention removed). */
+export type SegmentReadResult = StoredRecord | 'past_end' | 'aged_out';
+
+/**
+ * Lifecycle: open (recovery) or create empty, then stage/flush/sync/read/retain in any order (one flush or retain at
+ * a time; a sync may run beside a flush), then close or destroy. Offsets below highWatermark never change meaning.
+ * Invariant after every call: oldestOffset <= highWatermark <= nextOffset, syncedHighWatermark <= highWatermark.
+ */
+export interface SegmentStore {
+  /** The partition directory: the file store's files, and where the partition's cursor log lives. */
+  readonly dir: string;
+  /** A segment rolls before a frame that would take it past this many bytes; a bigger frame goes alone. */
+  readonly segmentBytesMax: number;
+  /** The offset the next staged record gets; leads highWatermark while records are staged or flushing. */
+  readonly nextOffset: number;
+  /** One past the last written offset: what readers may see. */
+  readonly highWatermark: number;
+  /** One past the last synced offset; at most highWatermark. */
+  readonly syncedHighWatermark: number;
+  /** Whether written records wait for a sync. */
+  readonly unsynced: boolean;
+  /** The first kept offset; with no segment, highWatermark. */
+  readonly oldestOffset: number;
+  /** (seq, index) of the last staged or stored record, or null. */
+  readonly lastIngress: IngressPosition | null;
+  /** Whether the record at (seq, index) of the ingress log is already staged or stored here (records arrive in
+   *  ingress order). Asked per dispatched record: allocates nothing. */
+  holdsIngress(seq: number, index: number): boolean;
+  /** Assigns the next offset and buffers the record; no I/O. */
+  stage(r: Omit<StoredRecord, 'offset'>): number;
+  /** Writes everything staged (rolling segments as needed), then advances highWatermark. One at a time. */
+  flush(): Promise<void>;
+  /** Makes durable what flush wrote by the time of the call: afterwards syncedHighWatermark is at least the
+   *  highWatermark of the call. */
+  sync(): Promise<void>;
+  read(offset: number): Promise<SegmentReadResult>;
+  /** Answers in the order asked; fromTail lets records just flushed come from memory. */
+  readMany(offsets: readonly number[], opts?: { fromTail?: boolean }): Promise<SegmentReadResult[]>;
+  /** Spec §1.12: deletes, oldest first, every segment whose newest record is older than cutoffSec. */
+  retain(cutoffSec: number): Promise<{ oldestOffset: number; deletedSegments: number }>;
+  stats(): PartitionLogStats;
+  /** Syncs, then closes; records still staged are dropped. */
+  close(): Promise<void>;
+  /** Closes and removes every record (topic deleted). */
+  destroy(): Promise<void>;
+}
