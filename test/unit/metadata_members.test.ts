@@ -23,7 +23,7 @@ function withMembers(...ids: number[]): MetadataState {
   const state = emptyMetadataState();
   for (const id of ids) {
     const result = applyCommand(state, { type: 'member.add', member: member(id) });
-    if (!result.ok) throw new Error(`setup: ${result.error}`);
+    if (!result.ok) throw new Error(`setup: ${JSON.stringify(result.refusal)}`);
   }
   return state;
 }

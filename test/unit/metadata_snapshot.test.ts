@@ -45,7 +45,7 @@ function build(order: MetadataCommand[]): MetadataState {
   const state = emptyMetadataState();
   for (const command of order) {
     const result = applyCommand(state, structuredClone(command));
-    if (!result.ok) throw new Error(`setup: ${result.error}`);
+    if (!result.ok) throw new Error(`setup: ${JSON.stringify(result.refusal)}`);
   }
   return state;
 }

@@ -44,7 +44,7 @@ function seeded(): MetadataState {
     { type: 'topic.create', topic: topic('orders.ccc') },
   ] satisfies MetadataCommand[]) {
     const result = apply(state, command);
-    if (!result.ok) throw new Error(`setup: ${result.error}`);
+    if (!result.ok) throw new Error(`setup: ${JSON.stringify(result.refusal)}`);
   }
   return state;
 }

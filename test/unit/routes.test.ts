@@ -1,9 +1,9 @@
 // Goal: the route table answers found / 405 with the allowed methods / 404 as spec §4 and §7 need.
 // Method: a small table like the node's; pure, no server.
 import t from 'tap';
-import { RouteTable } from '../../src/front/routes.js';
+import { RouteTable } from '../../src/front/route_table.js';
 
-const table = new RouteTable<string>([
+const table = new RouteTable<{ method: string; pattern: string; handler: string }>([
   { method: 'POST', pattern: '/v1/topics', handler: 'create' },
   { method: 'GET', pattern: '/v1/topics', handler: 'list' },
   { method: 'GET', pattern: '/v1/topics/{topic}', handler: 'get' },

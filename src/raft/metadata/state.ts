@@ -2,6 +2,7 @@
 // Pure: no I/O, no clock, no randomness. Every id and timestamp arrives inside the command, so the
 // metadata thread, the front thread and every partition worker reach the same state from the same log.
 // Runs on: the metadata thread (authoritative) and, as read-only replicas, the front thread and workers.
+import type { MetadataRefusal } from '../../errors.js';
 
 /** One topic as the metadata keeps it (spec §2 Topic; wire names are produced in src/front/topic_view.ts). */
 export interface TopicRecord {
@@ -107,7 +108,8 @@ export type ApplyResult =
   /** user: the user after a user.grants or user.password (a copy). */
   /** member: the member after a member.add (a copy). */
   | { ok: true; topic?: TopicRecord; deletedTopicId?: string; user?: UserRecord; member?: MemberRecord }
-  | { ok: false; status: number; error: string };
+  /** refusal: a catalog id and its arguments (src/errors.ts); the front answers its status and text. */
+  | { ok: false; refusal: MetadataRefusal };
 
 export function emptyMetadataState(): MetadataState {
   return { topics: new Map(), topicNamesLower: new Map(), users: new Map(), credentialVersionLast: 0, members: new Map() };
@@ -154,8 +156,8 @@ function applyTopicCreate(state: MetadataState, topic: TopicRecord): ApplyResult
   const existing = state.topicNamesLower.get(topic.name.toLowerCase());
   if (existing !== undefined) {
     // Spec §4 POST /v1/topics: a name differing only by case names the existing topic.
-    const error = existing === topic.name ? `topic ${existing} already exists` : `topic name conflicts with existing topic ${existing} (names are unique ignoring letter case)`;
-    return { ok: false, status: 409, error };
+    const refusal: MetadataRefusal = existing === topic.name ? { id: 'topicExists', args: [existing] } : { id: 'topicNameConflict', args: [existing] };
+    return { ok: false, refusal };
   }
   const gone = ownerNotMember(state, topic.owners);
   if (gone !== undefined) return gone;
@@ -167,20 +169,20 @@ function applyTopicCreate(state: MetadataState, topic: TopicRecord): ApplyResult
 
 function applyTopicUpdate(state: MetadataState, name: string, id: string, changes: TopicChanges): ApplyResult {
   const topic = state.topics.get(name);
-  if (topic === undefined || topic.id !== id) return { ok: false, status: 404, error: `topic ${name} not found` };
+  if (topic === undefined || topic.id !== id) return { ok: false, refusal: { id: 'topicNotFound', args: [name] } };
   if (changes.retentionMs !== undefined) topic.retentionMs = changes.retentionMs;
   if (changes.maxInFlightPerPartition !== undefined) topic.maxInFlightPerPartition = changes.maxInFlightPerPartition;
   if (changes.maxAckedAheadPerPartition !== undefined) topic.maxAckedAheadPerPartition = changes.maxAckedAheadPerPartition;
   if (changes.partitions !== undefined) {
     // Checked here, not only at the front: another PATCH may have grown the topic in between.
     if (changes.partitions <= topic.partitions) {
-      return { ok: false, status: 400, error: `partitions: must be larger than the current count ${topic.partitions}` };
+      return { ok: false, refusal: { id: 'partitionsNotGrown', args: [topic.partitions] } };
     }
     const added = changes.partitions - topic.partitions;
     if (changes.newOwners === undefined) {
       // The leader placed from a state that did not hold this topic yet (a new leader still applying its
       // predecessor's entries). Refused on every replica alike, never a crash: the client retries.
-      return { ok: false, status: 503, error: `partitions: owners of the new partitions of topic ${name} were not placed; retry` };
+      return { ok: false, refusal: { id: 'partitionsNotPlaced', args: [name] } };
     }
     // Placed from a state at most as grown as this one, so newOwners covers at least the partitions still missing.
     assertOwners(changes.newOwners, changes.newOwners.length, `topic.update ${name}`);
@@ -210,7 +212,7 @@ function assertOwners(owners: readonly number[] | undefined, count: number, what
  *  replay). member.forget refuses a member that owns partitions, so owners already stored stay members. */
 function ownerNotMember(state: MetadataState, owners: readonly number[]): ApplyResult | undefined {
   for (const owner of owners) {
-    if (!state.members.has(owner)) return { ok: false, status: 503, error: `partition owner ${owner} is not a cluster member; retry` };
+    if (!state.members.has(owner)) return { ok: false, refusal: { id: 'ownerNotMember', args: [owner] } };
   }
   return undefined;
 }
@@ -233,23 +235,23 @@ function applyMemberAdd(state: MetadataState, member: MemberRecord): ApplyResult
 }
 
 function applyMemberForget(state: MetadataState, id: number): ApplyResult {
-  if (!state.members.has(id)) return { ok: false, status: 404, error: `member ${id} not found` };
+  if (!state.members.has(id)) return { ok: false, refusal: { id: 'memberNotFound', args: [id] } };
   const owned = partitionsOwnedBy(state, id);
-  if (owned > 0) return { ok: false, status: 409, error: `member ${id} owns ${owned} partitions` };
+  if (owned > 0) return { ok: false, refusal: { id: 'memberOwnsPartitions', args: [id, owned] } };
   state.members.delete(id);
   return { ok: true };
 }
 
 function applyTopicDelete(state: MetadataState, name: string, id: string): ApplyResult {
   const topic = state.topics.get(name);
-  if (topic === undefined || topic.id !== id) return { ok: false, status: 404, error: `topic ${name} not found` };
+  if (topic === undefined || topic.id !== id) return { ok: false, refusal: { id: 'topicNotFound', args: [name] } };
   state.topics.delete(name);
   state.topicNamesLower.delete(name.toLowerCase());
   return { ok: true, deletedTopicId: topic.id };
 }
 
 function applyUserCreate(state: MetadataState, user: UserRecord): ApplyResult {
-  if (state.users.has(user.username)) return { ok: false, status: 409, error: `user ${user.username} already exists` };
+  if (state.users.has(user.username)) return { ok: false, refusal: { id: 'userExists', args: [user.username] } };
   state.credentialVersionLast += 1;
   state.users.set(user.username, { ...user, grants: copyGrants(user.grants), credentialVersion: state.credentialVersionLast });
   return { ok: true };
@@ -259,7 +261,7 @@ function applyUserDelete(state: MetadataState, username: string): ApplyResult {
   const user = state.users.get(username);
   if (user === undefined) return userNotFound(username);
   // Also refused by the front; checked here too so no path through the log can remove the root admin.
-  if (user.root) return { ok: false, status: 403, error: 'the root admin cannot be deleted' };
+  if (user.root) return { ok: false, refusal: { id: 'rootNotDeletable', args: [] } };
   state.users.delete(username);
   // Spec §5 (v3.1.0): a user created later under this name must not own these topics.
   for (const topic of state.topics.values()) {
@@ -271,7 +273,7 @@ function applyUserDelete(state: MetadataState, username: string): ApplyResult {
 function applyUserGrants(state: MetadataState, username: string, grants: Grant[], updatedAtMs: number): ApplyResult {
   const user = state.users.get(username);
   if (user === undefined) return userNotFound(username);
-  if (user.root) return { ok: false, status: 403, error: "the root admin's grants cannot change" };
+  if (user.root) return { ok: false, refusal: { id: 'rootGrantsFixed', args: [] } };
   user.grants = copyGrants(grants);
   user.updatedAtMs = updatedAtMs;
   return { ok: true, user: { ...user, grants: copyGrants(user.grants) } };
@@ -288,7 +290,7 @@ function applyUserPassword(state: MetadataState, username: string, passwordHash:
 }
 
 function userNotFound(username: string): ApplyResult {
-  return { ok: false, status: 404, error: `user ${username} not found` };
+  return { ok: false, refusal: { id: 'userNotFound', args: [username] } };
 }
 
 function copyGrants(grants: Grant[]): Grant[] {
