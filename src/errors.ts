@@ -1,7 +1,8 @@
 // Every error status the API answers, declared once with its status, message and headers (STYLE §5): the catalog
-// `errors`, one entry per id. Shared by every thread. Only the front makes BrokerErrors; other threads refuse with
-// plain data naming a catalog id and its arguments (a Refusal), which crosses a MessagePort or the node-to-node
-// transport, and the front turns it into the catalog's error with refusalError. Anything not a BrokerError is a 500.
+// `errors`, one entry per id; scripts/tidy.ts fails on a BrokerError made anywhere else. Shared by every thread: the
+// front throws these; other threads refuse with plain data naming a catalog id and its arguments (a Refusal), which
+// crosses a MessagePort or the node-to-node transport, and the front answers refusalError of it. Anything that is not
+// a BrokerError answers 500.
 
 /** The error statuses of spec §7's table (499 is recorded, never sent). */
 export const specErrorStatuses = [400, 401, 403, 404, 405, 409, 410, 412, 413, 415, 421, 429, 431, 499, 500, 501, 502, 503] as const;

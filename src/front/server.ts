@@ -1,7 +1,8 @@
 // The front thread's HTTP server on uWebSockets.js: one catch-all handler runs every request through the
 // spec's checks in a fixed order (docs/decisions.md, "Check order"): header block size (431), route (404),
-// method (405), shutdown (503), credentials (401), content type (415), then the route's handler. Created by
-// main.ts after startup; shutdown() refuses new requests and waits for in-flight ones.
+// method (405), shutdown (503), credentials (401), content type (415), the route's grant (admin; or the path's topic,
+// 404 then 403), then the route's handler. The routes and what each needs are data in routes.ts. Created by main.ts
+// after startup; shutdown() refuses new requests and waits for in-flight ones.
 import type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket } from 'uWebSockets.js';
 import { limits, parseListenAddress } from '../config.js';
 import { BrokerError, errors } from '../errors.js';

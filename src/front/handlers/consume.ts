@@ -5,7 +5,7 @@
 // server.ts looked the topic up and checked the consume grant.
 import { localPartitions, noLocalPartition, ownedElsewhere, requireLocalPartition } from '../partition_owners.js';
 import { formatDuration, limits, parseDuration } from '../../config.js';
-import { errors } from '../../errors.js';
+import { errors, type BrokerError } from '../../errors.js';
 import { messageJson } from '../../protocol/message_json.js';
 import { forEachJoinedHandle, formatReceiptHandle, handleSeparator, receiptHandlePartition } from '../../protocol/receipt_handle.js';
 import type { SettleMode } from '../../protocol/thread_messages.js';
@@ -272,8 +272,12 @@ function batchHandles(body: Uint8Array): string[] {
 
 /** Items of a batch ack's results array (NOTES 10), as JSON.stringify writes them. */
 const settledResultJson = JSON.stringify({ status: 204 });
-const leaseGoneResultJson = JSON.stringify({ status: 410, error: errors.leaseGone().message });
-const notAHandleResultJson = JSON.stringify({ status: 400, error: errors.invalid('receipt_handle', 'not a receipt handle from a consume answer').message });
+const leaseGoneResultJson = resultJson(errors.leaseGone());
+const notAHandleResultJson = resultJson(errors.invalid('receipt_handle', 'not a receipt handle from a consume answer'));
+
+function resultJson(error: BrokerError): string {
+  return JSON.stringify({ status: error.status, error: error.message });
+}
 
 /** Leases taken for one consume: how many, their Message objects as JSON text joined by ',', and their receipt
  *  handles joined by ',' (thread_messages.ts 'taken'). */
