@@ -1,8 +1,11 @@
 // Style checks run by `npm test` (STYLE §9): the pure cores use no clock, randomness, timers or file system,
-// and src/protocol has no `any`. Runs with node on the compiled tree's sources; exits 1 naming each violation.
+// src/protocol has no `any`, no function in src/ or workers/ is over 70 lines, and only src/errors.ts makes a
+// BrokerError. Runs with node on the compiled tree's sources; exits 1 naming each violation. The text rules are in
+// tidy_rules.ts (tested on samples).
 import { readdir, readFile } from 'node:fs/promises';
 import { dirname, join, normalize } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { brokerErrorProblems, longFunctionProblems } from './tidy_rules.js';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 const pureCores = ['src/raft/core', 'src/raft/metadata', 'workers/partition_actor.ts', 'workers/lease_table.ts'];
@@ -58,6 +61,14 @@ async function main(): Promise<void> {
     });
   }
   problems.push(...(await protocolBoundaryProblems()));
+  for (const folder of ['src', 'workers']) {
+    for (const file of await filesUnder(folder)) problems.push(...longFunctionProblems(file, await readFile(join(root, file), 'utf8')));
+  }
+  for (const folder of ['src', 'workers', 'scripts', 'bench', 'test']) {
+    for (const file of await filesUnder(folder)) {
+      if (file !== join('src', 'errors.ts')) problems.push(...brokerErrorProblems(file, await readFile(join(root, file), 'utf8')));
+    }
+  }
   if (problems.length > 0) {
     process.stderr.write(`tidy: ${problems.length} problem(s)\n${problems.join('\n')}\n`);
     process.exit(1);

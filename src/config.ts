@@ -60,6 +60,23 @@ export const limits = {
   error_text_bytes_max: 2048,
   /** Bytes of one schema document. Spec §8 Schema document: over it 400. */
   schema_doc_bytes_max: 256 * KiB,
+  /** Bytes of a body on the remotes routes (and reencrypt-remotes). Spec §7 413, §8: over it 413. */
+  remotes_body_bytes_max: 128 * KiB,
+  /** Milliseconds (365 days) of a delay child's fanout_delay_ms. Spec §8 Delay child delay: over it 400. */
+  fanout_delay_ms_max: 365 * dayMs,
+  /** Characters of one grant pattern. Spec §2 Grant: an empty or longer pattern is 400. */
+  grant_pattern_chars_max: 255,
+  /** Leases (or acked-ahead offsets) a topic may set per partition. The spec sets no upper bound; this one keeps a
+   *  lease table's memory finite (docs/decisions.md): over it 400. */
+  per_partition_cap_max: 1_000_000,
+  /** Node ids are 1 to this. Spec §2 Cluster member: a forget of another id is 400. */
+  node_id_max: 65_535,
+  /** Milliseconds. Spec §4 /readyz: a follower that heard no leader within this answers 503. */
+  leader_heard_within_ms: 5 * secondMs,
+  /** Milliseconds graceful shutdown waits for in-flight requests; past it the listeners close anyway. */
+  shutdown_drain_ms_max: 10 * secondMs,
+  /** Characters of an audit line's target (spec §6); a longer target is cut, never refused. */
+  audit_target_chars_max: 256,
 } as const;
 
 // Relations between limits, checked once at load as TigerBeetle checks its constants at compile time.

@@ -1,18 +1,32 @@
-// Every operating error the API answers, declared once with its status (STYLE §5). The status is decided
-// where the error is made, never guessed by a catch-all: anything that is not a BrokerError becomes a 500.
-// Shared by every thread; errors cross ports as {status, error}, never as Error objects.
+// Every error status the API answers, declared once with its status, message and headers (STYLE §5): the catalog
+// `errors`, one entry per id; scripts/tidy.ts fails on a BrokerError made anywhere else. Shared by every thread: the
+// front throws these; other threads refuse with plain data naming a catalog id and its arguments (a Refusal), which
+// crosses a MessagePort or the node-to-node transport, and the front answers refusalError of it. Anything that is not
+// a BrokerError answers 500.
+
+/** The error statuses of spec §7's table (499 is recorded, never sent). */
+export const specErrorStatuses = [400, 401, 403, 404, 405, 409, 410, 412, 413, 415, 421, 429, 431, 499, 500, 501, 502, 503] as const;
+export type ErrorStatus = (typeof specErrorStatuses)[number];
 
 export class BrokerError extends Error {
   constructor(
-    readonly status: number,
+    readonly status: ErrorStatus,
     message: string,
     readonly headers: Readonly<Record<string, string>> = {},
+    /** Spec §7: answered as plain text, not {"error": ...} (unknown route, 405, 431). */
+    readonly plainText = false,
   ) {
     super(message);
   }
 }
 
+/** Spec §7/§8: a 503 the client may retry at once, or after a second. */
+const retryAfter1 = { 'Retry-After': '1' } as const;
+/** Spec §7: leader unreachable, and committed but unconfirmed, both carry Retry-After: 2. */
+const retryAfter2 = { 'Retry-After': '2' } as const;
+
 export const errors = {
+  // 400 -----------------------------------------------------------------------------------------------------
   /** 400: a body, query or path value breaks a rule; the message names the field and the rule. */
   invalid: (field: string, rule: string) => new BrokerError(400, `${field}: ${rule}`),
   /** 400: the request as a whole is malformed (no field to name). */
@@ -23,42 +37,161 @@ export const errors = {
   unknownField: (field: string) => new BrokerError(400, `${field}: unknown field`),
   /** 400: a query parameter given more than once (NOTES 5). */
   givenTwice: (name: string) => new BrokerError(400, `${name}: given more than once`),
-  /** 401: missing or wrong credentials (spec §5.1). */
-  unauthorized: () => new BrokerError(401, 'missing or wrong credentials', { 'WWW-Authenticate': 'Basic realm="svc"' }),
-  /** 404: no such topic. */
-  topicNotFound: (name: string) => new BrokerError(404, `topic ${name} not found`),
-  /** A refusal decided by applying a metadata command (409 exists, 404 gone, 400 rule): its status and text. */
-  metadataRefused: (status: number, message: string) => new BrokerError(status, message),
-  /** 410: replay of an offset below the oldest kept one (spec §4 Consume). */
-  offsetAgedOut: (offset: number) => new BrokerError(410, `offset ${offset} aged out by retention`),
-  /** 413: body over the route's cap (spec §8). */
-  bodyTooLarge: (bytesMax: number) => new BrokerError(413, `body: larger than ${bytesMax} bytes`),
+  /** 400: PATCH partitions not above the current count (front check, and again when applied: spec §4 PATCH). */
+  partitionsNotGrown: (current: number) => new BrokerError(400, `partitions: must be larger than the current count ${current}`),
   /** 400 instead of 413 on user and attach-child routes (spec §8). */
   bodyTooLargeAs400: (bytesMax: number) => new BrokerError(400, `body: larger than ${bytesMax} bytes`),
+  // 401, 403 ------------------------------------------------------------------------------------------------
+  /** 401: missing or wrong credentials (spec §5.1). */
+  unauthorized: () => new BrokerError(401, 'missing or wrong credentials', { 'WWW-Authenticate': 'Basic realm="svc"' }),
+  /** 403 (spec §5, §7): a grant, ownership, admin or account-protection rule refuses; the reason names which. */
+  forbidden: (reason: string) => new BrokerError(403, reason),
+  /** 403: the root admin's account is never deleted (spec §5, NOTES 9; the front and the apply both refuse). */
+  rootNotDeletable: () => new BrokerError(403, 'the root admin cannot be deleted'),
+  /** 403: the root admin's grants never change (spec §5, NOTES 9; the front and the apply both refuse). */
+  rootGrantsFixed: () => new BrokerError(403, "the root admin's grants cannot change"),
+  /** 403: remote routes with security off (NOTES 8, spec §7 403). */
+  remotesNeedSecurity: () => new BrokerError(403, 'remotes need security on'),
+  // 404, 405 ------------------------------------------------------------------------------------------------
+  /** 404, plain text: no route has this path (spec §7). */
+  routeNotFound: () => new BrokerError(404, 'not found', {}, true),
+  /** 404: no such topic. */
+  topicNotFound: (name: string) => new BrokerError(404, `topic ${name} not found`),
+  /** 404: the parent a create names does not exist (spec §4 POST /v1/topics: whatever else the request holds). */
+  parentNotFound: (name: string) => new BrokerError(404, `parent topic ${name} not found`),
+  /** 404: no such user (spec §4 Users). */
+  userNotFound: (username: string) => new BrokerError(404, `user ${username} not found`),
+  /** 404: no such cluster member (spec §4 forget). */
+  memberNotFound: (id: number) => new BrokerError(404, `member ${id} not found`),
+  /** 404: /metrics asked on the API port while http.metrics_addr serves it (spec §4 Health and metrics). */
+  metricsElsewhere: () => new BrokerError(404, 'metrics are served on http.metrics_addr'),
+  /** 405, plain text, with Allow: the path exists under other methods (spec §7). */
+  methodNotAllowed: (allow: string) => new BrokerError(405, 'method not allowed', { Allow: allow }, true),
+  // 409, 410 ------------------------------------------------------------------------------------------------
+  /** 409: a topic of this exact name exists (spec §4 POST /v1/topics). */
+  topicExists: (name: string) => new BrokerError(409, `topic ${name} already exists`),
+  /** 409: a topic whose name differs only in letter case exists; the message names it (spec §7 409). */
+  topicNameConflict: (existing: string) =>
+    new BrokerError(409, `topic name conflicts with existing topic ${existing} (names are unique ignoring letter case)`),
+  /** 409: a user of this name exists (spec §4 POST /v1/users). */
+  userExists: (username: string) => new BrokerError(409, `user ${username} already exists`),
+  /** 409: forget of a member that still owns partitions (spec §7 409). */
+  memberOwnsPartitions: (id: number, owned: number) => new BrokerError(409, `member ${id} owns ${owned} partitions`),
+  /** 409: forget of a member the leader sees alive (spec §4 forget: only a dead member). */
+  memberAlive: (id: number) => new BrokerError(409, `member ${id} is alive: only a dead member can be forgotten`),
+  /** 409: forget whose removal from the voters could break quorum (spec §7 409). */
+  forgetBreaksQuorum: (id: number, aliveCount: number, remainingCount: number) =>
+    new BrokerError(409, `forgetting member ${id} could break quorum: ${aliveCount} of the remaining ${remainingCount} voters are alive`),
+  /** 410: replay of an offset below the oldest kept one (spec §4 Consume). */
+  offsetAgedOut: (offset: number) => new BrokerError(410, `offset ${offset} aged out by retention`),
+  /** 410: the lease of a receipt handle is gone (spec §3 Lease, §7 410). */
+  leaseGone: () => new BrokerError(410, 'lease gone: it ran out, was settled, or the message was delivered again under a new handle'),
+  // 413, 415 ------------------------------------------------------------------------------------------------
+  /** 413: body over the route's cap (spec §8). */
+  bodyTooLarge: (bytesMax: number) => new BrokerError(413, `body: larger than ${bytesMax} bytes`),
   /** 415: spec §5.6, no accepted content type and no X-Svc-Client. */
   unsupportedContentType: () =>
     new BrokerError(415, 'Content-Type must be application/json or application/octet-stream, or send X-Svc-Client'),
   /** 415: Content-Encoding other than gzip or zstd on a batch produce (v3.2.0). */
   unsupportedContentEncoding: (encoding: string) =>
     new BrokerError(415, `Content-Encoding ${encoding} is not supported (use gzip or zstd)`),
+  // 429, 431 ------------------------------------------------------------------------------------------------
   /** 429: the per-identity produce cap (spec §8, v3.1.0). */
-  tooManyProduces: () =>
-    new BrokerError(429, 'too many in-flight produce requests for this identity', { 'Retry-After': '1' }),
-  /** 500: ingress log write failed; latched until restart (spec §7). */
-  ingressFailed: () => new BrokerError(500, 'produce failed: ingress log unavailable'),
+  tooManyProduces: () => new BrokerError(429, 'too many in-flight produce requests for this identity', retryAfter1),
+  /** 429: the per-identity consume cap (spec §8); a clamped wait still says so (X-Svc-Wait-Clamped). */
+  tooManyConsumes: (waitClamped: string | null) =>
+    new BrokerError(429, 'too many in-flight consume requests for this identity',
+      waitClamped === null ? retryAfter1 : { ...retryAfter1, 'X-Svc-Wait-Clamped': waitClamped }),
+  /** 429: the failed-login throttle (spec §5.2, NOTES 11): retry after retryAfterSeconds (at least 1). */
+  tooManyFailedLogins: (retryAfterSeconds: number) =>
+    new BrokerError(429, 'too many failed authentication attempts', { 'Retry-After': String(retryAfterSeconds) }),
+  /** 431, plain text: header block over http.max_header_bytes (spec §7, §8). */
+  headersTooLarge: () => new BrokerError(431, 'request header fields too large', {}, true),
+  // 499, 500, 501 -------------------------------------------------------------------------------------------
   /** 499: the client went away (recorded, never sent; spec §7). */
   clientGone: () => new BrokerError(499, 'client went away'),
+  /** 500: ingress log write failed; latched until restart (spec §7). */
+  ingressFailed: () => new BrokerError(500, 'produce failed: ingress log unavailable'),
+  /** 500: the bcrypt pool failed (spec §7 lists authentication unavailable among the 500 causes). */
+  authenticationUnavailable: () => new BrokerError(500, 'authentication unavailable'),
   /** 500: the node could not do what was asked. */
   internal: (message = 'internal error') => new BrokerError(500, message),
+  /** 500, 503 or 4xx decided on a partition worker or pool thread ('failed' of thread_messages.ts, BatchParse):
+   *  those threads send a status and text, not yet an id of this catalog. */
+  threadFailure: (status: ErrorStatus, message: string) => new BrokerError(status, message),
   /** 501: a route whose work comes in a later release of this codebase. */
   notImplemented: () => new BrokerError(501, 'not implemented'),
+  // 503 -----------------------------------------------------------------------------------------------------
   /** 503: the batch body budget is spent (spec §8, v3.2.0). */
-  batchBudgetFull: () =>
-    new BrokerError(503, 'batch body budget full, retry', { 'Retry-After': '1' }),
+  batchBudgetFull: () => new BrokerError(503, 'batch body budget full, retry', retryAfter1),
   /** 503: graceful shutdown under way. */
-  shuttingDown: () => new BrokerError(503, 'node shutting down', { 'Retry-After': '1' }),
-  /** 503: metadata could not be written (no leader, log unavailable). */
-  metadataUnavailable: (message: string) => new BrokerError(503, message, { 'Retry-After': '1' }),
-  /** 503: the bcrypt verification slots are gone (pool failure). */
-  authenticationUnavailable: () => new BrokerError(500, 'authentication unavailable'),
+  shuttingDown: () => new BrokerError(503, 'node shutting down', retryAfter1),
+  /** 503 without Retry-After: /healthz or /readyz not ready; the reason says why (spec §4 Health and metrics). */
+  notReady: (reason: string) => new BrokerError(503, reason),
+  /** 503: the partition lives on another node (no forwarding in this release; spec §7 partition owner down). */
+  ownedElsewhere: (topic: string, partition: number, owner: number | undefined) =>
+    new BrokerError(503, `partition ${partition} of topic ${topic} is owned by node ${owner}; send the request to that node (forwarding between nodes is not in this release)`, retryAfter1),
+  /** 503: no partition of the topic lives on this node (no forwarding in this release). */
+  noLocalPartition: (topic: string) =>
+    new BrokerError(503, `no partition of topic ${topic} is owned by this node; send the request to an owner (forwarding between nodes is not in this release)`, retryAfter1),
+  /** 503: a topic this node lacks could not be confirmed missing with the leader (spec §5 topic change). */
+  topicUnconfirmed: (name: string) =>
+    new BrokerError(503, `topic ${name} is not known here and the leader could not be reached to confirm`, retryAfter2),
+  /** 503: committed by the leader, not confirmed applied here (spec §7: read back, do not resend). */
+  committedUnconfirmed: () =>
+    new BrokerError(503, 'the change is committed but this node could not confirm it applied it: read back, do not resend', retryAfter2),
+  /** 503: the metadata log failed on this node, latched until restart, or it is shutting down. */
+  metadataLogUnavailable: () => new BrokerError(503, 'metadata log unavailable', retryAfter1),
+  /** 503: no Raft leader to write metadata (spec §7 503). */
+  noLeader: () => new BrokerError(503, 'no leader to write metadata', retryAfter1),
+  /** 503: the leader could not be reached; nothing was written (spec §7: Retry-After: 2). */
+  leaderUnreachable: () => new BrokerError(503, 'leader unreachable', retryAfter2),
+  /** 503: the leader went away after the request was sent: it may have acted on it. */
+  leaderUnreachableMaybeCommitted: () =>
+    new BrokerError(503, 'leader unreachable: the change may have been committed; read back, do not resend', retryAfter2),
+  /** 503: no live node can take new partitions (spec §7 503, v3.1.0). */
+  noLiveNode: () => new BrokerError(503, 'no live node can take new partitions', retryAfter1),
+  /** 503: leadership changed before the entry committed; it never will. */
+  leadershipChanged: () => new BrokerError(503, 'leadership changed before the change committed; nothing changed', retryAfter1),
+  /** 503: the entry was not applied within the proposal timeout; it may still commit. */
+  changeUnconfirmed: () =>
+    new BrokerError(503, 'the change was not confirmed within 5 s (no quorum?); read back before resending', retryAfter2),
+  /** 503: this node stopped while the entry was in flight; it may be committed elsewhere. */
+  stoppedUnconfirmed: () =>
+    new BrokerError(503, 'this node stopped before it could confirm the change: it may be committed; read back, do not resend', retryAfter2),
+  /** 503: Raft refused a membership change for now (one is already in flight). */
+  membershipChangeRefused: (reason: string) => new BrokerError(503, `membership change refused for now: ${reason}`, retryAfter1),
+  /** 503 without Retry-After: new partitions' owners were not placed (a new leader still applying); retry. */
+  partitionsNotPlaced: (topic: string) =>
+    new BrokerError(503, `partitions: owners of the new partitions of topic ${topic} were not placed; retry`),
+  /** 503 without Retry-After: an owner placed for a partition was forgotten before the entry applied; retry. */
+  ownerNotMember: (owner: number) => new BrokerError(503, `partition owner ${owner} is not a cluster member; retry`),
 } as const;
+
+type Catalog = typeof errors;
+export type ErrorId = keyof Catalog;
+
+/** A catalog id with the arguments its entry takes: plain data, so it crosses ports and the node transport. An id
+ *  with the wrong arguments does not compile. */
+export type Refusal<K extends ErrorId = ErrorId> = K extends ErrorId ? { id: K; args: Parameters<Catalog[K]> } : never;
+
+/** The ids the metadata thread (its shell and the state machine's apply) refuses with. */
+export const metadataRefusalIds = [
+  'topicExists', 'topicNameConflict', 'topicNotFound', 'partitionsNotGrown', 'partitionsNotPlaced', 'ownerNotMember',
+  'memberNotFound', 'memberOwnsPartitions', 'memberAlive', 'forgetBreaksQuorum', 'userExists', 'userNotFound',
+  'rootNotDeletable', 'rootGrantsFixed', 'metadataLogUnavailable', 'noLeader', 'leaderUnreachable',
+  'leaderUnreachableMaybeCommitted', 'committedUnconfirmed', 'noLiveNode', 'leadershipChanged', 'changeUnconfirmed',
+  'stoppedUnconfirmed', 'membershipChangeRefused',
+] as const satisfies readonly ErrorId[];
+export type MetadataRefusal = Refusal<(typeof metadataRefusalIds)[number]>;
+
+/** The refusal of another thread as the front answers it. */
+export function refusalError(refusal: Refusal): BrokerError {
+  const entry = errors[refusal.id] as unknown as (...args: readonly unknown[]) => BrokerError;
+  return entry(...refusal.args);
+}
+
+/** A refusal's text for a log line (the metadata thread logs its own refusals without making errors). */
+export function refusalText(refusal: Refusal): string {
+  return refusalError(refusal).message;
+}

@@ -24,6 +24,7 @@ import type { ClusterThreadConfig, MetadataThreadData, PartitionWorkerData, ToMe
 import { readClusterSecretFile } from './raft/shell/transport/cluster_secret.js';
 import { DataDirLockedError, lockDataDir } from './util/data_dir_lock.js';
 import { createLogger, type Logger } from './util/log.js';
+import { refusalText } from './errors.js';
 
 /** uWS must let through header blocks over http.max_header_bytes so the handler can answer 431: past its own buffer
  *  uWS resets the connection without an answer. Measured with this build: it never takes more than about 126 KiB
@@ -32,16 +33,7 @@ import { createLogger, type Logger } from './util/log.js';
 const uwsHeaderSlackBytes = 1024 * 1024;
 
 async function main(): Promise<void> {
-  let loaded: LoadedConfig;
-  try {
-    loaded = await loadConfig({ argv: process.argv.slice(2), env: process.env });
-  } catch (error) {
-    if (error instanceof ConfigError) {
-      process.stderr.write(`${error.message}\n`);
-      process.exit(2);
-    }
-    throw error;
-  }
+  const loaded = await configOrExit();
   if (loaded.help !== undefined) {
     process.stdout.write(loaded.help);
     return;
@@ -50,23 +42,8 @@ async function main(): Promise<void> {
   const log = createLogger(config['log.level']);
   const dataDir = resolve(config['node.data_dir']);
   await mkdir(dataDir, { recursive: true });
-  let lock;
-  try {
-    lock = await lockDataDir(dataDir);
-  } catch (error) {
-    if (error instanceof DataDirLockedError) {
-      process.stderr.write(`${error.message}\n`);
-      process.exit(1);
-    }
-    throw error;
-  }
-  let cluster: ClusterThreadConfig;
-  try {
-    cluster = await clusterThreadConfig(config, await loadNodeId(dataDir, config['cluster.node_id']));
-  } catch (error) {
-    process.stderr.write(`${error instanceof Error ? error.message : String(error)}\n`);
-    process.exit(2);
-  }
+  const lock = await exitUnless(() => lockDataDir(dataDir), (error) => error instanceof DataDirLockedError, 1);
+  const cluster = await exitUnless(async () => clusterThreadConfig(config, await loadNodeId(dataDir, config['cluster.node_id'])), () => true, 2);
   const nodeId = cluster.nodeId;
   process.env.UWS_HTTP_MAX_HEADERS_SIZE = String(config['http.max_header_bytes'] + uwsHeaderSlackBytes);
   const uws = (await import('uWebSockets.js')).default;
@@ -76,30 +53,8 @@ async function main(): Promise<void> {
   const replica = new MetadataReplica(metadataThread);
   const workers = new PartitionWorkers(workerThreads);
   await Promise.all([replica.whenReady(), workers.whenReady()]);
-
-  const faults = new Set(config['test.fault_points'].split(',').map((point) => point.trim()));
-  const injected = (point: string) => (faults.has(point) ? () => new Error(`fault point ${point}`) : undefined);
-  const { log: ingress, replay, replayLastSeq } = await IngressLog.open({
-    dir: join(dataDir, 'ingress'),
-    segmentBytesMax: config['storage.ingress_segment_bytes'],
-    faults: { write: injected('ingress.write'), sync: injected('ingress.sync') },
-  });
-  ingress.onSynced = (group, lastSeq) => workers.dispatch(group, lastSeq, replica.appliedIndex);
-  workers.onAllDurable = (seqUpTo) => ingress.markDurable(seqUpTo);
-  // Records answered 202 before a crash but not yet stored by their partition: the workers skip what they hold.
-  replay.forEach((chunk, i) => workers.dispatch(chunk, replayLastSeq[i]!, replica.appliedIndex));
-  if (replay.length > 0) log.info({ chunks: replay.length, lastSeq: replayLastSeq[replayLastSeq.length - 1] }, 'ingress log replayed');
-
-  const authPool = new Piscina({
-    filename: new URL('./pool/bcrypt_task.js', import.meta.url).href,
-    minThreads: 1,
-    maxThreads: config['auth.verify_slots'],
-  });
-  const workPool = new Piscina({
-    filename: new URL('./pool/batch_task.js', import.meta.url).href,
-    minThreads: 1,
-    maxThreads: availableParallelism(),
-  });
+  const ingress = await openIngress(config, dataDir, log, replica, workers);
+  const { authPool, workPool } = startPools(config);
   const services: FrontServices = {
     config, log, nodeId, replica, workers, ingress, authPool, workPool,
     batchBudget: new ByteBudget(config['http.max_batch_body_bytes_in_flight']),
@@ -121,12 +76,7 @@ async function main(): Promise<void> {
   const server = new FrontServer(uws, services, lifecycle, authPool);
   const port = await server.listen(config['node.host'], config['node.port']);
   lifecycle.startupDone = true;
-  if (cluster.advertiseApi === '') {
-    // clusterThreadConfig built advertiseInternal with formatHostPort: its host is the API's too when --advertise was
-    // not given.
-    const { host } = parseListenAddress(cluster.advertiseInternal)!;
-    metadataThread.postMessage({ kind: 'apiAddress', address: formatHostPort(host, port) } satisfies ToMetadata);
-  }
+  announceApiAddress(cluster, metadataThread, port);
   log.info({ port, host: config['node.host'], dataDir, nodeId, workers: workers.count }, 'listening');
   if (loginHint !== null) log.info(loginHint);
   else {
@@ -135,12 +85,7 @@ async function main(): Promise<void> {
       (error: unknown) => log.error({ err: error }, 'creating the root admin failed'),
     );
   }
-
-  let stopping = false;
-  const stop = async (signal: string): Promise<void> => {
-    if (stopping) return;
-    stopping = true;
-    log.info({ signal }, 'shutting down');
+  stopOnSignals(log, async () => {
     await server.shutdown();
     await ingress.close();
     await workers.shutdown();
@@ -148,11 +93,78 @@ async function main(): Promise<void> {
     await Promise.all([authPool.destroy(), workPool.destroy()]);
     await lock.release();
     log.info({ ingressSyncs: ingress.syncCount }, 'stopped');
+  });
+}
+
+/** The loaded config; a ConfigError ends the process with status 2 and its message on stderr. */
+async function configOrExit(): Promise<LoadedConfig> {
+  return exitUnless(() => loadConfig({ argv: process.argv.slice(2), env: process.env }), (error) => error instanceof ConfigError, 2);
+}
+
+/** run's result; an error `expected` accepts ends the process with `status` and the error's message on stderr. */
+async function exitUnless<T>(run: () => Promise<T>, expected: (error: unknown) => boolean, status: number): Promise<T> {
+  try {
+    return await run();
+  } catch (error) {
+    if (!expected(error)) throw error;
+    process.stderr.write(`${error instanceof Error ? error.message : String(error)}\n`);
+    process.exit(status);
+  }
+}
+
+/** Opens the ingress log, wires it to the workers and hands them what a crash left unstored. */
+async function openIngress(config: Config, dataDir: string, log: Logger, replica: MetadataReplica, workers: PartitionWorkers): Promise<IngressLog> {
+  const faults = new Set(config['test.fault_points'].split(',').map((point) => point.trim()));
+  const injected = (point: string) => (faults.has(point) ? () => new Error(`fault point ${point}`) : undefined);
+  const { log: ingress, replay, replayLastSeq } = await IngressLog.open({
+    dir: join(dataDir, 'ingress'),
+    segmentBytesMax: config['storage.ingress_segment_bytes'],
+    faults: { write: injected('ingress.write'), sync: injected('ingress.sync') },
+  });
+  ingress.onSynced = (group, lastSeq) => workers.dispatch(group, lastSeq, replica.appliedIndex);
+  workers.onAllDurable = (seqUpTo) => ingress.markDurable(seqUpTo);
+  // Records answered 202 before a crash but not yet stored by their partition: the workers skip what they hold.
+  replay.forEach((chunk, i) => workers.dispatch(chunk, replayLastSeq[i]!, replica.appliedIndex));
+  if (replay.length > 0) log.info({ chunks: replay.length, lastSeq: replayLastSeq[replayLastSeq.length - 1] }, 'ingress log replayed');
+  return ingress;
+}
+
+function startPools(config: Config): { authPool: Piscina; workPool: Piscina } {
+  const authPool = new Piscina({
+    filename: new URL('./pool/bcrypt_task.js', import.meta.url).href,
+    minThreads: 1,
+    maxThreads: config['auth.verify_slots'],
+  });
+  const workPool = new Piscina({
+    filename: new URL('./pool/batch_task.js', import.meta.url).href,
+    minThreads: 1,
+    maxThreads: availableParallelism(),
+  });
+  return { authPool, workPool };
+}
+
+/** The API listener was started on port 0 with no --advertise: the metadata thread learns its address now. */
+function announceApiAddress(cluster: ClusterThreadConfig, metadataThread: Worker, port: number): void {
+  if (cluster.advertiseApi !== '') return;
+  // clusterThreadConfig built advertiseInternal with formatHostPort: its host is the API's too when --advertise was
+  // not given.
+  const { host } = parseListenAddress(cluster.advertiseInternal)!;
+  metadataThread.postMessage({ kind: 'apiAddress', address: formatHostPort(host, port) } satisfies ToMetadata);
+}
+
+/** SIGTERM and SIGINT run stop once, then end the process. */
+function stopOnSignals(log: Logger, stop: () => Promise<void>): void {
+  let stopping = false;
+  const onSignal = async (signal: string): Promise<void> => {
+    if (stopping) return;
+    stopping = true;
+    log.info({ signal }, 'shutting down');
+    await stop();
     log.flush();
     process.exit(0);
   };
-  process.on('SIGTERM', (s) => void stop(s));
-  process.on('SIGINT', (s) => void stop(s));
+  process.on('SIGTERM', (s) => void onSignal(s));
+  process.on('SIGINT', (s) => void onSignal(s));
 }
 
 function startThreads(config: Config, dataDir: string, log: Logger, lifecycle: NodeLifecycle, cluster: ClusterThreadConfig) {
@@ -258,7 +270,7 @@ async function ensureRootAdmin(services: FrontServices, authPool: Piscina, loade
     type: 'user.create',
     user: { username: 'admin', passwordHash, credentialVersion: 1, grants: [{ action: 'admin' }], root: true, createdAtMs: nowMs, updatedAtMs: nowMs },
   });
-  if (!result.ok) throw new Error(`creating the root admin failed: ${result.error}`);
+  if (!result.ok) throw new Error(`creating the root admin failed: ${refusalText(result.refusal)}`);
   if (generated) {
     // On stderr: stdout carries only the JSON log lines that log shippers parse.
     process.stderr.write(`\nRoot admin created. Log in as user "admin" with password: ${password}\n(saved to ${passwordFile}, mode 0600; this is the only time it is printed)\n\n`);

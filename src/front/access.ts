@@ -3,7 +3,7 @@
 // I/O, no clock; handlers on the front thread call it with the caller their request authenticated. A caller of
 // undefined means security is off: every check passes then (spec §1.13, §5.5, NOTES 8).
 import { limits } from '../config.js';
-import { BrokerError, errors } from '../errors.js';
+import { errors, type BrokerError } from '../errors.js';
 import type { Grant, GrantAction, TopicRecord, UserRecord } from '../protocol/metadata_types.js';
 
 /** The authenticated user of a request; undefined with security off. */
@@ -15,18 +15,6 @@ const grantFields = ['action', 'patterns'];
 const usernamePattern = /^[A-Za-z0-9._-]+$/;
 /** Spec §2 Grant: a topic name, or a prefix of those characters followed by one `*` (the prefix may be empty). */
 const grantPatternShape = /^[A-Za-z0-9._-]*\*?$/;
-/** Spec §2 Grant: characters of a pattern. */
-const grantPatternCharsMax = 255;
-
-/** 403 (spec §5, §7): a grant, ownership, admin or account-protection rule refuses the request. */
-export function forbidden(message: string): BrokerError {
-  return new BrokerError(403, message);
-}
-
-/** 404: no such user (spec §4 Users). */
-export function userNotFound(username: string): BrokerError {
-  return new BrokerError(404, `user ${username} not found`);
-}
 
 export function isAdmin(caller: Caller): boolean {
   if (caller === undefined) return true;
@@ -61,25 +49,25 @@ export function canManageTopic(caller: Caller, topic: TopicRecord): boolean {
 /** The route-level checks of the permissions table (spec §5); each throws 403 naming what is missing. */
 export const requireTopic = {
   create(caller: Caller, name: string): void {
-    if (!hasGrant(caller, 'create', name)) throw forbidden(`no create grant matching topic name ${name}`);
+    if (!hasGrant(caller, 'create', name)) throw errors.forbidden(`no create grant matching topic name ${name}`);
   },
   read(caller: Caller, topic: TopicRecord): void {
-    if (!canReadTopic(caller, topic)) throw forbidden(`no grant on topic ${topic.name} and not its owner`);
+    if (!canReadTopic(caller, topic)) throw errors.forbidden(`no grant on topic ${topic.name} and not its owner`);
   },
   manage(caller: Caller, topic: TopicRecord): void {
-    if (!canManageTopic(caller, topic)) throw forbidden(`only the owner of topic ${topic.name} or an admin may do this`);
+    if (!canManageTopic(caller, topic)) throw errors.forbidden(`only the owner of topic ${topic.name} or an admin may do this`);
   },
   produce(caller: Caller, topic: TopicRecord): void {
-    if (!hasGrant(caller, 'produce', topic.name)) throw forbidden(`no produce grant on topic ${topic.name}`);
+    if (!hasGrant(caller, 'produce', topic.name)) throw errors.forbidden(`no produce grant on topic ${topic.name}`);
   },
   consume(caller: Caller, topic: TopicRecord): void {
-    if (!hasGrant(caller, 'consume', topic.name)) throw forbidden(`no consume grant on topic ${topic.name}`);
+    if (!hasGrant(caller, 'consume', topic.name)) throw errors.forbidden(`no consume grant on topic ${topic.name}`);
   },
 } as const;
 
 /** Spec §5: user management and cluster routes need the admin grant. */
 export function requireAdmin(caller: Caller): void {
-  if (!isAdmin(caller)) throw forbidden('needs the admin grant');
+  if (!isAdmin(caller)) throw errors.forbidden('needs the admin grant');
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -138,7 +126,7 @@ export function parseGrants(value: unknown): { grants: Grant[] } | { malformed: 
 }
 
 function grantPatternRule(pattern: string): string | null {
-  if (pattern.length === 0 || pattern.length > grantPatternCharsMax) return `must be 1 to ${grantPatternCharsMax} characters`;
+  if (pattern.length === 0 || pattern.length > limits.grant_pattern_chars_max) return `must be 1 to ${limits.grant_pattern_chars_max} characters`;
   if (!grantPatternShape.test(pattern)) {
     return pattern.slice(0, -1).includes('*')
       ? 'a * is allowed only once, at the end'
@@ -169,8 +157,8 @@ export function grantGivable(caller: Caller, grant: Grant): boolean {
 function givingRefusal(caller: Caller, grants: Grant[]): BrokerError | null {
   for (const grant of grants) {
     if (grantGivable(caller, grant)) continue;
-    if (grant.action === 'admin') return forbidden('only the root admin gives the admin grant');
-    return forbidden(`a ${grant.action} grant the caller does not hold cannot be given`);
+    if (grant.action === 'admin') return errors.forbidden('only the root admin gives the admin grant');
+    return errors.forbidden(`a ${grant.action} grant the caller does not hold cannot be given`);
   }
   return null;
 }
@@ -180,14 +168,14 @@ export function userCreateRefusal(caller: Caller, grants: Grant[]): BrokerError 
 }
 
 export function userDeleteRefusal(caller: Caller, target: UserRecord): BrokerError | null {
-  if (target.root) return forbidden('the root admin cannot be deleted');
-  if (caller !== undefined && caller.username === target.username) return forbidden('no one deletes their own account');
+  if (target.root) return errors.rootNotDeletable();
+  if (caller !== undefined && caller.username === target.username) return errors.forbidden('no one deletes their own account');
   return null;
 }
 
 export function userGrantsRefusal(caller: Caller, target: UserRecord, grants: Grant[]): BrokerError | null {
-  if (target.root) return forbidden("the root admin's grants cannot change");
-  if (caller !== undefined && caller.username === target.username) return forbidden('no one changes their own grants');
+  if (target.root) return errors.rootGrantsFixed();
+  if (caller !== undefined && caller.username === target.username) return errors.forbidden('no one changes their own grants');
   return givingRefusal(caller, grants);
 }
 
@@ -198,8 +186,8 @@ export function userGrantsRefusal(caller: Caller, target: UserRecord, grants: Gr
  */
 export function passwordChangeRefusal(caller: Caller, targetUsername: string, target: UserRecord | undefined): BrokerError | null {
   if (caller === undefined) return null;
-  if (!isAdmin(caller)) return caller.username === targetUsername ? null : forbidden('a non-admin may change only their own password');
-  if (target !== undefined && target.root && !caller.root) return forbidden("only the root admin changes the root admin's password");
+  if (!isAdmin(caller)) return caller.username === targetUsername ? null : errors.forbidden('a non-admin may change only their own password');
+  if (target !== undefined && target.root && !caller.root) return errors.forbidden("only the root admin changes the root admin's password");
   return null;
 }
 

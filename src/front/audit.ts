@@ -3,6 +3,7 @@
 // (empty with security off), target, status (what the client got) and outcome; a denial is logged at warning
 // level. Front thread; handlers wrap the part of a request that comes after the checks a request may fail
 // without an audit line (caller not admin, malformed body: spec §6).
+import { limits } from '../config.js';
 import { BrokerError } from '../errors.js';
 import type { Logger } from '../util/log.js';
 import type { Reply } from './respond.js';
@@ -15,8 +16,6 @@ export type AuditOutcome = 'ok' | 'denied' | 'rejected' | 'failed' | 'unknown';
 
 /** Spec §7: 499 records a client that went away; it is never sent. */
 const clientGoneStatus = 499;
-/** A target is a username from the request: cut so a hostile value cannot bloat the log. */
-const targetCharsMax = 256;
 
 export interface AuditRecord {
   event: AuditEvent;
@@ -35,7 +34,7 @@ export function auditOutcome(status: number): AuditOutcome {
 
 export function writeAudit(log: Logger, record: AuditRecord): void {
   const outcome = auditOutcome(record.status);
-  const line = { component: 'audit', event: record.event, actor: record.actor, target: record.target.slice(0, targetCharsMax), status: record.status, outcome };
+  const line = { component: 'audit', event: record.event, actor: record.actor, target: record.target.slice(0, limits.audit_target_chars_max), status: record.status, outcome };
   if (outcome === 'denied') log.warn(line, 'audit');
   else log.info(line, 'audit');
 }

@@ -3,7 +3,7 @@
 // Retry-After, right password or not, except one checked attempt per auth.failed_login_retry_interval, the first
 // one interval after the last counted failure; a success resets the count. Users with recent failures also share a
 // node budget of password checks (a token bucket). Unknown users are never throttled (they have nothing to guess).
-import { BrokerError } from '../errors.js';
+import { errors, type BrokerError } from '../errors.js';
 
 export interface LoginThrottleLimits {
   failedLoginThreshold: number;
@@ -68,5 +68,5 @@ export class LoginThrottle {
 
 function tooManyFailures(waitMs: number): BrokerError {
   const seconds = Math.max(1, Math.ceil(waitMs / 1000));
-  return new BrokerError(429, 'too many failed authentication attempts', { 'Retry-After': String(seconds) });
+  return errors.tooManyFailedLogins(seconds);
 }

@@ -3,10 +3,10 @@
 // answer to a proposal is the result of applying it here. Created at boot; lives as long as the node.
 import type { ForgetReply } from '../protocol/peer_messages.js';
 import type { Worker } from 'node:worker_threads';
-import { BrokerError, errors } from '../errors.js';
+import { errors, refusalError } from '../errors.js';
 import type { MetadataCommand, MetadataState, TopicRecord } from '../protocol/metadata_types.js';
 import { applyCommand, emptyMetadataState, type ApplyResult } from '../raft/metadata/state.js';
-import { assertNever, type ClusterStatus, type FromMetadata, type MemberView, type ToMetadata } from '../protocol/thread_messages.js';
+import { assertNever, type ClusterStatus, type CommittedEntry, type FromMetadata, type MemberView, type ToMetadata } from '../protocol/thread_messages.js';
 
 /** How many applied results are kept for late confirmations (far more than proposals in flight). */
 const recentResultsKept = 4096;
@@ -108,7 +108,7 @@ export class MetadataReplica {
     });
     const found = this.state.topics.get(name);
     if (found !== undefined) return found;
-    if (!caughtUp) throw new BrokerError(503, `topic ${name} is not known here and the leader could not be reached to confirm`, { 'Retry-After': '2' });
+    if (!caughtUp) throw errors.topicUnconfirmed(name);
     throw errors.topicNotFound(name);
   }
 
@@ -123,54 +123,24 @@ export class MetadataReplica {
 
   private onMessage(message: FromMetadata): void {
     switch (message.kind) {
-      case 'snapshot': {
-        const previous = this.snapshotReceived ? this.state : null;
-        this.state = message.state;
-        this.appliedIndex = message.index;
-        this.snapshotReceived = true;
-        // A later snapshot (installed from the Raft leader) may drop topics: listeners hear of them as deletes,
-        // so long polls, metrics and round-robin state on them end as if the delete entries had been applied here.
-        for (const topic of previous?.topics.values() ?? []) {
-          if (this.state.topics.get(topic.name)?.id === topic.id) continue;
-          const command: MetadataCommand = { type: 'topic.delete', name: topic.name, id: topic.id };
-          for (const listener of this.listeners) listener(command, { ok: true, deletedTopicId: topic.id });
-        }
-        for (const index of [...this.proposalByIndex.keys()]) if (index <= message.index) this.proposalByIndex.delete(index);
-        for (const wake of this.readyWaiters.splice(0)) wake();
+      case 'snapshot':
+        this.onSnapshot(message.state, message.index);
         return;
-      }
       case 'committed':
-        for (const { reqId, index } of message.proposals ?? []) this.proposalByIndex.set(index, reqId);
-        for (const entry of message.entries) {
-          if (entry.index <= this.appliedIndex) continue;
-          if (entry.index !== this.appliedIndex + 1) throw new Error(`metadata gap: applied ${this.appliedIndex}, got ${entry.index}`);
-          this.appliedIndex = entry.index;
-          if (entry.command === null) continue;
-          const result = applyCommand(this.state, entry.command);
-          this.recentResults.set(entry.index, result);
-          this.recentResults.delete(entry.index - recentResultsKept);
-          for (const listener of this.listeners) listener(entry.command, result);
-          const reqId = this.proposalByIndex.get(entry.index);
-          if (reqId !== undefined) {
-            this.proposalByIndex.delete(entry.index);
-            this.proposals.get(reqId)?.resolve(result);
-            this.proposals.delete(reqId);
-          }
-        }
+        this.onCommitted(message.entries, message.proposals);
         return;
       case 'proposalApplied': {
         const pending = this.proposals.get(message.reqId);
         this.proposals.delete(message.reqId);
         const result = this.recentResults.get(message.index);
         if (result !== undefined) pending?.resolve(result);
-        else pending?.reject(new BrokerError(503, 'the change is committed but this node could not confirm it applied it: read back, do not resend', { 'Retry-After': '2' }));
+        else pending?.reject(errors.committedUnconfirmed());
         return;
       }
       case 'proposeFailed': {
         const pending = this.proposals.get(message.reqId);
         this.proposals.delete(message.reqId);
-        const headers = message.retryAfterSeconds === undefined ? undefined : { 'Retry-After': String(message.retryAfterSeconds) };
-        pending?.reject(message.status === 503 && headers === undefined ? errors.metadataUnavailable(message.error) : new BrokerError(message.status, message.error, headers));
+        pending?.reject(refusalError(message.refusal));
         return;
       }
       case 'membersResult':
@@ -196,6 +166,43 @@ export class MetadataReplica {
         return;
       default:
         assertNever(message);
+    }
+  }
+
+  private onSnapshot(state: MetadataState, index: number): void {
+    const previous = this.snapshotReceived ? this.state : null;
+    this.state = state;
+    this.appliedIndex = index;
+    this.snapshotReceived = true;
+    // A later snapshot (installed from the Raft leader) may drop topics: listeners hear of them as deletes,
+    // so long polls, metrics and round-robin state on them end as if the delete entries had been applied here.
+    for (const topic of previous?.topics.values() ?? []) {
+      if (this.state.topics.get(topic.name)?.id === topic.id) continue;
+      const command: MetadataCommand = { type: 'topic.delete', name: topic.name, id: topic.id };
+      for (const listener of this.listeners) listener(command, { ok: true, deletedTopicId: topic.id });
+    }
+    for (const at of [...this.proposalByIndex.keys()]) if (at <= index) this.proposalByIndex.delete(at);
+    for (const wake of this.readyWaiters.splice(0)) wake();
+  }
+
+  /** Applies committed entries in index order; a proposal's answer is the result of applying its entry here. */
+  private onCommitted(entries: CommittedEntry[], proposals: { reqId: number; index: number }[] | undefined): void {
+    for (const { reqId, index } of proposals ?? []) this.proposalByIndex.set(index, reqId);
+    for (const entry of entries) {
+      if (entry.index <= this.appliedIndex) continue;
+      if (entry.index !== this.appliedIndex + 1) throw new Error(`metadata gap: applied ${this.appliedIndex}, got ${entry.index}`);
+      this.appliedIndex = entry.index;
+      if (entry.command === null) continue;
+      const result = applyCommand(this.state, entry.command);
+      this.recentResults.set(entry.index, result);
+      this.recentResults.delete(entry.index - recentResultsKept);
+      for (const listener of this.listeners) listener(entry.command, result);
+      const reqId = this.proposalByIndex.get(entry.index);
+      if (reqId !== undefined) {
+        this.proposalByIndex.delete(entry.index);
+        this.proposals.get(reqId)?.resolve(result);
+        this.proposals.delete(reqId);
+      }
     }
   }
 }

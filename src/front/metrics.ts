@@ -14,6 +14,12 @@ export class Metrics {
   private ingressFailed = 0;
 
   constructor(replica: MetadataReplica, workers: PartitionWorkers) {
+    this.registerCounters();
+    this.registerGauges(replica, workers);
+  }
+
+  /** The series counted on the hot paths, read from their maps at scrape time. */
+  private registerCounters(): void {
     const requestsByRoute = this.requestsByRoute;
     const produced = this.produced;
     new Counter({
@@ -44,6 +50,10 @@ export class Metrics {
         }
       },
     });
+  }
+
+  /** The series read at scrape time from the metadata copy, the workers and the ingress latch. */
+  private registerGauges(replica: MetadataReplica, workers: PartitionWorkers): void {
     const self = this;
     new Gauge({
       name: 'svc_ingress_wal_failed',

@@ -2,7 +2,7 @@
 // forwards to other owners (a later issue), a request that must touch a partition owned elsewhere answers 503,
 // and the node's own choices (round-robin produce, consume without partition) stay on its own partitions.
 // Front thread; cached per topic record and partition count, since owners change only with the count.
-import { BrokerError } from '../errors.js';
+import { errors, type BrokerError } from '../errors.js';
 import type { TopicRecord } from '../protocol/metadata_types.js';
 
 const localCache = new WeakMap<TopicRecord, { partitions: number; local: number[] }>();
@@ -17,7 +17,7 @@ export function localPartitions(topic: TopicRecord, nodeId: number): number[] {
 }
 
 export function ownedElsewhere(topic: TopicRecord, partition: number): BrokerError {
-  return new BrokerError(503, `partition ${partition} of topic ${topic.name} is owned by node ${topic.owners[partition]}; send the request to that node (forwarding between nodes is not in this release)`, { 'Retry-After': '1' });
+  return errors.ownedElsewhere(topic.name, partition, topic.owners[partition]);
 }
 
 /** Throws the 503 unless this node owns the partition. */
@@ -27,5 +27,5 @@ export function requireLocalPartition(topic: TopicRecord, partition: number, nod
 
 /** The 503 for a topic none of whose partitions live here. */
 export function noLocalPartition(topic: TopicRecord): BrokerError {
-  return new BrokerError(503, `no partition of topic ${topic.name} is owned by this node; send the request to an owner (forwarding between nodes is not in this release)`, { 'Retry-After': '1' });
+  return errors.noLocalPartition(topic.name);
 }

@@ -1,9 +1,10 @@
 // One HTTP request as handlers see it (front thread): everything uWS offers only synchronously (method,
 // path, headers, remote address) is copied in before the first await. Lives until the reply is written.
 // A handler answers by returning a Reply, a promise of one, or `deferred` and then ctx.respond / ctx.fail from a
-// callback (the single produce: no promise per request on the hottest route).
+// callback (the single produce: no promise per request on the hottest route). Made by server.ts per request.
 import type { HttpResponse } from 'uWebSockets.js';
-import type { UserRecord } from '../protocol/metadata_types.js';
+import { errors } from '../errors.js';
+import type { TopicRecord, UserRecord } from '../protocol/metadata_types.js';
 import type { BodyListener, BodyReader } from './body.js';
 import type { Reply } from './respond.js';
 import type { Query } from './query.js';
@@ -31,6 +32,9 @@ export class RequestContext {
   user: UserRecord | undefined;
   /** Username, or the client IP with security off (spec §5.5, §8 limits per identity). */
   identity = '';
+  /** The path's topic, looked up and its grant checked by the server on routes whose grant is topic.read, produce or
+   *  consume (routes.ts); read through routeTopic. */
+  topic: TopicRecord | undefined = undefined;
   bodyReader: BodyReader | undefined;
   /** Work to undo when the reply is written (budget shares, in-flight counts). */
   private cleanups: (() => void)[] | null = null;
@@ -122,3 +126,8 @@ export class RequestContext {
   }
 }
 
+/** The topic the server looked up for a route of grant topic.read, topic.produce or topic.consume. */
+export function routeTopic(ctx: RequestContext): TopicRecord {
+  if (ctx.topic === undefined) throw errors.internal('route without a topic grant read ctx.topic');
+  return ctx.topic;
+}

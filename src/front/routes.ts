@@ -1,7 +1,23 @@
-// The route table of spec §4: method, pattern, handler and the label metrics use. Matching is exact per
-// path segment; `{name}` segments become params. Front thread only; built once at start.
+// The route table of spec §4 as data: for each route its method, pattern (also the metrics' route label), handler,
+// body rule (cap and oversize status), whether the content-type rule of spec §5.6 applies, and the grant it needs.
+// server.ts matches requests against it (route_table.ts) and runs the checks these fields name, in the order of
+// docs/decisions.md "Check order", before the handler. Front thread; the arrays are built once at module load.
+import { limits } from '../config.js';
+import * as cluster from './handlers/cluster.js';
+import * as consume from './handlers/consume.js';
+import * as health from './handlers/health.js';
+import * as later from './handlers/later.js';
+import * as produce from './handlers/produce.js';
+import * as topics from './handlers/topics.js';
+import * as users from './handlers/users.js';
+import type { deferred, RequestContext } from './request_context.js';
+import type { Reply } from './respond.js';
+import type { RouteServices } from './services.js';
 
 export type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+export type HandlerResult = Reply | typeof deferred | Promise<Reply | typeof deferred>;
+/** A handler answers by returning a Reply, a promise of one, or `deferred` and then ctx.respond / ctx.fail. */
+export type Handler = (ctx: RequestContext, services: RouteServices) => HandlerResult;
 
 /** How the body of a route is read and capped (spec §8). */
 export interface BodyRule {
@@ -12,114 +28,91 @@ export interface BodyRule {
   usesBatchBudget?: boolean;
 }
 
-export interface RouteEntry<H> {
+/**
+ * What a route needs of its caller (spec §5 permissions table). The server checks before the handler:
+ * - public: nothing, not even credentials (health, spec §5.3); metrics: public when http.metrics_unauthenticated;
+ * - admin: the admin grant;
+ * - topic.read, topic.produce, topic.consume: the topic of the path's first param exists (404) and the caller holds
+ *   the grant on it (403); the handler finds it in ctx.topic.
+ * Checked by the handler, because the check needs the body or an awaited lookup first (the table still says which):
+ * - topic.create (on the body's name, after the name's own rules), topic.manage (PATCH and DELETE look the topic up
+ *   again after catching up with the leader; detach needs it of either topic), password (own, or admin, NOTES 9),
+ *   remote (admin, 403 with security off: NOTES 8), authenticated (any caller; listing filters per topic).
+ */
+export type RouteGrant = 'public' | 'metrics' | 'authenticated' | 'admin' | 'topic.read' | 'topic.produce' | 'topic.consume'
+  | 'topic.create' | 'topic.manage' | 'password' | 'remote';
+
+export interface RouteEntry {
   method: Method;
-  /** The matched pattern, as the metrics' route label. */
+  /** The matched pattern; the metrics' route label. */
   pattern: string;
-  handler: H;
+  handler: Handler;
+  grant: RouteGrant;
   /** Present on routes that take a body. */
   body?: BodyRule;
-  /** Health routes need no credentials (spec §5.3). */
-  public?: boolean;
+  /** Spec §5.6: an accepted Content-Type or X-Svc-Client is needed (every POST, PUT and PATCH), else 415. */
+  contentTypeChecked: boolean;
 }
 
-interface CompiledRoute<H> {
-  entry: RouteEntry<H>;
-  segments: string[];
-  paramAt: boolean[];
+const body1MiB: BodyRule = { bytesMax: limits.request_body_bytes_max, oversizeStatus: 413 };
+/** Spec §8: user and attach-child routes answer an oversized body with 400. */
+const body1MiBAs400: BodyRule = { bytesMax: limits.request_body_bytes_max, oversizeStatus: 400 };
+const bodyBatchAck: BodyRule = { bytesMax: limits.batch_ack_body_bytes_max, oversizeStatus: 413 };
+const bodyRemotes: BodyRule = { bytesMax: limits.remotes_body_bytes_max, oversizeStatus: 413 };
+const bodyBatchProduce: BodyRule = { bytesMax: limits.batch_produce_body_bytes_max, oversizeStatus: 413, usesBatchBudget: true };
+
+type Row = [Method, string, Handler, RouteGrant, BodyRule?];
+
+/** Rows in the order of spec §4; a row is [method, pattern, handler, grant, body rule]. */
+const apiRows: Row[] = [
+  ['POST', '/v1/topics', topics.onCreateTopic, 'topic.create', body1MiB],
+  ['GET', '/v1/topics', topics.onListTopics, 'authenticated'],
+  ['GET', '/v1/topics/{topic}', topics.onGetTopic, 'topic.read'],
+  ['PATCH', '/v1/topics/{topic}', topics.onPatchTopic, 'topic.manage', body1MiB],
+  ['DELETE', '/v1/topics/{topic}', topics.onDeleteTopic, 'topic.manage'],
+  ['GET', '/v1/topics/{topic}/schema', topics.onGetSchema, 'topic.read'],
+  ['POST', '/v1/topics/{topic}/produce', produce.onProduce, 'topic.produce', body1MiB],
+  ['POST', '/v1/topics/{topic}/produce/batch', produce.onProduceBatch, 'topic.produce', bodyBatchProduce],
+  ['GET', '/v1/topics/{topic}/consume', consume.onConsume, 'topic.consume'],
+  ['POST', '/v1/topics/{topic}/ack', consume.onAck, 'topic.consume', bodyBatchAck],
+  ['POST', '/v1/topics/{parent}/children', later.onAttach, 'topic.manage', body1MiBAs400],
+  ['GET', '/v1/topics/{parent}/children', later.onListChildren, 'topic.read'],
+  ['DELETE', '/v1/topics/{parent}/children/{child}', later.onDetach, 'topic.manage'],
+  ['POST', '/v1/topics/{parent}/children/{child}/pause', later.onRemote, 'remote', body1MiB],
+  ['POST', '/v1/topics/{parent}/children/{child}/resume', later.onRemote, 'remote', body1MiB],
+  ['POST', '/v1/topics/{parent}/children/{child}/skip', later.onRemote, 'remote', body1MiB],
+  ['POST', '/v1/users', users.onCreateUser, 'admin', body1MiBAs400],
+  ['GET', '/v1/users', users.onListUsers, 'admin'],
+  ['GET', '/v1/users/{username}', users.onGetUser, 'admin'],
+  ['DELETE', '/v1/users/{username}', users.onDeleteUser, 'admin'],
+  ['PUT', '/v1/users/{username}/grants', users.onPutGrants, 'admin', body1MiBAs400],
+  ['PUT', '/v1/users/{username}/password', users.onPutPassword, 'password', body1MiBAs400],
+  ['GET', '/v1/cluster/members', cluster.onListMembers, 'admin'],
+  ['POST', '/v1/cluster/members/{id}/forget', cluster.onForget, 'admin', body1MiB],
+  ['POST', '/v1/cluster/reencrypt-remotes', later.onRemote, 'remote', bodyRemotes],
+  ['POST', '/v1/remotes', later.onRemote, 'remote', bodyRemotes],
+  ['GET', '/v1/remotes', later.onRemote, 'remote'],
+  ['GET', '/v1/remotes/{name}', later.onRemote, 'remote'],
+  ['PATCH', '/v1/remotes/{name}', later.onRemote, 'remote', bodyRemotes],
+  ['DELETE', '/v1/remotes/{name}', later.onRemote, 'remote'],
+  ['POST', '/v1/remotes/{name}/test', later.onRemote, 'remote', bodyRemotes],
+  ['GET', '/healthz', health.onHealthz, 'public'],
+  ['GET', '/readyz', health.onReadyz, 'public'],
+  // Answers 404 when http.metrics_addr serves the metrics instead (health.onApiMetrics).
+  ['GET', '/metrics', health.onApiMetrics, 'metrics'],
+];
+
+/** The routes of http.metrics_addr, when set: health and metrics, no credentials. */
+const metricsRows: Row[] = [
+  ['GET', '/healthz', health.onHealthz, 'public'],
+  ['GET', '/readyz', health.onReadyz, 'public'],
+  ['GET', '/metrics', health.onMetrics, 'public'],
+];
+
+function entry([method, pattern, handler, grant, body]: Row): RouteEntry {
+  const contentTypeChecked = method === 'POST' || method === 'PUT' || method === 'PATCH';
+  return body === undefined ? { method, pattern, handler, grant, contentTypeChecked } : { method, pattern, handler, grant, body, contentTypeChecked };
 }
 
-export type RouteMatch<H> =
-  | { kind: 'found'; entry: RouteEntry<H>; params: string[] }
-  | { kind: 'method_not_allowed'; allow: string }
-  | { kind: 'not_found' };
-
-/** Matches remembered per method and path: a producer or consumer sends the same few paths over and over, and a
- *  match walks every route. The cache starts over when full (a miss costs one walk). */
-const matchCacheEntriesMax = 4096;
-
-export class RouteTable<H> {
-  private readonly routes: CompiledRoute<H>[] = [];
-  /** method -> path -> match: no key string is built per request. */
-  private readonly matchCache = new Map<string, Map<string, RouteMatch<H>>>();
-  private matchCacheEntries = 0;
-  /** The last request line matched: comparing a fresh path with it costs less than hashing it for the cache, and a
-   *  fleet of one route's clients sends the same line again and again. */
-  private lastMethod = '';
-  private lastPath = '';
-  private lastMatch: RouteMatch<H> = { kind: 'not_found' };
-
-  constructor(entries: RouteEntry<H>[]) {
-    for (const entry of entries) {
-      const segments = entry.pattern.split('/').slice(1);
-      this.routes.push({ entry, segments, paramAt: segments.map((s) => s.startsWith('{')) });
-    }
-  }
-
-  /** The match of a method and path; the same (immutable) object for the same request line while cached. */
-  match(method: string, path: string): RouteMatch<H> {
-    if (path === this.lastPath && method === this.lastMethod) return this.lastMatch;
-    const match = this.matchCached(method, path);
-    this.lastMethod = method;
-    this.lastPath = path;
-    this.lastMatch = match;
-    return match;
-  }
-
-  private matchCached(method: string, path: string): RouteMatch<H> {
-    let byPath = this.matchCache.get(method);
-    const cached = byPath?.get(path);
-    if (cached !== undefined) return cached;
-    const match = this.matchUncached(method, path);
-    if (this.matchCacheEntries >= matchCacheEntriesMax) {
-      this.matchCache.clear();
-      this.matchCacheEntries = 0;
-      byPath = undefined;
-    }
-    if (byPath === undefined) this.matchCache.set(method, (byPath = new Map()));
-    byPath.set(path, match);
-    this.matchCacheEntries += 1;
-    return match;
-  }
-
-  private matchUncached(method: string, path: string): RouteMatch<H> {
-    const parts = path.split('/');
-    // A path always starts with '/', so parts[0] is ''; a trailing slash is a different route (404).
-    const segmentCount = parts.length - 1;
-    let allowed: string[] | null = null;
-    for (const route of this.routes) {
-      if (route.segments.length !== segmentCount) continue;
-      const params = matchSegments(route, parts);
-      if (params === null) continue;
-      if (route.entry.method === method) return { kind: 'found', entry: route.entry, params };
-      (allowed ??= []).push(route.entry.method);
-    }
-    if (allowed !== null) return { kind: 'method_not_allowed', allow: allowed.join(', ') };
-    return { kind: 'not_found' };
-  }
-}
-
-function matchSegments<H>(route: CompiledRoute<H>, parts: string[]): string[] | null {
-  const params: string[] = [];
-  for (let i = 0; i < route.segments.length; i++) {
-    const part = parts[i + 1]!;
-    if (route.paramAt[i]) {
-      if (part === '') return null;
-      const decoded = decodeSegment(part);
-      if (decoded === null) return null;
-      params.push(decoded);
-    } else if (part !== route.segments[i]) {
-      return null;
-    }
-  }
-  return params;
-}
-
-function decodeSegment(part: string): string | null {
-  if (!part.includes('%')) return part;
-  try {
-    return decodeURIComponent(part);
-  } catch {
-    return null;
-  }
-}
+export const apiRoutes: readonly RouteEntry[] = apiRows.map(entry);
+export const metricsRoutes: readonly RouteEntry[] = metricsRows.map(entry);

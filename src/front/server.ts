@@ -1,51 +1,41 @@
 // The front thread's HTTP server on uWebSockets.js: one catch-all handler runs every request through the
 // spec's checks in a fixed order (docs/decisions.md, "Check order"): header block size (431), route (404),
-// method (405), shutdown (503), credentials (401), content type (415), then the route's handler. Created by
-// main.ts after startup; shutdown() refuses new requests and waits for in-flight ones.
+// method (405), shutdown (503), credentials (401), content type (415), the route's grant (admin; or the path's topic,
+// 404 then 403), then the route's handler. The routes and what each needs are data in routes.ts. Created by main.ts
+// after startup; shutdown() refuses new requests and waits for in-flight ones.
 import type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket } from 'uWebSockets.js';
 import { limits, parseListenAddress } from '../config.js';
 import { BrokerError, errors } from '../errors.js';
-import { canManageTopic, forbidden, requireAdmin, requireTopic } from './access.js';
+import { requireAdmin, requireTopic } from './access.js';
 import { Authenticator } from './auth.js';
 import { BodyReader } from './body.js';
 import { LoginThrottle } from './login_throttle.js';
-import { consumeHandlers } from './handlers/consume.js';
-import { clusterHandlers } from './handlers/cluster.js';
-import { healthHandlers, type NodeLifecycle } from './handlers/health.js';
-import { produceHandlers } from './handlers/produce.js';
-import { topicHandlers } from './handlers/topics.js';
-import { userHandlers } from './handlers/users.js';
+import { ConsumeState } from './handlers/consume.js';
+import type { NodeLifecycle } from './handlers/health.js';
+import { ProduceState } from './handlers/produce.js';
 import { Query } from './query.js';
 import { deferred, RequestContext, type DeferredAnswers, type RequestHeaders } from './request_context.js';
 import { errorReply, plainReply, writeReply, type Reply } from './respond.js';
-import { RouteTable, type BodyRule, type RouteEntry } from './routes.js';
-import type { FrontServices } from './services.js';
+import { RouteTable } from './route_table.js';
+import { apiRoutes, metricsRoutes, type HandlerResult, type RouteEntry } from './routes.js';
+import type { FrontServices, RouteServices } from './services.js';
 
 type uWSModule = typeof import('uWebSockets.js');
-type Handler = (ctx: RequestContext) => HandlerResult;
-type HandlerResult = Reply | typeof deferred | Promise<Reply | typeof deferred>;
 
-const kiB = 1024;
-const body1MiB: BodyRule = { bytesMax: limits.request_body_bytes_max, oversizeStatus: 413 };
-/** Spec §8: user and attach-child routes answer an oversized body with 400. */
-const body1MiBAs400: BodyRule = { bytesMax: limits.request_body_bytes_max, oversizeStatus: 400 };
-const bodyBatchAck: BodyRule = { bytesMax: limits.batch_ack_body_bytes_max, oversizeStatus: 413 };
-const bodyRemotes: BodyRule = { bytesMax: 128 * kiB, oversizeStatus: 413 };
-const bodyBatchProduce: BodyRule = { bytesMax: limits.batch_produce_body_bytes_max, oversizeStatus: 413, usesBatchBudget: true };
 /** Spec §5.6: a charset or other parameter after the type is fine. */
 const acceptedContentTypes = new Set(['application/json', 'application/octet-stream']);
-/** How long graceful shutdown waits for in-flight requests before closing anyway. */
-const shutdownDrainMsMax = 10_000;
 
 export class FrontServer {
-  private readonly routes: RouteTable<Handler>;
-  private readonly metricsRoutes: RouteTable<Handler>;
+  private readonly routes = new RouteTable<RouteEntry>(apiRoutes);
+  private readonly metricsRoutes = new RouteTable<RouteEntry>(metricsRoutes);
+  private readonly routeServices: RouteServices;
   private readonly authenticator: Authenticator;
   private readonly listenSockets: us_listen_socket[] = [];
   private inFlight = 0;
   private readonly security: boolean;
+  /** Routes of grant 'metrics' need no credentials (http.metrics_unauthenticated, metrics on the API port). */
+  private readonly metricsPublic: boolean;
   private readonly headerBytesMax: number;
-  private closeWaiters: () => void = () => undefined;
   private readonly headerScan = new HeaderScan();
   private readonly corkedWriter = new CorkedWriter();
   /** How a handler that returned `deferred` answers: its request is finished like any other. */
@@ -61,101 +51,21 @@ export class FrontServer {
     private readonly lifecycle: NodeLifecycle,
     authPool: ConstructorParameters<typeof Authenticator>[1],
   ) {
-    this.security = services.config['security.enabled'];
-    this.headerBytesMax = services.config['http.max_header_bytes'];
+    const config = services.config;
+    this.security = config['security.enabled'];
+    this.headerBytesMax = config['http.max_header_bytes'];
+    const separateMetrics = config['http.metrics_addr'] !== '';
+    this.metricsPublic = config['http.metrics_unauthenticated'] && !separateMetrics;
     const throttle = new LoginThrottle({
-      failedLoginThreshold: services.config['auth.failed_login_threshold'],
-      retryIntervalMs: services.config['auth.failed_login_retry_interval'],
-      checkBudget: services.config['auth.login_check_budget'],
-      checkRefillPerSecond: services.config['auth.login_check_refill_per_second'],
+      failedLoginThreshold: config['auth.failed_login_threshold'],
+      retryIntervalMs: config['auth.failed_login_retry_interval'],
+      checkBudget: config['auth.login_check_budget'],
+      checkRefillPerSecond: config['auth.login_check_refill_per_second'],
     }, Date.now());
-    this.authenticator = new Authenticator(services.replica, authPool, throttle, services.config['auth.bcrypt_cost']);
-    const separateMetrics = services.config['http.metrics_addr'] !== '';
-    const { entries, metricsEntries } = this.routeEntries(separateMetrics);
-    this.routes = new RouteTable(entries);
-    this.metricsRoutes = new RouteTable(metricsEntries);
-  }
-
-  private routeEntries(separateMetrics: boolean): { entries: RouteEntry<Handler>[]; metricsEntries: RouteEntry<Handler>[] } {
-    const topics = topicHandlers(this.services);
-    const produce = produceHandlers(this.services);
-    const consume = consumeHandlers(this.services);
-    this.closeWaiters = consume.closeWaiters;
-    const users = userHandlers(this.services);
-    const health = healthHandlers(this.services, this.lifecycle);
-    const cluster = clusterHandlers(this.services);
-    // Routes of later work answer 501 once the caller passed the route's access check (spec §5 permissions).
-    const topicOf = (name: string) => this.services.replica.topic(name);
-    // NOTES 8: with security off only the v3.2.0 remote items answer 403; with it on they need admin.
-    const remoteLater: Handler = (ctx) => {
-      if (!this.security) throw new BrokerError(403, 'remotes need security on');
-      requireAdmin(ctx.user);
-      throw errors.notImplemented();
+    this.authenticator = new Authenticator(services.replica, authPool, throttle, config['auth.bcrypt_cost']);
+    this.routeServices = {
+      ...services, lifecycle, separateMetrics, produce: new ProduceState(services), consume: new ConsumeState(services),
     };
-    // Spec §5: an attach needs ownership of both topics (the child, named in the body, is checked with the
-    // fan-out work); listing children any grant on the parent or ownership; a detach ownership of either.
-    const attachLater: Handler = (ctx) => {
-      requireTopic.manage(ctx.user, topicOf(ctx.param(0)));
-      throw errors.notImplemented();
-    };
-    const childrenLater: Handler = (ctx) => {
-      requireTopic.read(ctx.user, topicOf(ctx.param(0)));
-      throw errors.notImplemented();
-    };
-    const detachLater: Handler = (ctx) => {
-      const parent = topicOf(ctx.param(0));
-      const child = topicOf(ctx.param(1));
-      if (!canManageTopic(ctx.user, parent) && !canManageTopic(ctx.user, child)) {
-        throw forbidden(`only the owner of topic ${parent.name} or ${child.name}, or an admin, may detach`);
-      }
-      throw errors.notImplemented();
-    };
-    const metricsUnauthenticated = this.services.config['http.metrics_unauthenticated'];
-    const onApiMetrics: Handler = separateMetrics
-      ? () => { throw new BrokerError(404, 'metrics are served on http.metrics_addr'); }
-      : health.onMetrics;
-    const entries: RouteEntry<Handler>[] = [
-      { method: 'POST', pattern: '/v1/topics', handler: topics.onCreateTopic, body: body1MiB },
-      { method: 'GET', pattern: '/v1/topics', handler: topics.onListTopics },
-      { method: 'GET', pattern: '/v1/topics/{topic}', handler: topics.onGetTopic },
-      { method: 'PATCH', pattern: '/v1/topics/{topic}', handler: topics.onPatchTopic, body: body1MiB },
-      { method: 'DELETE', pattern: '/v1/topics/{topic}', handler: topics.onDeleteTopic },
-      { method: 'GET', pattern: '/v1/topics/{topic}/schema', handler: topics.onGetSchema },
-      { method: 'POST', pattern: '/v1/topics/{topic}/produce', handler: produce.onProduce, body: body1MiB },
-      { method: 'POST', pattern: '/v1/topics/{topic}/produce/batch', handler: produce.onProduceBatch, body: bodyBatchProduce },
-      { method: 'GET', pattern: '/v1/topics/{topic}/consume', handler: consume.onConsume },
-      { method: 'POST', pattern: '/v1/topics/{topic}/ack', handler: consume.onAck, body: bodyBatchAck },
-      { method: 'POST', pattern: '/v1/topics/{parent}/children', handler: attachLater, body: body1MiBAs400 },
-      { method: 'GET', pattern: '/v1/topics/{parent}/children', handler: childrenLater },
-      { method: 'DELETE', pattern: '/v1/topics/{parent}/children/{child}', handler: detachLater },
-      { method: 'POST', pattern: '/v1/topics/{parent}/children/{child}/pause', handler: remoteLater, body: body1MiB },
-      { method: 'POST', pattern: '/v1/topics/{parent}/children/{child}/resume', handler: remoteLater, body: body1MiB },
-      { method: 'POST', pattern: '/v1/topics/{parent}/children/{child}/skip', handler: remoteLater, body: body1MiB },
-      { method: 'POST', pattern: '/v1/users', handler: users.onCreateUser, body: body1MiBAs400 },
-      { method: 'GET', pattern: '/v1/users', handler: users.onListUsers },
-      { method: 'GET', pattern: '/v1/users/{username}', handler: users.onGetUser },
-      { method: 'DELETE', pattern: '/v1/users/{username}', handler: users.onDeleteUser },
-      { method: 'PUT', pattern: '/v1/users/{username}/grants', handler: users.onPutGrants, body: body1MiBAs400 },
-      { method: 'PUT', pattern: '/v1/users/{username}/password', handler: users.onPutPassword, body: body1MiBAs400 },
-      { method: 'GET', pattern: '/v1/cluster/members', handler: cluster.onListMembers },
-      { method: 'POST', pattern: '/v1/cluster/members/{id}/forget', handler: cluster.onForget, body: body1MiB },
-      { method: 'POST', pattern: '/v1/cluster/reencrypt-remotes', handler: remoteLater, body: bodyRemotes },
-      { method: 'POST', pattern: '/v1/remotes', handler: remoteLater, body: bodyRemotes },
-      { method: 'GET', pattern: '/v1/remotes', handler: remoteLater },
-      { method: 'GET', pattern: '/v1/remotes/{name}', handler: remoteLater },
-      { method: 'PATCH', pattern: '/v1/remotes/{name}', handler: remoteLater, body: bodyRemotes },
-      { method: 'DELETE', pattern: '/v1/remotes/{name}', handler: remoteLater },
-      { method: 'POST', pattern: '/v1/remotes/{name}/test', handler: remoteLater, body: bodyRemotes },
-      { method: 'GET', pattern: '/healthz', handler: health.onHealthz, public: true },
-      { method: 'GET', pattern: '/readyz', handler: health.onReadyz, public: true },
-      { method: 'GET', pattern: '/metrics', handler: onApiMetrics, public: metricsUnauthenticated && !separateMetrics },
-    ];
-    const metricsEntries: RouteEntry<Handler>[] = [
-      { method: 'GET', pattern: '/healthz', handler: health.onHealthz, public: true },
-      { method: 'GET', pattern: '/readyz', handler: health.onReadyz, public: true },
-      { method: 'GET', pattern: '/metrics', handler: health.onMetrics, public: true },
-    ];
-    return { entries, metricsEntries };
   }
 
   /** Listens on the API address (and the metrics address when set); resolves to the API port. */
@@ -187,13 +97,13 @@ export class FrontServer {
   /** Refuses new requests (503), waits for in-flight ones (bounded), then stops listening. */
   async shutdown(): Promise<void> {
     this.lifecycle.shuttingDown = true;
-    this.closeWaiters();
-    const deadline = Date.now() + shutdownDrainMsMax;
+    this.routeServices.consume.closeWaiters();
+    const deadline = Date.now() + limits.shutdown_drain_ms_max;
     while (this.inFlight > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
     for (const socket of this.listenSockets.splice(0)) this.uws.us_listen_socket_close(socket);
   }
 
-  private onRequest(routes: RouteTable<Handler>, res: HttpResponse, req: HttpRequest): void {
+  private onRequest(routes: RouteTable<RouteEntry>, res: HttpResponse, req: HttpRequest): void {
     const method = methodName(req.getMethod());
     const path = req.getUrl();
     const rawQuery = req.getQuery() ?? '';
@@ -207,21 +117,21 @@ export class FrontServer {
     // Without a length or chunked encoding a request has no body (RFC 9112 §6.3).
     const hasBody = scan.chunked || (contentLength !== null && contentLength > 0);
     if (scan.bytes > this.headerBytesMax) {
-      this.writeEarly(res, plainReply(431, 'request header fields too large'), 'unmatched', method, hasBody);
+      this.writeEarly(res, errors.headersTooLarge(), 'unmatched', method, hasBody);
       return;
     }
     const match = routes.match(method, path);
     if (match.kind === 'not_found') {
-      this.writeEarly(res, plainReply(404, 'not found'), 'unmatched', method, hasBody);
+      this.writeEarly(res, errors.routeNotFound(), 'unmatched', method, hasBody);
       return;
     }
     if (match.kind === 'method_not_allowed') {
-      this.writeEarly(res, plainReply(405, 'method not allowed', { Allow: match.allow }), 'unmatched', method, hasBody);
+      this.writeEarly(res, errors.methodNotAllowed(match.allow), 'unmatched', method, hasBody);
       return;
     }
     const route = match.entry;
     if (this.lifecycle.shuttingDown && route.pattern !== '/healthz' && route.pattern !== '/readyz') {
-      this.writeEarly(res, errorReply(errors.shuttingDown()), route.pattern, method, hasBody);
+      this.writeEarly(res, errors.shuttingDown(), route.pattern, method, hasBody);
       return;
     }
     const remoteIp = this.security ? '' : Buffer.from(res.getRemoteAddressAsText()).toString();
@@ -255,9 +165,10 @@ export class FrontServer {
     );
   }
 
-  /** Authentication and the content-type rule, then the handler; synchronous while nothing needs to wait. */
-  private handle(route: RouteEntry<Handler>, ctx: RequestContext): HandlerResult {
-    if (route.public || !this.security) {
+  /** Authentication, the content-type rule and the route's grant, then the handler; synchronous while nothing needs
+   *  to wait. */
+  private handle(route: RouteEntry, ctx: RequestContext): HandlerResult {
+    if (!this.security || route.grant === 'public' || (route.grant === 'metrics' && this.metricsPublic)) {
       ctx.identity = ctx.remoteIp;
       return this.afterAuth(route, ctx);
     }
@@ -275,9 +186,8 @@ export class FrontServer {
     return this.afterAuth(route, ctx);
   }
 
-  private afterAuth(route: RouteEntry<Handler>, ctx: RequestContext): HandlerResult {
-    const method = route.method;
-    if (method === 'POST' || method === 'PUT' || method === 'PATCH') {
+  private afterAuth(route: RouteEntry, ctx: RequestContext): HandlerResult {
+    if (route.contentTypeChecked) {
       const given = ctx.headers.contentType;
       // The usual exact header needs no parsing: split, trim and lower-case cost a single produce about 1% of its time.
       if (!acceptedContentTypes.has(given) && !acceptedContentTypes.has(given.split(';', 1)[0]!.trim().toLowerCase())
@@ -285,7 +195,29 @@ export class FrontServer {
         throw errors.unsupportedContentType();
       }
     }
-    return route.handler(ctx);
+    this.checkGrant(route, ctx);
+    return route.handler(ctx, this.routeServices);
+  }
+
+  /** The grants routes.ts says the server checks: admin, and a grant on the path's topic (404 before 403), which the
+   *  handler then finds in ctx.topic. The others are the handler's (routes.ts RouteGrant). */
+  private checkGrant(route: RouteEntry, ctx: RequestContext): void {
+    switch (route.grant) {
+      case 'admin':
+        requireAdmin(ctx.user);
+        return;
+      case 'topic.read':
+        requireTopic.read(ctx.user, (ctx.topic = this.services.replica.topic(ctx.param(0))));
+        return;
+      case 'topic.produce':
+        requireTopic.produce(ctx.user, (ctx.topic = this.services.replica.topic(ctx.param(0))));
+        return;
+      case 'topic.consume':
+        requireTopic.consume(ctx.user, (ctx.topic = this.services.replica.topic(ctx.param(0))));
+        return;
+      default:
+        return;
+    }
   }
 
   private failureReply(error: unknown, pattern: string): Reply {
@@ -311,10 +243,11 @@ export class FrontServer {
     else writeReply(res, reply, close);
   }
 
-  private writeEarly(res: HttpResponse, reply: Reply, route: string, method: string, hasBody: boolean): void {
-    this.services.metrics.countRequest(route, method, reply.status);
+  /** Answers before any handler ran (431, 404, 405, 503 shutting down). */
+  private writeEarly(res: HttpResponse, error: BrokerError, route: string, method: string, hasBody: boolean): void {
+    this.services.metrics.countRequest(route, method, error.status);
     // A body we never read must not be taken for the next request: close after answering.
-    writeReply(res, reply, hasBody);
+    writeReply(res, error.plainText ? plainReply(error.status, error.message, error.headers) : errorReply(error), hasBody);
   }
 }
 

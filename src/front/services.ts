@@ -1,10 +1,14 @@
 // What handlers on the front thread work with: the node's config, its metadata copy, its partition workers,
-// its ingress log and pools. Built once by main.ts; handlers never construct these themselves.
+// its ingress log and pools (FrontServices, built once by main.ts), plus the state the routes keep between requests
+// (RouteServices, built once by server.ts). Handlers never construct these themselves.
 import type { Piscina } from 'piscina';
 import type { Config } from '../config.js';
 import type { Logger } from '../util/log.js';
 import type { ByteBudget } from './body.js';
 import type { PartitionWorkers } from './dispatch.js';
+import type { ConsumeState } from './handlers/consume.js';
+import type { NodeLifecycle } from './handlers/health.js';
+import type { ProduceState } from './handlers/produce.js';
 import type { IngressLog } from './ingress_log.js';
 import type { MetadataReplica } from './metadata_replica.js';
 import type { Metrics } from './metrics.js';
@@ -23,4 +27,13 @@ export interface FrontServices {
   workPool: Piscina;
   batchBudget: ByteBudget;
   metrics: Metrics;
+}
+
+/** The second argument of every handler (routes.ts): the services and the routes' own state. */
+export interface RouteServices extends FrontServices {
+  lifecycle: NodeLifecycle;
+  /** http.metrics_addr is set: /metrics is served there, not on the API port. */
+  separateMetrics: boolean;
+  produce: ProduceState;
+  consume: ConsumeState;
 }

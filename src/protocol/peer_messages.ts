@@ -4,6 +4,7 @@
 // the transport msgpackr-encodes it.
 import type { RaftMessage } from './raft_messages.js';
 import type { MetadataCommand } from './metadata_types.js';
+import type { MetadataRefusal } from '../errors.js';
 
 export type PeerMessage =
   | { kind: 'raft'; message: RaftMessage }
@@ -22,15 +23,12 @@ export type PeerRequest =
 
 export type ProposeReply =
   | { ok: true; index: number; term: number }
-  | { ok: false; status: number; error: string; retryAfterSeconds?: number };
+  /** refusal: a catalog id of src/errors.ts; the front answers its status, text and Retry-After. */
+  | { ok: false; refusal: MetadataRefusal };
 
 export type JoinReply = { ok: true } | { ok: false; error: string };
 
-export interface ForgetReply {
-  status: number;
-  error?: string;
-  /** With a 503: when the client may retry. */
-  retryAfterSeconds?: number;
-}
+/** ok: forgotten (204); else a catalog id of src/errors.ts, answered with its status, text and Retry-After. */
+export type ForgetReply = { ok: true } | { ok: false; refusal: MetadataRefusal };
 
 export type CommitIndexReply = { ok: true; commit: number } | { ok: false; error: string };

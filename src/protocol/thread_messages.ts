@@ -3,6 +3,7 @@
 // Uint8Array whose ArrayBuffer is in the transfer list. Orderings are written down in README.md here.
 import type { MetadataCommand, MetadataState } from './metadata_types.js';
 import type { ForgetReply } from './peer_messages.js';
+import type { MetadataRefusal } from '../errors.js';
 import type { MessagePort } from 'node:worker_threads';
 import type { PayloadKind } from './ingress_frame.js';
 
@@ -68,8 +69,9 @@ export type FromMetadata =
   /** Metadata -> front: a proposal became the entry at index, which the front has already applied (a follower
    *  learned it from the leader after applying it). */
   | { kind: 'proposalApplied'; reqId: number; index: number }
-  /** Metadata -> front: the proposal was not applied here; retryAfterSeconds when the client may retry. */
-  | { kind: 'proposeFailed'; reqId: number; status: number; error: string; retryAfterSeconds?: number }
+  /** Metadata -> front: the proposal was not applied here; refusal names the catalog error (src/errors.ts) the front
+   *  answers, with its status and Retry-After. */
+  | { kind: 'proposeFailed'; reqId: number; refusal: MetadataRefusal }
   | { kind: 'membersResult'; reqId: number; members: MemberView[] }
   | ({ kind: 'forgetResult'; reqId: number } & ForgetReply)
   /** ok: every entry the leader had committed when asked is applied here (and so posted to the front before this). */

@@ -119,6 +119,14 @@ t.test('limits keep their spec values', async (t) => {
     list_topics_limit_max: 1000,
     error_text_bytes_max: 2048,
     schema_doc_bytes_max: 262_144,
+    remotes_body_bytes_max: 131_072,
+    fanout_delay_ms_max: 31_536_000_000,
+    grant_pattern_chars_max: 255,
+    per_partition_cap_max: 1_000_000,
+    node_id_max: 65_535,
+    leader_heard_within_ms: 5000,
+    shutdown_drain_ms_max: 10_000,
+    audit_target_chars_max: 256,
   });
 });
 

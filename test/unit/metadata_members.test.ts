@@ -9,6 +9,7 @@ import t from 'tap';
 import type { MemberRecord, MetadataState, TopicCreateRecord } from '../../src/protocol/metadata_types.js';
 import { applyCommand, emptyMetadataState } from '../../src/raft/metadata/state.js';
 import { partitionsOwnedBy } from '../../src/raft/metadata/placement.js';
+import { answered } from '../helpers/refusal.js';
 
 function member(id: number, host = `n${id}`, addedAtMs = 1_700_000_000_000 + id): MemberRecord {
   return { id, apiAddress: `${host}:7942`, internalAddress: `${host}:7943`, addedAtMs };
@@ -25,7 +26,7 @@ function withMembers(...ids: number[]): MetadataState {
   const state = emptyMetadataState();
   for (const id of ids) {
     const result = applyCommand(state, { type: 'member.add', member: member(id) });
-    if (!result.ok) throw new Error(`setup: ${result.error}`);
+    if (!result.ok) throw new Error(`setup: ${JSON.stringify(result.refusal)}`);
   }
   return state;
 }
@@ -64,18 +65,18 @@ t.test('member.add with an id that is not a positive integer is a bug and throws
 
 t.test('member.forget: 404 unknown, 409 while it owns partitions, then forgotten', async (t) => {
   const state = withMembers(1, 2, 3);
-  t.same(applyCommand(state, { type: 'member.forget', id: 9 }), { ok: false, status: 404, error: 'member 9 not found' });
+  t.same(answered(applyCommand(state, { type: 'member.forget', id: 9 })), { ok: false, status: 404, error: 'member 9 not found' });
   t.same(applyCommand(state, { type: 'topic.create', topic: topic('orders', '00000000000000a1', [2, 1, 2]) }).ok, true);
   t.same(applyCommand(state, { type: 'topic.create', topic: topic('events', '00000000000000b2', [2]) }).ok, true);
-  t.same(applyCommand(state, { type: 'member.forget', id: 2 }), { ok: false, status: 409, error: 'member 2 owns 3 partitions' });
-  t.same(applyCommand(state, { type: 'member.forget', id: 1 }), { ok: false, status: 409, error: 'member 1 owns 1 partitions' });
+  t.same(answered(applyCommand(state, { type: 'member.forget', id: 2 })), { ok: false, status: 409, error: 'member 2 owns 3 partitions' });
+  t.same(answered(applyCommand(state, { type: 'member.forget', id: 1 })), { ok: false, status: 409, error: 'member 1 owns 1 partitions' });
   t.ok(state.members.has(2), 'kept while it owns partitions');
   t.same(applyCommand(state, { type: 'member.forget', id: 3 }), { ok: true }, 'a member owning nothing is forgotten');
   t.notOk(state.members.has(3));
-  t.same(applyCommand(state, { type: 'member.forget', id: 3 }), { ok: false, status: 404, error: 'member 3 not found' }, 'twice is 404');
+  t.same(answered(applyCommand(state, { type: 'member.forget', id: 3 })), { ok: false, status: 404, error: 'member 3 not found' }, 'twice is 404');
   t.same(applyCommand(state, { type: 'topic.delete', name: 'orders', id: '00000000000000a1' }).ok, true);
   t.same(applyCommand(state, { type: 'member.forget', id: 1 }), { ok: true }, 'free once its topic is deleted');
-  t.same(applyCommand(state, { type: 'member.forget', id: 2 }), { ok: false, status: 409, error: 'member 2 owns 1 partitions' });
+  t.same(answered(applyCommand(state, { type: 'member.forget', id: 2 })), { ok: false, status: 409, error: 'member 2 owns 1 partitions' });
   t.same([...state.members.keys()], [2]);
 });
 
@@ -104,7 +105,7 @@ t.test('topic.create without one owner per partition is a bug and throws, leavin
 
 t.test('topic.create naming an owner that is not a member is refused on every replica, not applied', async (t) => {
   const state = withMembers(1, 2);
-  t.same(applyCommand(state, { type: 'topic.create', topic: topic('a', '0000000000000001', [1, 3]) }), {
+  t.same(answered(applyCommand(state, { type: 'topic.create', topic: topic('a', '0000000000000001', [1, 3]) })), {
     ok: false,
     status: 503,
     error: 'partition owner 3 is not a cluster member; retry',
@@ -135,7 +136,7 @@ t.test('topic.update growth placed before another growth was applied uses the ow
 t.test('topic.update growth: missing owners refused (earlier groups stay), too few owners or a bad id throw', async (t) => {
   const state = withMembers(1);
   applyCommand(state, { type: 'topic.create', topic: topic('a', '0000000000000001', [1]) });
-  t.same(applyCommand(state, { type: 'topic.update', name: 'a', id: '0000000000000001', changes: { retentionMs: 5, partitions: 3 } }), {
+  t.same(answered(applyCommand(state, { type: 'topic.update', name: 'a', id: '0000000000000001', changes: { retentionMs: 5, partitions: 3 } })), {
     ok: false,
     status: 503,
     error: 'partitions: owners of the new partitions of topic a were not placed; retry',
@@ -147,7 +148,7 @@ t.test('topic.update growth: missing owners refused (earlier groups stay), too f
   t.throws(() => applyCommand(state, { type: 'topic.update', name: 'a', id: '0000000000000001', changes: { partitions: 3, newOwners: [1, -2] } }),
     /owner -2 is not a member id/);
   t.same(state.topics.get('a')?.owners, [1]);
-  t.same(applyCommand(state, { type: 'topic.update', name: 'a', id: '0000000000000001', changes: { partitions: 3, newOwners: [1, 7] } }), {
+  t.same(answered(applyCommand(state, { type: 'topic.update', name: 'a', id: '0000000000000001', changes: { partitions: 3, newOwners: [1, 7] } })), {
     ok: false,
     status: 503,
     error: 'partition owner 7 is not a cluster member; retry',

@@ -29,7 +29,7 @@ function withMembers(...ids: number[]): MetadataState {
 /** Fills as the leader's shell does, then applies; throws on a refusal. */
 function propose(state: MetadataState, command: MetadataCommand, live: readonly number[], avoid?: readonly number[]): TopicRecord {
   const result = applyCommand(state, fillOwners(state, command, live, avoid));
-  if (!result.ok) throw new Error(`${command.type}: ${result.error}`);
+  if (!result.ok) throw new Error(`${command.type}: ${JSON.stringify(result.refusal)}`);
   return result.topic!;
 }
 

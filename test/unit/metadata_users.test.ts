@@ -7,6 +7,7 @@
 import t from 'tap';
 import type { MetadataCommand, MetadataState, TopicCreateRecord, UserRecord } from '../../src/protocol/metadata_types.js';
 import { applyCommand, emptyMetadataState } from '../../src/raft/metadata/state.js';
+import { answered } from '../helpers/refusal.js';
 
 function user(username: string, root = false): UserRecord {
   return {
@@ -45,7 +46,7 @@ function seeded(): MetadataState {
     { type: 'topic.create', topic: topic('orders.ccc') },
   ] satisfies MetadataCommand[]) {
     const result = apply(state, command);
-    if (!result.ok) throw new Error(`setup: ${result.error}`);
+    if (!result.ok) throw new Error(`setup: ${JSON.stringify(result.refusal)}`);
   }
   return state;
 }
@@ -58,9 +59,9 @@ t.test('user.create hands out a new credential version to every user', async (t)
 
 t.test('user.delete: 404 unknown, 403 root, clears the owner of that user\'s topics only', async (t) => {
   const state = seeded();
-  t.same(apply(state, { type: 'user.delete', username: 'nobody' }), { ok: false, status: 404, error: 'user nobody not found' });
+  t.same(answered(apply(state, { type: 'user.delete', username: 'nobody' })), { ok: false, status: 404, error: 'user nobody not found' });
   const root = apply(state, { type: 'user.delete', username: 'admin' });
-  t.same(root, { ok: false, status: 403, error: 'the root admin cannot be deleted' });
+  t.same(answered(root), { ok: false, status: 403, error: 'the root admin cannot be deleted' });
   t.ok(state.users.has('admin'), 'root kept');
   t.same(apply(state, { type: 'user.delete', username: 'alice' }), { ok: true });
   t.notOk(state.users.has('alice'));
@@ -97,10 +98,10 @@ t.test('user.grants: replaces grants only, copies them, 403 for root, 404 unknow
   t.equal(state.users.get('alice')!.credentialVersion, version, 'credential version untouched');
   t.same(apply(state, { type: 'user.grants', username: 'alice', grants: [], updatedAtMs: 1 }).ok, true, 'an empty list removes all');
   t.same(state.users.get('alice')!.grants, []);
-  t.same(apply(state, { type: 'user.grants', username: 'admin', grants: [], updatedAtMs: 1 }),
+  t.same(answered(apply(state, { type: 'user.grants', username: 'admin', grants: [], updatedAtMs: 1 })),
     { ok: false, status: 403, error: "the root admin's grants cannot change" });
   t.same(state.users.get('admin')!.grants, [{ action: 'admin' }]);
-  t.same(apply(state, { type: 'user.grants', username: 'nobody', grants: [], updatedAtMs: 1 }), { ok: false, status: 404, error: 'user nobody not found' });
+  t.same(answered(apply(state, { type: 'user.grants', username: 'nobody', grants: [], updatedAtMs: 1 })), { ok: false, status: 404, error: 'user nobody not found' });
 });
 
 t.test('user.password: new hash, credential version past every earlier one, grants untouched', async (t) => {
@@ -115,7 +116,7 @@ t.test('user.password: new hash, credential version past every earlier one, gran
   t.equal(bob.updatedAtMs, 1_900_000_000_000);
   t.same(bob.grants, grantsBefore);
   t.ok(apply(state, { type: 'user.password', username: 'admin', passwordHash: 'root-hash', updatedAtMs: 1 }).ok, 'root\'s password can change');
-  t.same(apply(state, { type: 'user.password', username: 'nobody', passwordHash: 'x', updatedAtMs: 1 }), { ok: false, status: 404, error: 'user nobody not found' });
+  t.same(answered(apply(state, { type: 'user.password', username: 'nobody', passwordHash: 'x', updatedAtMs: 1 })), { ok: false, status: 404, error: 'user nobody not found' });
 });
 
 t.test('two replicas applying the same commands reach the same state', async (t) => {

@@ -210,8 +210,7 @@ t.test('found, lead, register, commit, broadcast, restart and continue', async (
   const conflict = await replica.answer(first.front, 2);
   t.equal(conflict.result.ok, false);
   if (!conflict.result.ok) {
-    t.equal(conflict.result.status, 409);
-    t.match(conflict.result.error, /existing topic orders/);
+    t.same(conflict.result.refusal, { id: 'topicNameConflict', args: ['orders'] });
   }
   // The worker's copy carries the same entries, without reqIds.
   for (;;) {
@@ -308,11 +307,11 @@ t.test('a failed persist answers 503 and refuses later proposals; nothing is com
   // The log cannot encode a BigInt beyond 64 bits, so this append fails inside storage.
   const unstorable = { ...topic('huge', '00000000000000ff'), retentionMs: 2n ** 70n } as unknown as TopicRecord;
   propose(node, 1, { type: 'topic.create', topic: unstorable });
-  t.same(await node.front.next(), { kind: 'proposeFailed', reqId: 1, status: 503, error: 'this node stopped before it could confirm the change: it may be committed; read back, do not resend', retryAfterSeconds: 2 });
+  t.same(await node.front.next(), { kind: 'proposeFailed', reqId: 1, refusal: { id: 'stoppedUnconfirmed', args: [] } });
   // Several ticks pass: the latched node stays up (its core is no longer driven) and keeps refusing.
   await new Promise((resolve) => setTimeout(resolve, 200));
   propose(node, 2, { type: 'topic.create', topic: topic('fine', '00000000000000f1') });
-  t.same(await node.front.next(), { kind: 'proposeFailed', reqId: 2, status: 503, error: 'metadata log unavailable', retryAfterSeconds: 1 }, 'latched until restart');
+  t.same(await node.front.next(), { kind: 'proposeFailed', reqId: 2, refusal: { id: 'metadataLogUnavailable', args: [] } }, 'latched until restart');
   await stop(t, node);
 
   const restarted = startNode(dataDir);

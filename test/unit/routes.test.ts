@@ -1,9 +1,9 @@
 // Goal: the route table answers found / 405 with the allowed methods / 404 as spec §4 and §7 need.
 // Method: a small table like the node's; pure, no server.
 import t from 'tap';
-import { RouteTable } from '../../src/front/routes.js';
+import { RouteTable } from '../../src/front/route_table.js';
 
-const table = new RouteTable<string>([
+const table = new RouteTable<{ method: string; pattern: string; handler: string }>([
   { method: 'POST', pattern: '/v1/topics', handler: 'create' },
   { method: 'GET', pattern: '/v1/topics', handler: 'list' },
   { method: 'GET', pattern: '/v1/topics/{topic}', handler: 'get' },
@@ -52,4 +52,27 @@ t.test('the same path under another method, and a path matched before, still mat
     ['GET', '/v1/topics/a', 'get a'],
   ];
   for (const [method, path, expected] of steps) t.equal(handlerOf(method, path), expected, `${method} ${path}`);
+});
+
+t.test('the route table as data: one row per method and pattern, body rules and checks as spec §4, §5, §8 say', async (t) => {
+  const { apiRoutes, metricsRoutes } = await import('../../src/front/routes.js');
+  const keys = apiRoutes.map((r) => `${r.method} ${r.pattern}`);
+  t.equal(new Set(keys).size, keys.length, 'no route twice');
+  for (const route of apiRoutes) {
+    const writes = route.method === 'POST' || route.method === 'PUT' || route.method === 'PATCH';
+    t.equal(route.contentTypeChecked, writes, `${route.method} ${route.pattern}: content-type rule on writes only (spec §5.6)`);
+    if (route.body !== undefined) t.ok(writes, `${route.method} ${route.pattern}: a body only on writes`);
+  }
+  const byKey = new Map(apiRoutes.map((r) => [`${r.method} ${r.pattern}`, r]));
+  for (const key of ['POST /v1/users', 'PUT /v1/users/{username}/grants', 'PUT /v1/users/{username}/password', 'POST /v1/topics/{parent}/children']) {
+    t.equal(byKey.get(key)?.body?.oversizeStatus, 400, `${key}: oversized body is 400 (spec §8)`);
+  }
+  t.equal(byKey.get('POST /v1/topics/{topic}/ack')?.body?.bytesMax, 64 * 1024, 'batch ack body cap 64 KiB');
+  t.equal(byKey.get('POST /v1/remotes')?.body?.bytesMax, 128 * 1024, 'remotes body cap 128 KiB');
+  t.equal(byKey.get('POST /v1/topics/{topic}/produce/batch')?.body?.usesBatchBudget, true);
+  t.equal(byKey.get('POST /v1/topics/{topic}/produce')?.grant, 'topic.produce');
+  t.equal(byKey.get('GET /v1/topics/{topic}/consume')?.grant, 'topic.consume');
+  for (const key of ['GET /v1/users', 'GET /v1/cluster/members', 'POST /v1/cluster/members/{id}/forget']) t.equal(byKey.get(key)?.grant, 'admin', key);
+  t.same(apiRoutes.filter((r) => r.grant === 'public').map((r) => r.pattern), ['/healthz', '/readyz'], 'only health is public (spec §5.3)');
+  t.ok(metricsRoutes.every((r) => r.grant === 'public' && r.method === 'GET'), 'the metrics listener needs no credentials');
 });

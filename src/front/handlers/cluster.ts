@@ -1,14 +1,15 @@
 // Cluster routes (spec §4 Cluster, admin only, reads included): the member list, answered from this node's
 // metadata thread (its replica and the leader's liveness view), and forget of a dead member, which the metadata
-// thread runs on the leader with the 409 rules. Front thread.
-import { BrokerError, errors } from '../../errors.js';
+// thread runs on the leader with the 409 rules. Front thread; routes.ts names these handlers (admin only, checked
+// by server.ts first).
+import { limits } from '../../config.js';
+import { errors, refusalError } from '../../errors.js';
 import type { MemberView } from '../../protocol/thread_messages.js';
-import { requireAdmin } from '../access.js';
 import { audited } from '../audit.js';
 import { parseJsonObject } from '../json_body.js';
 import { jsonReply, type Reply } from '../respond.js';
 import type { RequestContext } from '../request_context.js';
-import type { FrontServices } from '../services.js';
+import type { RouteServices } from '../services.js';
 
 /** Spec §2 Cluster member; the spec does not show the field names, docs/decisions.md records these. */
 function memberJson(member: MemberView): Record<string, unknown> {
@@ -27,39 +28,30 @@ function memberJson(member: MemberView): Record<string, unknown> {
   };
 }
 
-export function clusterHandlers(services: FrontServices) {
-  const { replica, log } = services;
+export async function onListMembers(ctx: RequestContext, s: RouteServices): Promise<Reply> {
+  const detailText = ctx.query.get('detail');
+  if (detailText !== undefined && detailText !== 'true' && detailText !== 'false') throw errors.invalid('detail', 'must be true or false');
+  const members = await s.replica.members();
+  return jsonReply(200, {
+    members: members.map((member) => {
+      const json = memberJson(member);
+      // Members' own status reports travel on the data plane, which this release does not run yet.
+      if (detailText === 'true' && member.id !== s.nodeId) json.status_error = 'member status reports are not available in this release';
+      return json;
+    }),
+  });
+}
 
-  async function onListMembers(ctx: RequestContext): Promise<Reply> {
-    requireAdmin(ctx.user);
-    const detailText = ctx.query.get('detail');
-    if (detailText !== undefined && detailText !== 'true' && detailText !== 'false') throw errors.invalid('detail', 'must be true or false');
-    const members = await replica.members();
-    return jsonReply(200, {
-      members: members.map((member) => {
-        const json = memberJson(member);
-        // Members' own status reports travel on the data plane, which this release does not run yet.
-        if (detailText === 'true' && member.id !== services.nodeId) json.status_error = 'member status reports are not available in this release';
-        return json;
-      }),
-    });
-  }
-
-  async function onForget(ctx: RequestContext): Promise<Reply> {
-    requireAdmin(ctx.user);
-    const idText = ctx.param(0);
-    const id = /^\d{1,5}$/.test(idText) ? Number(idText) : NaN;
-    if (!(id >= 1 && id <= 65535)) throw errors.invalid('id', 'must be a node id (an integer from 1 to 65535)');
-    // The route takes no fields: an empty body or {} (strict bodies, spec §2).
-    const body = await ctx.body();
-    if (body.byteLength > 0) parseJsonObject(body, []);
-    return audited(log, ctx, 'cluster.forget', String(id), async () => {
-      const answer = await replica.forget(id);
-      if (answer.status === 204) return { status: 204 };
-      const headers: Record<string, string> = answer.retryAfterSeconds === undefined ? {} : { 'Retry-After': String(answer.retryAfterSeconds) };
-      throw new BrokerError(answer.status, answer.error ?? 'forget failed', headers);
-    });
-  }
-
-  return { onListMembers, onForget };
+export async function onForget(ctx: RequestContext, s: RouteServices): Promise<Reply> {
+  const idText = ctx.param(0);
+  const id = /^\d{1,5}$/.test(idText) ? Number(idText) : NaN;
+  if (!(id >= 1 && id <= limits.node_id_max)) throw errors.invalid('id', `must be a node id (an integer from 1 to ${limits.node_id_max})`);
+  // The route takes no fields: an empty body or {} (strict bodies, spec §2).
+  const body = await ctx.body();
+  if (body.byteLength > 0) parseJsonObject(body, []);
+  return audited(s.log, ctx, 'cluster.forget', String(id), async () => {
+    const answer = await s.replica.forget(id);
+    if (answer.ok) return { status: 204 };
+    throw refusalError(answer.refusal);
+  });
 }

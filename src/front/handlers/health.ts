@@ -1,44 +1,55 @@
 // Health and metrics routes (spec §4 Health and metrics). /healthz answers while the process runs and 503
 // once graceful shutdown begins; /readyz answers ready once startup is done, a Raft leader was heard from within
 // 5 seconds (or this node leads), this node's metadata copy caught up with the leader since start, and its own member
-// record is applied. Front thread.
-import { jsonReply, type Reply } from '../respond.js';
-import type { FrontServices } from '../services.js';
-
-/** Spec §4 /readyz: a leader must have been heard within 5 seconds. */
-const leaderHeardWithinMs = 5_000;
+// record is applied. Front thread; routes.ts names these handlers for the API port and http.metrics_addr.
+import { limits } from '../../config.js';
+import { errors } from '../../errors.js';
+import type { RequestContext } from '../request_context.js';
+import { errorReply, jsonReply, type Reply } from '../respond.js';
+import type { RouteServices } from '../services.js';
 
 export interface NodeLifecycle {
   startupDone: boolean;
   shuttingDown: boolean;
 }
 
-export function healthHandlers(services: FrontServices, lifecycle: NodeLifecycle) {
-  function onHealthz(): Reply {
-    if (lifecycle.shuttingDown) return jsonReply(503, { error: 'node shutting down' });
-    return jsonReply(200, { status: 'ok' });
-  }
+const ok = jsonReply(200, { status: 'ok' });
+const ready = jsonReply(200, { status: 'ready' });
 
-  function onReadyz(): Reply {
-    if (lifecycle.shuttingDown) return jsonReply(503, { error: 'node shutting down' });
-    if (!lifecycle.startupDone) return jsonReply(503, { error: 'startup not finished' });
-    const status = services.replica.clusterStatus;
-    if (!services.replica.ready || status === null) return jsonReply(503, { error: 'metadata copy not loaded' });
-    if (status.role !== 'leader') {
-      if (status.leader === 0) return jsonReply(503, { error: 'no Raft leader known' });
-      if (Date.now() - status.leaderHeardAtMs > leaderHeardWithinMs) return jsonReply(503, { error: 'Raft leader not heard from within 5 seconds' });
-    }
-    if (!status.caughtUp) return jsonReply(503, { error: 'metadata copy not caught up with the leader since start' });
-    // Partitions are placed on members with a record only: before this node's own is applied, a create could find no
-    // live member to place on, so a node is not ready before it.
-    if (!services.replica.state.members.has(services.nodeId)) return jsonReply(503, { error: 'member record of this node not applied yet' });
-    return jsonReply(200, { status: 'ready' });
-  }
+export function onHealthz(_ctx: RequestContext, s: RouteServices): Reply {
+  if (s.lifecycle.shuttingDown) return errorReply(errors.notReady('node shutting down'));
+  return ok;
+}
 
-  async function onMetrics(): Promise<Reply> {
-    const text = await services.metrics.registry.metrics();
-    return { status: 200, body: text, contentType: services.metrics.registry.contentType };
+/** Why this node is not ready (spec §4 /readyz), or null when it is. */
+function notReadyReason(s: RouteServices): string | null {
+  if (s.lifecycle.shuttingDown) return 'node shutting down';
+  if (!s.lifecycle.startupDone) return 'startup not finished';
+  const status = s.replica.clusterStatus;
+  if (!s.replica.ready || status === null) return 'metadata copy not loaded';
+  if (status.role !== 'leader') {
+    if (status.leader === 0) return 'no Raft leader known';
+    if (Date.now() - status.leaderHeardAtMs > limits.leader_heard_within_ms) return `Raft leader not heard from within ${limits.leader_heard_within_ms / 1000} seconds`;
   }
+  if (!status.caughtUp) return 'metadata copy not caught up with the leader since start';
+  // Partitions are placed on members with a record only: before this node's own is applied, a create could find no
+  // live member to place on, so a node is not ready before it.
+  if (!s.replica.state.members.has(s.nodeId)) return 'member record of this node not applied yet';
+  return null;
+}
 
-  return { onHealthz, onReadyz, onMetrics };
+export function onReadyz(_ctx: RequestContext, s: RouteServices): Reply {
+  const reason = notReadyReason(s);
+  return reason === null ? ready : errorReply(errors.notReady(reason));
+}
+
+export async function onMetrics(_ctx: RequestContext, s: RouteServices): Promise<Reply> {
+  const text = await s.metrics.registry.metrics();
+  return { status: 200, body: text, contentType: s.metrics.registry.contentType };
+}
+
+/** /metrics on the API port: 404 when http.metrics_addr serves it instead. */
+export function onApiMetrics(ctx: RequestContext, s: RouteServices): Promise<Reply> {
+  if (s.separateMetrics) throw errors.metricsElsewhere();
+  return onMetrics(ctx, s);
 }

@@ -1,218 +1,226 @@
 // Produce routes (spec §4 Produce, §1.2, §8): single and batch. A 202 is answered only after the ingress
 // log's fdatasync covering the request's frame (a batch is one frame: all or none); the synced group then
-// goes to the partition workers in the background. Front thread.
+// goes to the partition workers in the background. Front thread; routes.ts names these handlers, after server.ts
+// looked the topic up and checked the produce grant.
 import { limits } from '../../config.js';
-import { errors, BrokerError } from '../../errors.js';
+import { errors, type BrokerError, type ErrorStatus } from '../../errors.js';
 import { PayloadKind, type IngressEntry, type IngressRecord } from '../../protocol/ingress_frame.js';
 import { localPartitions, noLocalPartition, requireLocalPartition } from '../partition_owners.js';
 import { parseBatchBody, partitionForKey, partitionUnassigned, type BatchParse } from '../../protocol/batch_produce_body.js';
 import { classifyPayload, decodeBase64 } from '../../protocol/payload.js';
 import type { TopicRecord } from '../../protocol/metadata_types.js';
 import type { BatchTask, BodyEncoding } from '../../pool/batch_task.js';
-import { requireTopic } from '../access.js';
 import { InFlightPerIdentity } from '../in_flight.js';
 import { jsonReply, type Reply } from '../respond.js';
 import { ownedBytes } from '../../util/owned_bytes.js';
-import { deferred, type RequestContext } from '../request_context.js';
+import { deferred, routeTopic, type RequestContext } from '../request_context.js';
 import type { BodyListener } from '../body.js';
 import type { AppendListener } from '../ingress_log.js';
-import type { FrontServices } from '../services.js';
+import type { FrontServices, RouteServices } from '../services.js';
 
 const textEncoder = new TextEncoder();
 const emptyPayload = new Uint8Array(0);
 
 const accepted: Reply = { status: 202 };
 
-export function produceHandlers(services: FrontServices) {
-  const { config, replica, ingress, metrics } = services;
-  const produceInFlight = new InFlightPerIdentity();
-  const produceCapMax = config['http.max_produce_in_flight_per_identity'];
+/** What the produce routes keep between requests; one per server (RouteServices.produce). */
+export class ProduceState {
+  readonly inFlight = new InFlightPerIdentity();
+  readonly capMax: number;
   /** Per topic id: where the next message without key and pin goes (spread, docs/decisions.md). */
-  const roundRobin = new Map<string, number>();
-  replica.onApplied((command) => {
-    if (command.type === 'topic.delete') {
-      roundRobin.delete(command.id);
-      metrics.forgetTopic(command.name);
-    }
-  });
-
-  /** Round-robin over the partitions this node owns (all of them on a one-node cluster). */
-  function nextPartition(topic: TopicRecord): number {
-    const local = localPartitions(topic, services.nodeId);
-    if (local.length === 0) throw noLocalPartition(topic);
-    const next = (roundRobin.get(topic.id) ?? 0) % local.length;
-    roundRobin.set(topic.id, next + 1);
-    return local[next]!;
-  }
-
-  function takeProduceSlot(ctx: RequestContext, weight: number): void {
-    if (produceCapMax === 0) return;
-    const taken = produceInFlight.tryTake(ctx.identity, weight, produceCapMax);
-    if (taken === null) throw errors.tooManyProduces();
-    ctx.onDone(() => produceInFlight.give(ctx.identity, taken));
-  }
-
-  /** Stamps entry with the next ingress seq, this topic and the time, writes it as one frame and tells `listener` once
-   *  it is synced (the moment a 202 may be answered) or failed (ingressFailed then says so). */
-  function appendToIngress(topic: TopicRecord, entry: IngressEntry, listener: AppendListener): void {
-    if (ingress.failed) throw errors.ingressFailed();
-    entry.seq = ingress.takeSeq();
-    entry.topicId = topic.id;
-    entry.timestampSec = Math.floor(Date.now() / 1000);
-    ingress.appendThen(entry, listener);
-  }
-
+  readonly roundRobin = new Map<string, number>();
   /** The entry of every single produce: appendThen encodes an entry before it returns and keeps none of it, so one
    *  serves them all (three objects fewer per request on the hottest route). Front thread, never re-entered: appendThen
    *  tells its listener from a microtask. */
-  const singleRecord: IngressRecord = { partition: 0, key: null, payload: emptyPayload, payloadKind: PayloadKind.Json };
-  const singleEntry: IngressEntry = { seq: 0, topicId: '', timestampSec: 0, records: [singleRecord] };
+  readonly singleRecord: IngressRecord = { partition: 0, key: null, payload: emptyPayload, payloadKind: PayloadKind.Json };
+  readonly singleEntry: IngressEntry = { seq: 0, topicId: '', timestampSec: 0, records: [this.singleRecord] };
 
-  /** appendToIngress of one record, through singleEntry. */
-  function appendOne(topic: TopicRecord, partition: number, key: Uint8Array | null, payload: Uint8Array, listener: AppendListener): void {
-    singleRecord.partition = partition;
-    singleRecord.key = key;
-    singleRecord.payload = payload;
-    singleRecord.payloadKind = classifyPayload(payload);
+  constructor(services: FrontServices) {
+    this.capMax = services.config['http.max_produce_in_flight_per_identity'];
+    services.replica.onApplied((command) => {
+      if (command.type === 'topic.delete') {
+        this.roundRobin.delete(command.id);
+        services.metrics.forgetTopic(command.name);
+      }
+    });
+  }
+}
+
+/** Round-robin over the partitions this node owns (all of them on a one-node cluster). */
+function nextPartition(s: RouteServices, topic: TopicRecord): number {
+  const local = localPartitions(topic, s.nodeId);
+  if (local.length === 0) throw noLocalPartition(topic);
+  const roundRobin = s.produce.roundRobin;
+  const next = (roundRobin.get(topic.id) ?? 0) % local.length;
+  roundRobin.set(topic.id, next + 1);
+  return local[next]!;
+}
+
+function takeProduceSlot(s: RouteServices, ctx: RequestContext, weight: number): void {
+  const state = s.produce;
+  if (state.capMax === 0) return;
+  const taken = state.inFlight.tryTake(ctx.identity, weight, state.capMax);
+  if (taken === null) throw errors.tooManyProduces();
+  ctx.onDone(() => state.inFlight.give(ctx.identity, taken));
+}
+
+/** Stamps entry with the next ingress seq, this topic and the time, writes it as one frame and tells `listener` once
+ *  it is synced (the moment a 202 may be answered) or failed (ingressFailed then says so). */
+function appendToIngress(s: RouteServices, topic: TopicRecord, entry: IngressEntry, listener: AppendListener): void {
+  const ingress = s.ingress;
+  if (ingress.failed) throw errors.ingressFailed();
+  entry.seq = ingress.takeSeq();
+  entry.topicId = topic.id;
+  entry.timestampSec = Math.floor(Date.now() / 1000);
+  ingress.appendThen(entry, listener);
+}
+
+/** appendToIngress of one record, through the shared single entry. */
+function appendOne(s: RouteServices, topic: TopicRecord, partition: number, key: Uint8Array | null, payload: Uint8Array, listener: AppendListener): void {
+  const record = s.produce.singleRecord;
+  record.partition = partition;
+  record.key = key;
+  record.payload = payload;
+  record.payloadKind = classifyPayload(payload);
+  try {
+    appendToIngress(s, topic, s.produce.singleEntry, listener);
+  } finally {
+    // The payload may be a view of uWS's chunk (readsInPlace): nothing keeps it past this call.
+    record.key = null;
+    record.payload = emptyPayload;
+  }
+}
+
+/** A failed ingress write as its produce answers it: 500, and every later produce too until restart. */
+function ingressFailed(s: RouteServices, error: Error): BrokerError {
+  s.metrics.latchIngressFailed();
+  s.log.error({ err: error }, 'ingress log write failed: every produce answers 500 until restart');
+  return errors.ingressFailed();
+}
+
+/** A batch produce's wait for its ingress frame. */
+class BatchAppend implements AppendListener {
+  constructor(
+    private readonly s: RouteServices,
+    private readonly topic: TopicRecord,
+    private readonly records: IngressRecord[],
+    private readonly resolve: () => void,
+    private readonly reject: (failure: BrokerError) => void,
+  ) {}
+
+  appended(error: Error | null): void {
+    if (error !== null) {
+      this.reject(ingressFailed(this.s, error));
+      return;
+    }
+    this.s.metrics.countProduced(this.topic.name, this.records);
+    this.resolve();
+  }
+}
+
+/** One single produce from its body to its answer: the body's listener and the ingress log's in one object, so the
+ *  hottest route makes no promise, and one object rather than a closure each, per request. */
+class SingleProduce implements BodyListener, AppendListener {
+  /** The payload is encoded into the ingress log's group before onBody returns, and nothing keeps a view of it. */
+  readonly readsInPlace = true;
+  private partition = 0;
+
+  constructor(
+    private readonly s: RouteServices,
+    private readonly ctx: RequestContext,
+    private readonly topic: TopicRecord,
+    private readonly pin: number | undefined,
+    private readonly key: Uint8Array | null,
+    private readonly base64Payload: boolean,
+  ) {}
+
+  onBody(body: Uint8Array): void {
     try {
-      appendToIngress(topic, singleEntry, listener);
-    } finally {
-      // The payload may be a view of uWS's chunk (readsInPlace): nothing keeps it past this call.
-      singleRecord.key = null;
-      singleRecord.payload = emptyPayload;
-    }
-  }
-
-  /** A failed ingress write as its produce answers it: 500, and every later produce too until restart. */
-  function ingressFailed(error: Error): BrokerError {
-    metrics.latchIngressFailed();
-    services.log.error({ err: error }, 'ingress log write failed: every produce answers 500 until restart');
-    return errors.ingressFailed();
-  }
-
-  /** A batch produce's wait for its ingress frame. */
-  class BatchAppend implements AppendListener {
-    constructor(
-      private readonly topic: TopicRecord,
-      private readonly records: IngressRecord[],
-      private readonly resolve: () => void,
-      private readonly reject: (failure: BrokerError) => void,
-    ) {}
-
-    appended(error: Error | null): void {
-      if (error !== null) {
-        this.reject(ingressFailed(error));
-        return;
+      let payload = body;
+      if (this.base64Payload) {
+        const decoded = decodeBase64(Buffer.from(body.buffer, body.byteOffset, body.byteLength).toString('latin1').trim());
+        if (decoded === null) throw errors.invalid('body', 'invalid base64 (payload_encoding=base64)');
+        payload = decoded;
       }
-      metrics.countProduced(this.topic.name, this.records);
-      this.resolve();
-    }
-  }
-
-  /** One single produce from its body to its answer: the body's listener and the ingress log's in one object, so the
-   *  hottest route makes no promise, and one object rather than a closure each, per request. */
-  class SingleProduce implements BodyListener, AppendListener {
-    /** The payload is encoded into the ingress log's group before onBody returns, and nothing keeps a view of it. */
-    readonly readsInPlace = true;
-    private partition = 0;
-
-    constructor(
-      private readonly ctx: RequestContext,
-      private readonly topic: TopicRecord,
-      private readonly pin: number | undefined,
-      private readonly key: Uint8Array | null,
-      private readonly base64Payload: boolean,
-    ) {}
-
-    onBody(body: Uint8Array): void {
-      try {
-        let payload = body;
-        if (this.base64Payload) {
-          const decoded = decodeBase64(Buffer.from(body.buffer, body.byteOffset, body.byteLength).toString('latin1').trim());
-          if (decoded === null) throw errors.invalid('body', 'invalid base64 (payload_encoding=base64)');
-          payload = decoded;
-        }
-        if (payload.byteLength === 0) throw errors.invalid('body', 'empty: a message needs a payload');
-        const topic = this.topic;
-        const partition = this.pin ?? (this.key !== null ? partitionForKey(this.key, topic.partitions) : nextPartition(topic));
-        requireLocalPartition(topic, partition, services.nodeId);
-        this.partition = partition;
-        appendOne(topic, partition, this.key, payload, this);
-      } catch (error) {
-        this.ctx.fail(error);
-      }
-    }
-
-    onFailure(error: BrokerError): void {
+      if (payload.byteLength === 0) throw errors.invalid('body', 'empty: a message needs a payload');
+      const topic = this.topic;
+      const partition = this.pin ?? (this.key !== null ? partitionForKey(this.key, topic.partitions) : nextPartition(this.s, topic));
+      requireLocalPartition(topic, partition, this.s.nodeId);
+      this.partition = partition;
+      appendOne(this.s, topic, partition, this.key, payload, this);
+    } catch (error) {
       this.ctx.fail(error);
     }
-
-    appended(error: Error | null): void {
-      if (error !== null) {
-        this.ctx.fail(ingressFailed(error));
-        return;
-      }
-      metrics.countProducedTo(this.topic.name, this.partition);
-      this.ctx.respond(accepted);
-    }
   }
 
-  function onProduce(ctx: RequestContext): typeof deferred {
-    const topic = replica.topic(ctx.param(0));
-    requireTopic.produce(ctx.user, topic);
-    const { query } = ctx;
-    const keyText = query.get('key');
-    const keyEncoding = query.get('key_encoding');
-    const payloadEncoding = query.get('payload_encoding');
-    const pin = query.integer('partition', 0, topic.partitions - 1);
-    if (keyEncoding !== undefined && keyEncoding !== 'base64') throw errors.invalid('key_encoding', 'must be base64');
-    if (payloadEncoding !== undefined && payloadEncoding !== 'base64') throw errors.invalid('payload_encoding', 'must be base64');
-    let key: Uint8Array | null = null;
-    if (keyText !== undefined && keyText !== '') {
-      key = keyEncoding === 'base64' ? decodeBase64(keyText) : textEncoder.encode(keyText);
-      if (key === null) throw errors.invalid('key', 'invalid base64');
-      if (key.byteLength === 0) key = null;
-    }
-    takeProduceSlot(ctx, 1);
-    ctx.whenBody(new SingleProduce(ctx, topic, pin, key, payloadEncoding === 'base64'));
-    return deferred;
+  onFailure(error: BrokerError): void {
+    this.ctx.fail(error);
   }
 
-  async function onProduceBatch(ctx: RequestContext): Promise<Reply> {
-    const topic = replica.topic(ctx.param(0));
-    requireTopic.produce(ctx.user, topic);
-    if (ctx.query.has('key')) throw errors.invalid('key', 'not allowed in the query of a batch produce (set it per message)');
-    if (ctx.query.has('partition')) throw errors.invalid('partition', 'not allowed in the query of a batch produce (set it per message)');
-    const encoding = bodyEncoding(ctx.headers.contentEncoding);
-    const body = await ctx.body();
-    const batchLimits = { messagesMax: limits.batch_produce_messages_max, payloadBytesMax: limits.payload_bytes_max };
-    let parsed: BatchParse;
-    if (encoding === 'identity' && body.byteLength <= limits.request_body_bytes_max) {
-      parsed = parseBatchBody(body, topic.partitions, batchLimits);
-    } else {
-      // The pool clones the body's whole ArrayBuffer: only the body's own bytes may go (a small one shares a slab).
-      const task: BatchTask = {
-        body: ownedBytes(body), encoding, partitions: topic.partitions, limits: batchLimits,
-        decodedBytesMax: limits.batch_produce_body_bytes_max,
-      };
-      parsed = (await services.workPool.run(task)) as BatchParse;
+  appended(error: Error | null): void {
+    if (error !== null) {
+      this.ctx.fail(ingressFailed(this.s, error));
+      return;
     }
-    if (!parsed.ok) throw new BrokerError(parsed.status, parsed.error);
-    // The topic may have been deleted or grown while the pool worked; a deleted one is 404 now.
-    const current = replica.topic(topic.name);
-    if (current.id !== topic.id) throw errors.topicNotFound(topic.name);
-    const records = parsed.records;
-    takeProduceSlot(ctx, records.length);
-    for (const record of records) {
-      if (record.partition === partitionUnassigned) record.partition = nextPartition(current);
-      else requireLocalPartition(current, record.partition, services.nodeId);
-    }
-    const entry: IngressEntry = { seq: 0, topicId: '', timestampSec: 0, records };
-    await new Promise<void>((resolve, reject) => appendToIngress(current, entry, new BatchAppend(current, records, resolve, reject)));
-    return jsonReply(202, { accepted: records.length });
+    this.s.metrics.countProducedTo(this.topic.name, this.partition);
+    this.ctx.respond(accepted);
   }
+}
 
-  return { onProduce, onProduceBatch };
+/** The key of a single produce from its query (spec §4 Produce): text, or base64 with key_encoding=base64. */
+function produceKey(keyText: string | undefined, keyEncoding: string | undefined): Uint8Array | null {
+  if (keyText === undefined || keyText === '') return null;
+  const key = keyEncoding === 'base64' ? decodeBase64(keyText) : textEncoder.encode(keyText);
+  if (key === null) throw errors.invalid('key', 'invalid base64');
+  return key.byteLength === 0 ? null : key;
+}
+
+export function onProduce(ctx: RequestContext, s: RouteServices): typeof deferred {
+  const topic = routeTopic(ctx);
+  const { query } = ctx;
+  const keyText = query.get('key');
+  const keyEncoding = query.get('key_encoding');
+  const payloadEncoding = query.get('payload_encoding');
+  const pin = query.integer('partition', 0, topic.partitions - 1);
+  if (keyEncoding !== undefined && keyEncoding !== 'base64') throw errors.invalid('key_encoding', 'must be base64');
+  if (payloadEncoding !== undefined && payloadEncoding !== 'base64') throw errors.invalid('payload_encoding', 'must be base64');
+  const key = produceKey(keyText, keyEncoding);
+  takeProduceSlot(s, ctx, 1);
+  ctx.whenBody(new SingleProduce(s, ctx, topic, pin, key, payloadEncoding === 'base64'));
+  return deferred;
+}
+
+export async function onProduceBatch(ctx: RequestContext, s: RouteServices): Promise<Reply> {
+  const topic = routeTopic(ctx);
+  if (ctx.query.has('key')) throw errors.invalid('key', 'not allowed in the query of a batch produce (set it per message)');
+  if (ctx.query.has('partition')) throw errors.invalid('partition', 'not allowed in the query of a batch produce (set it per message)');
+  const encoding = bodyEncoding(ctx.headers.contentEncoding);
+  const body = await ctx.body();
+  const batchLimits = { messagesMax: limits.batch_produce_messages_max, payloadBytesMax: limits.payload_bytes_max };
+  let parsed: BatchParse;
+  if (encoding === 'identity' && body.byteLength <= limits.request_body_bytes_max) {
+    parsed = parseBatchBody(body, topic.partitions, batchLimits);
+  } else {
+    // The pool clones the body's whole ArrayBuffer: only the body's own bytes may go (a small one shares a slab).
+    const task: BatchTask = {
+      body: ownedBytes(body), encoding, partitions: topic.partitions, limits: batchLimits,
+      decodedBytesMax: limits.batch_produce_body_bytes_max,
+    };
+    parsed = (await s.workPool.run(task)) as BatchParse;
+  }
+  if (!parsed.ok) throw errors.threadFailure(parsed.status as ErrorStatus, parsed.error);
+  // The topic may have been deleted or grown while the pool worked; a deleted one is 404 now.
+  const current = s.replica.topic(topic.name);
+  if (current.id !== topic.id) throw errors.topicNotFound(topic.name);
+  const records = parsed.records;
+  takeProduceSlot(s, ctx, records.length);
+  for (const record of records) {
+    if (record.partition === partitionUnassigned) record.partition = nextPartition(s, current);
+    else requireLocalPartition(current, record.partition, s.nodeId);
+  }
+  const entry: IngressEntry = { seq: 0, topicId: '', timestampSec: 0, records };
+  await new Promise<void>((resolve, reject) => appendToIngress(s, current, entry, new BatchAppend(s, current, records, resolve, reject)));
+  return jsonReply(202, { accepted: records.length });
 }
 
 function bodyEncoding(header: string): BodyEncoding {

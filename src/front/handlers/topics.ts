@@ -1,221 +1,226 @@
 // Topic routes (spec §4 Topics): create, list, get with partition statistics, PATCH, DELETE and the schema
-// history. Every change is proposed to the metadata log; the answer is the result of applying it. Front thread.
+// history. Every change is proposed to the metadata log; the answer is the result of applying it. Front thread;
+// routes.ts names these handlers, and server.ts calls them after the checks the route table asks for.
 import { randomBytes } from 'node:crypto';
 import { limits } from '../../config.js';
-import { errors } from '../../errors.js';
+import { errors, refusalError } from '../../errors.js';
 import type { TopicChanges, TopicCreateRecord, TopicRecord } from '../../protocol/metadata_types.js';
 import type { MemberView, PartitionStatsView } from '../../protocol/thread_messages.js';
 import { canReadTopic, requireTopic } from '../access.js';
 import { workerFailure } from '../dispatch.js';
 import { optionalInteger, optionalString, parseJsonObject } from '../json_body.js';
 import { jsonReply, type Reply } from '../respond.js';
-import type { RequestContext } from '../request_context.js';
-import type { FrontServices } from '../services.js';
+import { routeTopic, type RequestContext } from '../request_context.js';
+import type { RouteServices } from '../services.js';
 import { partitionStatsJson, placeholderStatsJson, topicJson } from '../topic_view.js';
 
 const topicNamePattern = /^[A-Za-z0-9._-]+$/;
-/** Caps have no upper bound in the spec; this one keeps a lease table's memory finite (docs/decisions.md). */
-const perPartitionCapMax = 1_000_000;
 const createFields = ['name', 'partitions', 'retention_ms', 'visibility_timeout_ms', 'max_in_flight_per_partition',
   'max_acked_ahead_per_partition', 'schema', 'parent', 'fanout_delay_ms', 'owner'] as const;
 const patchFields = ['retention_ms', 'max_in_flight_per_partition', 'max_acked_ahead_per_partition', 'partitions',
   'schema', 'schema_base_version', 'visibility_timeout_ms'] as const;
-/** Spec §8 Delay child delay. */
-const fanoutDelayMsMax = 31_536_000_000;
 
-export function topicHandlers(services: FrontServices) {
-  const { config, replica } = services;
-  const partitionsMax = config['topics.partitions_max'];
-
-  function retention(body: Record<string, unknown>): number | undefined {
-    const value = body.retention_ms;
-    if (value === undefined) return undefined;
-    if (typeof value !== 'number' || !Number.isSafeInteger(value) || (value !== 0 && value < limits.retention_ms_min)) {
-      throw errors.invalid('retention_ms', `must be 0 (keep forever) or an integer of at least ${limits.retention_ms_min}`);
-    }
-    return value;
+function retention(body: Record<string, unknown>): number | undefined {
+  const value = body.retention_ms;
+  if (value === undefined) return undefined;
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || (value !== 0 && value < limits.retention_ms_min)) {
+    throw errors.invalid('retention_ms', `must be 0 (keep forever) or an integer of at least ${limits.retention_ms_min}`);
   }
+  return value;
+}
 
-  function cap(body: Record<string, unknown>, field: string, fallback: number): number | undefined {
-    const value = optionalInteger(body, field, 0, perPartitionCapMax, `must be an integer from 0 (server default) to ${perPartitionCapMax}`);
-    return value === 0 ? fallback : value;
+function cap(body: Record<string, unknown>, field: string, fallback: number): number | undefined {
+  const max = limits.per_partition_cap_max;
+  const value = optionalInteger(body, field, 0, max, `must be an integer from 0 (server default) to ${max}`);
+  return value === 0 ? fallback : value;
+}
+
+/** Spec §4 POST /v1/topics: the name's rules, then the create grant on it (so a caller without it learns no more). */
+function checkedName(ctx: RequestContext, body: Record<string, unknown>): string {
+  const name = body.name;
+  if (typeof name !== 'string' || name.length === 0) throw errors.invalid('name', 'required, a string of 1 to 200 characters');
+  if (name.length > limits.topic_name_chars_max) throw errors.invalid('name', `at most ${limits.topic_name_chars_max} characters`);
+  if (!topicNamePattern.test(name)) throw errors.invalid('name', 'only characters A-Z a-z 0-9 . _ - are allowed');
+  if (name === '.' || name === '..') throw errors.invalid('name', 'must not be . or ..');
+  requireTopic.create(ctx.user, name);
+  return name;
+}
+
+/** The topic record a create body asks for (the leader's shell fills its owners). */
+function topicToCreate(ctx: RequestContext, s: RouteServices, name: string, body: Record<string, unknown>): TopicCreateRecord {
+  const partitionsMax = s.config['topics.partitions_max'];
+  const partitions = optionalInteger(body, 'partitions', 0, partitionsMax, `must be an integer from ${limits.partitions_min} to ${partitionsMax}`);
+  if (partitions !== undefined && partitions !== 0 && partitions < limits.partitions_min) {
+    throw errors.invalid('partitions', `must be an integer from ${limits.partitions_min} to ${partitionsMax}`);
   }
+  const retentionMs = retention(body) ?? s.config['topics.retention_ms_default'];
+  const visibilityRule = `must be 0 (default) or an integer from ${limits.visibility_timeout_ms_min} to ${limits.visibility_timeout_ms_max}`;
+  const visibility = optionalInteger(body, 'visibility_timeout_ms', 0, limits.visibility_timeout_ms_max, visibilityRule);
+  if (visibility !== undefined && visibility !== 0 && visibility < limits.visibility_timeout_ms_min) {
+    throw errors.invalid('visibility_timeout_ms', visibilityRule);
+  }
+  const maxInFlight = cap(body, 'max_in_flight_per_partition', limits.max_in_flight_per_partition_default);
+  const maxAckedAhead = cap(body, 'max_acked_ahead_per_partition', limits.max_acked_ahead_per_partition_default);
+  if (body.schema !== undefined && body.schema !== true && (typeof body.schema !== 'object' || body.schema === null || Array.isArray(body.schema))) {
+    throw errors.invalid('schema', 'must be a JSON object or true');
+  }
+  const parent = optionalString(body, 'parent');
+  optionalInteger(body, 'fanout_delay_ms', 0, limits.fanout_delay_ms_max);
+  if (body.fanout_delay_ms !== undefined && parent === undefined) throw errors.invalid('fanout_delay_ms', 'only with parent');
+  // Fan-out and schemas land in their own issues; everything else was checked first.
+  // Spec §4: a missing parent is 404 whatever else the request holds.
+  if (parent !== undefined && !s.replica.state.topics.has(parent)) throw errors.parentNotFound(parent);
+  if (parent !== undefined || body.schema !== undefined) throw errors.notImplemented();
+  return {
+    name,
+    id: randomBytes(8).toString('hex'),
+    partitions: partitions || limits.partitions_min,
+    retentionMs,
+    visibilityTimeoutMs: visibility || limits.visibility_timeout_ms_default,
+    maxInFlightPerPartition: maxInFlight ?? limits.max_in_flight_per_partition_default,
+    maxAckedAheadPerPartition: maxAckedAhead ?? limits.max_acked_ahead_per_partition_default,
+    createdAtSec: Math.floor(Date.now() / 1000),
+    // Placed by the leader's shell (src/raft/metadata/placement.ts fillOwners) before it proposes.
+    owners: [],
+  };
+}
 
-  async function onCreateTopic(ctx: RequestContext): Promise<Reply> {
-    const body = parseJsonObject(await ctx.body(), createFields);
-    const name = body.name;
-    if (typeof name !== 'string' || name.length === 0) throw errors.invalid('name', 'required, a string of 1 to 200 characters');
-    if (name.length > limits.topic_name_chars_max) throw errors.invalid('name', `at most ${limits.topic_name_chars_max} characters`);
-    if (!topicNamePattern.test(name)) throw errors.invalid('name', 'only characters A-Z a-z 0-9 . _ - are allowed');
-    if (name === '.' || name === '..') throw errors.invalid('name', 'must not be . or ..');
-    // Spec §5: create on the name; checked before the other fields so a caller without it learns no more.
-    requireTopic.create(ctx.user, name);
-    const partitions = optionalInteger(body, 'partitions', 0, partitionsMax, `must be an integer from ${limits.partitions_min} to ${partitionsMax}`);
-    if (partitions !== undefined && partitions !== 0 && partitions < limits.partitions_min) {
-      throw errors.invalid('partitions', `must be an integer from ${limits.partitions_min} to ${partitionsMax}`);
+export async function onCreateTopic(ctx: RequestContext, s: RouteServices): Promise<Reply> {
+  const body = parseJsonObject(await ctx.body(), createFields);
+  const topic = topicToCreate(ctx, s, checkedName(ctx, body), body);
+  if (ctx.user !== undefined) topic.owner = ctx.user.username;
+  const result = await s.replica.propose({ type: 'topic.create', topic });
+  if (!result.ok) throw refusalError(result.refusal);
+  return jsonReply(201, topicJson(result.topic!, false));
+}
+
+export function onListTopics(ctx: RequestContext, s: RouteServices): Reply {
+  const limitText = ctx.query.get('limit');
+  let limit: number = limits.list_topics_limit_default;
+  if (limitText !== undefined) {
+    limit = /^\d+$/.test(limitText) ? Number(limitText) : NaN;
+    if (!Number.isSafeInteger(limit) || limit < 1) throw errors.invalid('limit', 'must be a positive integer');
+    limit = Math.min(limit, limits.list_topics_limit_max);
+  }
+  const token = ctx.query.get('page_token');
+  let after: string | null = null;
+  if (token !== undefined && token !== '') {
+    after = Buffer.from(token, 'base64url').toString('utf8');
+    if (!topicNamePattern.test(after) || Buffer.from(after).toString('base64url') !== token) {
+      throw errors.invalid('page_token', 'not a page token from a previous listing');
     }
-    const retentionMs = retention(body) ?? config['topics.retention_ms_default'];
-    const visibility = optionalInteger(body, 'visibility_timeout_ms', 0, limits.visibility_timeout_ms_max,
-      `must be 0 (default) or an integer from ${limits.visibility_timeout_ms_min} to ${limits.visibility_timeout_ms_max}`);
-    if (visibility !== undefined && visibility !== 0 && visibility < limits.visibility_timeout_ms_min) {
-      throw errors.invalid('visibility_timeout_ms', `must be 0 (default) or an integer from ${limits.visibility_timeout_ms_min} to ${limits.visibility_timeout_ms_max}`);
-    }
+  }
+  const topics = s.replica.state.topics;
+  // Byte order of the name (NOTES 6): names are ASCII, so code-unit order is byte order.
+  const names = [...topics.keys()].filter((n) => after === null || n > after).sort(byteOrder);
+  const page = names.slice(0, limit);
+  const nextPageToken = names.length > limit ? Buffer.from(page[page.length - 1]!).toString('base64url') : '';
+  // Spec §4: unreadable topics are removed after the page is cut, so a page may be short while
+  // next_page_token is set.
+  const readable = page.map((n) => topics.get(n)!).filter((topic) => canReadTopic(ctx.user, topic)).map((topic) => topicJson(topic, true));
+  return jsonReply(200, { topics: readable, next_page_token: nextPageToken });
+}
+
+export async function onGetTopic(ctx: RequestContext, s: RouteServices): Promise<Reply> {
+  const topic = routeTopic(ctx);
+  const only = ctx.query.integer('partition', 0, topic.partitions - 1,
+    `not a partition of topic ${topic.name} (0 to ${topic.partitions - 1})`);
+  const partitions = only === undefined ? [...Array(topic.partitions).keys()] : [only];
+  // Partitions owned by another node are placeholders until the data plane forwards to their owner (spec §4
+  // get-topic, v3.1.0 partial answers).
+  const local = partitions.filter((p) => topic.owners[p] === s.nodeId);
+  const remote = partitions.filter((p) => topic.owners[p] !== s.nodeId);
+  const stats = new Map((await partitionStats(s, topic, local)).map((stat) => [stat.index, stat]));
+  const members = remote.length === 0 ? new Map<number, MemberView>() : new Map((await s.replica.members()).map((m) => [m.id, m]));
+  const statsJson = partitions.map((p) => {
+    const owner = topic.owners[p];
+    const own = stats.get(p);
+    if (own !== undefined) return partitionStatsJson(own, String(owner));
+    if (owner === undefined) return placeholderStatsJson(p, '', 'unassigned');
+    const member = members.get(owner);
+    // No heartbeat age: this node has no liveness view of the owner yet (spec §2: unknown).
+    const liveness = member === undefined || member.heartbeatAgeSeconds === null ? 'unknown' : member.alive ? 'unreachable' : 'dead';
+    return placeholderStatsJson(p, String(owner), liveness);
+  });
+  return jsonReply(200, {
+    ...topicJson(topic, true),
+    schema_version: 0,
+    partition_stats: statsJson,
+    ...(remote.length > 0 ? { partial: true } : {}),
+  });
+}
+
+async function partitionStats(s: RouteServices, topic: TopicRecord, partitions: number[]): Promise<PartitionStatsView[]> {
+  const byWorker = s.workers.groupByOwner(topic.id, partitions, (p) => p);
+  const replies = await Promise.all(
+    [...byWorker].map(([worker, ps]) => s.workers.request(worker, { kind: 'stats', topicId: topic.id, partitions: ps })),
+  );
+  const all: PartitionStatsView[] = [];
+  for (const reply of replies) {
+    const failure = workerFailure(reply);
+    if (failure !== null) throw failure;
+    if (reply.kind === 'statsResult') all.push(...reply.stats);
+  }
+  return all.sort((a, b) => a.index - b.index);
+}
+
+/** The groups of a PATCH body up to the first that fails, and that failure (spec §4 PATCH: groups apply one at a
+ *  time in order, retention, caps, partitions, schema, with no transaction, so the groups before a failing one are
+ *  still proposed and stay applied). */
+function topicChanges(s: RouteServices, topic: TopicRecord, body: Record<string, unknown>): { changes: TopicChanges; refusal?: unknown } {
+  const changes: TopicChanges = {};
+  try {
+    const retentionMs = retention(body);
+    if (retentionMs !== undefined) changes.retentionMs = retentionMs;
     const maxInFlight = cap(body, 'max_in_flight_per_partition', limits.max_in_flight_per_partition_default);
     const maxAckedAhead = cap(body, 'max_acked_ahead_per_partition', limits.max_acked_ahead_per_partition_default);
-    if (body.schema !== undefined && body.schema !== true && (typeof body.schema !== 'object' || body.schema === null || Array.isArray(body.schema))) {
-      throw errors.invalid('schema', 'must be a JSON object or true');
-    }
-    const parent = optionalString(body, 'parent');
-    optionalInteger(body, 'fanout_delay_ms', 0, fanoutDelayMsMax);
-    if (body.fanout_delay_ms !== undefined && parent === undefined) throw errors.invalid('fanout_delay_ms', 'only with parent');
-    // Fan-out and schemas land in their own issues; everything else was checked first.
-    // Spec §4: a missing parent is 404 whatever else the request holds.
-    if (parent !== undefined && !replica.state.topics.has(parent)) throw errors.metadataRefused(404, `parent topic ${parent} not found`);
-    if (parent !== undefined || body.schema !== undefined) throw errors.notImplemented();
-
-    const topic: TopicCreateRecord = {
-      name,
-      id: randomBytes(8).toString('hex'),
-      partitions: partitions || limits.partitions_min,
-      retentionMs,
-      visibilityTimeoutMs: visibility || limits.visibility_timeout_ms_default,
-      maxInFlightPerPartition: maxInFlight ?? limits.max_in_flight_per_partition_default,
-      maxAckedAheadPerPartition: maxAckedAhead ?? limits.max_acked_ahead_per_partition_default,
-      createdAtSec: Math.floor(Date.now() / 1000),
-      // Placed by the leader's shell (src/raft/metadata/placement.ts fillOwners) before it proposes.
-      owners: [],
-    };
-    if (ctx.user !== undefined) topic.owner = ctx.user.username;
-    const result = await replica.propose({ type: 'topic.create', topic });
-    if (!result.ok) throw errors.metadataRefused(result.status, result.error);
-    return jsonReply(201, topicJson(result.topic!, false));
+    if (maxInFlight !== undefined) changes.maxInFlightPerPartition = maxInFlight;
+    if (maxAckedAhead !== undefined) changes.maxAckedAheadPerPartition = maxAckedAhead;
+    const partitionsMax = s.config['topics.partitions_max'];
+    const partitions = optionalInteger(body, 'partitions', 1, partitionsMax, `must be larger than the current count and at most ${partitionsMax}`);
+    if (partitions !== undefined && partitions <= topic.partitions) throw errors.partitionsNotGrown(topic.partitions);
+    if (partitions !== undefined) changes.partitions = partitions;
+    if (body.schema === null) throw errors.invalid('schema', 'must not be null (a schema cannot be removed)');
+    optionalInteger(body, 'schema_base_version', 0, Number.MAX_SAFE_INTEGER);
+    if (body.schema_base_version !== undefined && body.schema === undefined) throw errors.invalid('schema_base_version', 'only with schema');
+  } catch (refusal) {
+    return { changes, refusal };
   }
+  return { changes };
+}
 
-  function onListTopics(ctx: RequestContext): Reply {
-    const limitText = ctx.query.get('limit');
-    let limit: number = limits.list_topics_limit_default;
-    if (limitText !== undefined) {
-      limit = /^\d+$/.test(limitText) ? Number(limitText) : NaN;
-      if (!Number.isSafeInteger(limit) || limit < 1) throw errors.invalid('limit', 'must be a positive integer');
-      limit = Math.min(limit, limits.list_topics_limit_max);
-    }
-    const token = ctx.query.get('page_token');
-    let after: string | null = null;
-    if (token !== undefined && token !== '') {
-      after = Buffer.from(token, 'base64url').toString('utf8');
-      if (!topicNamePattern.test(after) || Buffer.from(after).toString('base64url') !== token) {
-        throw errors.invalid('page_token', 'not a page token from a previous listing');
-      }
-    }
-    // Byte order of the name (NOTES 6): names are ASCII, so code-unit order is byte order.
-    const names = [...replica.state.topics.keys()].filter((n) => after === null || n > after).sort(byteOrder);
-    const page = names.slice(0, limit);
-    const nextPageToken = names.length > limit ? Buffer.from(page[page.length - 1]!).toString('base64url') : '';
-    // Spec §4: unreadable topics are removed after the page is cut, so a page may be short while
-    // next_page_token is set.
-    const topics = page.map((n) => replica.state.topics.get(n)!).filter((topic) => canReadTopic(ctx.user, topic)).map((topic) => topicJson(topic, true));
-    return jsonReply(200, { topics, next_page_token: nextPageToken });
+export async function onPatchTopic(ctx: RequestContext, s: RouteServices): Promise<Reply> {
+  const topic = await s.replica.topicForChange(ctx.param(0));
+  requireTopic.manage(ctx.user, topic);
+  const body = parseJsonObject(await ctx.body(), patchFields);
+  if (Object.keys(body).length === 0) throw errors.badRequest('body: send at least one field');
+  if (body.visibility_timeout_ms !== undefined) throw errors.invalid('visibility_timeout_ms', 'cannot be changed after creation');
+  const { changes, refusal } = topicChanges(s, topic, body);
+  let updated = topic;
+  if (Object.keys(changes).length > 0) {
+    const result = await s.replica.propose({ type: 'topic.update', name: topic.name, id: topic.id, changes });
+    if (!result.ok) throw refusalError(result.refusal);
+    updated = result.topic!;
   }
+  if (refusal !== undefined) throw refusal;
+  // The schema group comes last.
+  if (body.schema !== undefined) throw errors.notImplemented();
+  return jsonReply(200, topicJson(updated, true));
+}
 
-  async function onGetTopic(ctx: RequestContext): Promise<Reply> {
-    const topic = replica.topic(ctx.param(0));
-    requireTopic.read(ctx.user, topic);
-    const only = ctx.query.integer('partition', 0, topic.partitions - 1,
-      `not a partition of topic ${topic.name} (0 to ${topic.partitions - 1})`);
-    const partitions = only === undefined ? [...Array(topic.partitions).keys()] : [only];
-    // Partitions owned by another node are placeholders until the data plane forwards to their owner (spec §4
-    // get-topic, v3.1.0 partial answers).
-    const local = partitions.filter((p) => topic.owners[p] === services.nodeId);
-    const remote = partitions.filter((p) => topic.owners[p] !== services.nodeId);
-    const stats = new Map((await partitionStats(topic, local)).map((s) => [s.index, s]));
-    const members = remote.length === 0 ? new Map<number, MemberView>() : new Map((await replica.members()).map((m) => [m.id, m]));
-    const statsJson = partitions.map((p) => {
-      const owner = topic.owners[p];
-      const own = stats.get(p);
-      if (own !== undefined) return partitionStatsJson(own, String(owner));
-      if (owner === undefined) return placeholderStatsJson(p, '', 'unassigned');
-      const member = members.get(owner);
-      // No heartbeat age: this node has no liveness view of the owner yet (spec §2: unknown).
-      const liveness = member === undefined || member.heartbeatAgeSeconds === null ? 'unknown' : member.alive ? 'unreachable' : 'dead';
-      return placeholderStatsJson(p, String(owner), liveness);
-    });
-    return jsonReply(200, {
-      ...topicJson(topic, true),
-      schema_version: 0,
-      partition_stats: statsJson,
-      ...(remote.length > 0 ? { partial: true } : {}),
-    });
-  }
+export async function onDeleteTopic(ctx: RequestContext, s: RouteServices): Promise<Reply> {
+  const topic = await s.replica.topicForChange(ctx.param(0));
+  requireTopic.manage(ctx.user, topic);
+  const force = ctx.query.get('force');
+  if (force !== undefined && force !== 'true' && force !== 'false') throw errors.invalid('force', 'must be true or false');
+  const result = await s.replica.propose({ type: 'topic.delete', name: topic.name, id: topic.id });
+  if (!result.ok) throw refusalError(result.refusal);
+  return { status: 204 };
+}
 
-  async function partitionStats(topic: TopicRecord, partitions: number[]): Promise<PartitionStatsView[]> {
-    const byWorker = services.workers.groupByOwner(topic.id, partitions, (p) => p);
-    const replies = await Promise.all(
-      [...byWorker].map(([worker, ps]) => services.workers.request(worker, { kind: 'stats', topicId: topic.id, partitions: ps })),
-    );
-    const all: PartitionStatsView[] = [];
-    for (const reply of replies) {
-      const failure = workerFailure(reply);
-      if (failure !== null) throw failure;
-      if (reply.kind === 'statsResult') all.push(...reply.stats);
-    }
-    return all.sort((a, b) => a.index - b.index);
-  }
-
-  async function onPatchTopic(ctx: RequestContext): Promise<Reply> {
-    const topic = await replica.topicForChange(ctx.param(0));
-    requireTopic.manage(ctx.user, topic);
-    const body = parseJsonObject(await ctx.body(), patchFields);
-    if (Object.keys(body).length === 0) throw errors.badRequest('body: send at least one field');
-    if (body.visibility_timeout_ms !== undefined) throw errors.invalid('visibility_timeout_ms', 'cannot be changed after creation');
-    const changes: TopicChanges = {};
-    // Spec §4 PATCH: groups apply one at a time in order (retention, caps, partitions, schema), with no transaction:
-    // the first group that fails answers its error, and the groups before it are still proposed and stay applied.
-    let refusal: unknown;
-    try {
-      const retentionMs = retention(body);
-      if (retentionMs !== undefined) changes.retentionMs = retentionMs;
-      const maxInFlight = cap(body, 'max_in_flight_per_partition', limits.max_in_flight_per_partition_default);
-      const maxAckedAhead = cap(body, 'max_acked_ahead_per_partition', limits.max_acked_ahead_per_partition_default);
-      if (maxInFlight !== undefined) changes.maxInFlightPerPartition = maxInFlight;
-      if (maxAckedAhead !== undefined) changes.maxAckedAheadPerPartition = maxAckedAhead;
-      const partitions = optionalInteger(body, 'partitions', 1, partitionsMax, `must be larger than the current count and at most ${partitionsMax}`);
-      if (partitions !== undefined && partitions <= topic.partitions) throw errors.invalid('partitions', `must be larger than the current count ${topic.partitions}`);
-      if (partitions !== undefined) changes.partitions = partitions;
-      if (body.schema === null) throw errors.invalid('schema', 'must not be null (a schema cannot be removed)');
-      optionalInteger(body, 'schema_base_version', 0, Number.MAX_SAFE_INTEGER);
-      if (body.schema_base_version !== undefined && body.schema === undefined) throw errors.invalid('schema_base_version', 'only with schema');
-    } catch (error) {
-      refusal = error;
-    }
-    let updated = topic;
-    if (Object.keys(changes).length > 0) {
-      const result = await replica.propose({ type: 'topic.update', name: topic.name, id: topic.id, changes });
-      if (!result.ok) throw errors.metadataRefused(result.status, result.error);
-      updated = result.topic!;
-    }
-    if (refusal !== undefined) throw refusal;
-    // Spec §4 PATCH: groups apply in order with no transaction; the schema group comes last.
-    if (body.schema !== undefined) throw errors.notImplemented();
-    return jsonReply(200, topicJson(updated, true));
-  }
-
-  async function onDeleteTopic(ctx: RequestContext): Promise<Reply> {
-    const topic = await replica.topicForChange(ctx.param(0));
-    requireTopic.manage(ctx.user, topic);
-    const force = ctx.query.get('force');
-    if (force !== undefined && force !== 'true' && force !== 'false') throw errors.invalid('force', 'must be true or false');
-    const result = await replica.propose({ type: 'topic.delete', name: topic.name, id: topic.id });
-    if (!result.ok) throw errors.metadataRefused(result.status, result.error);
-    return { status: 204 };
-  }
-
-  function onGetSchema(ctx: RequestContext): Reply {
-    const topic = replica.topic(ctx.param(0));
-    requireTopic.read(ctx.user, topic);
-    return jsonReply(200, { topic: topic.name, version: 0, versions: [] });
-  }
-
-  return { onCreateTopic, onListTopics, onGetTopic, onPatchTopic, onDeleteTopic, onGetSchema };
+export function onGetSchema(ctx: RequestContext): Reply {
+  const topic = routeTopic(ctx);
+  return jsonReply(200, { topic: topic.name, version: 0, versions: [] });
 }
 
 function byteOrder(a: string, b: string): number {

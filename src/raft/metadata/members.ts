@@ -20,9 +20,9 @@ export function applyMemberAdd(state: MetadataState, member: MemberRecord): Appl
 }
 
 export function applyMemberForget(state: MetadataState, id: number): ApplyResult {
-  if (!state.members.has(id)) return { ok: false, status: 404, error: `member ${id} not found` };
+  if (!state.members.has(id)) return { ok: false, refusal: { id: 'memberNotFound', args: [id] } };
   const owned = partitionsOwnedBy(state, id);
-  if (owned > 0) return { ok: false, status: 409, error: `member ${id} owns ${owned} partitions` };
+  if (owned > 0) return { ok: false, refusal: { id: 'memberOwnsPartitions', args: [id, owned] } };
   state.members.delete(id);
   return { ok: true };
 }

@@ -122,7 +122,7 @@ export function assertOwners(owners: readonly number[] | undefined, count: numbe
  *  replay). member.forget refuses a member that owns partitions, so owners already stored stay members. */
 export function ownerNotMember(state: MetadataState, owners: readonly number[]): ApplyResult | undefined {
   for (const owner of owners) {
-    if (!state.members.has(owner)) return { ok: false, status: 503, error: `partition owner ${owner} is not a cluster member; retry` };
+    if (!state.members.has(owner)) return { ok: false, refusal: { id: 'ownerNotMember', args: [owner] } };
   }
   return undefined;
 }

@@ -4,6 +4,7 @@
 // partition worker reach the same state from the same log.
 // Runs on: the metadata thread (authoritative) and, as read-only replicas, the front thread and workers.
 
+import type { MetadataRefusal } from '../../errors.js';
 import type { MemberRecord, MetadataCommand, MetadataState, TopicRecord, UserRecord } from '../../protocol/metadata_types.js';
 import { applyMemberAdd, applyMemberForget } from './members.js';
 import { applyTopicCreate, applyTopicDelete, applyTopicUpdate } from './topics.js';
@@ -13,7 +14,8 @@ export type ApplyResult =
   /** user: the user after a user.grants or user.password (a copy). */
   /** member: the member after a member.add (a copy). */
   | { ok: true; topic?: TopicRecord; deletedTopicId?: string; user?: UserRecord; member?: MemberRecord }
-  | { ok: false; status: number; error: string };
+  /** refusal: a catalog id and its arguments (src/errors.ts); the front answers its status and text. */
+  | { ok: false; refusal: MetadataRefusal };
 
 export function emptyMetadataState(): MetadataState {
   return { topics: new Map(), topicNamesLower: new Map(), users: new Map(), credentialVersionLast: 0, members: new Map() };

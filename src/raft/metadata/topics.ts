@@ -2,6 +2,7 @@
 // delegates them. Partition owners are placement's (placement.ts): this module only stores what it checked.
 // Pure; runs wherever applyCommand runs (the metadata thread, and the front and workers as replicas).
 
+import type { MetadataRefusal } from '../../errors.js';
 import type { MetadataState, TopicChanges, TopicCreateRecord, TopicRecord } from '../../protocol/metadata_types.js';
 import { addPartitionOwners, assertOwners, ownerNotMember, targetOwnersOf } from './placement.js';
 import type { ApplyResult } from './state.js';
@@ -12,8 +13,8 @@ export function applyTopicCreate(state: MetadataState, topic: TopicCreateRecord)
   const existing = state.topicNamesLower.get(topic.name.toLowerCase());
   if (existing !== undefined) {
     // Spec §4 POST /v1/topics: a name differing only by case names the existing topic.
-    const error = existing === topic.name ? `topic ${existing} already exists` : `topic name conflicts with existing topic ${existing} (names are unique ignoring letter case)`;
-    return { ok: false, status: 409, error };
+    const refusal: MetadataRefusal = existing === topic.name ? { id: 'topicExists', args: [existing] } : { id: 'topicNameConflict', args: [existing] };
+    return { ok: false, refusal };
   }
   const targetOwners = targetOwnersOf(topic);
   const gone = ownerNotMember(state, topic.owners) ?? ownerNotMember(state, targetOwners);
@@ -28,20 +29,20 @@ export function applyTopicCreate(state: MetadataState, topic: TopicCreateRecord)
  *  applied, on every replica alike. */
 export function applyTopicUpdate(state: MetadataState, name: string, id: string, changes: TopicChanges): ApplyResult {
   const topic = state.topics.get(name);
-  if (topic === undefined || topic.id !== id) return { ok: false, status: 404, error: `topic ${name} not found` };
+  if (topic === undefined || topic.id !== id) return { ok: false, refusal: { id: 'topicNotFound', args: [name] } };
   if (changes.retentionMs !== undefined) topic.retentionMs = changes.retentionMs;
   if (changes.maxInFlightPerPartition !== undefined) topic.maxInFlightPerPartition = changes.maxInFlightPerPartition;
   if (changes.maxAckedAheadPerPartition !== undefined) topic.maxAckedAheadPerPartition = changes.maxAckedAheadPerPartition;
   if (changes.partitions !== undefined) {
     // Checked here, not only at the front: another PATCH may have grown the topic in between.
     if (changes.partitions <= topic.partitions) {
-      return { ok: false, status: 400, error: `partitions: must be larger than the current count ${topic.partitions}` };
+      return { ok: false, refusal: { id: 'partitionsNotGrown', args: [topic.partitions] } };
     }
     const added = changes.partitions - topic.partitions;
     if (changes.newOwners === undefined) {
       // The leader placed from a state that did not hold this topic yet (a new leader still applying its
       // predecessor's entries). Refused on every replica alike, never a crash: the client retries.
-      return { ok: false, status: 503, error: `partitions: owners of the new partitions of topic ${name} were not placed; retry` };
+      return { ok: false, refusal: { id: 'partitionsNotPlaced', args: [name] } };
     }
     // Placed from a state at most as grown as this one, so newOwners covers at least the partitions still missing.
     assertOwners(changes.newOwners, changes.newOwners.length, `topic.update ${name}`);
@@ -60,7 +61,7 @@ export function applyTopicUpdate(state: MetadataState, name: string, id: string,
 
 export function applyTopicDelete(state: MetadataState, name: string, id: string): ApplyResult {
   const topic = state.topics.get(name);
-  if (topic === undefined || topic.id !== id) return { ok: false, status: 404, error: `topic ${name} not found` };
+  if (topic === undefined || topic.id !== id) return { ok: false, refusal: { id: 'topicNotFound', args: [name] } };
   state.topics.delete(name);
   state.topicNamesLower.delete(name.toLowerCase());
   return { ok: true, deletedTopicId: topic.id };

@@ -6,7 +6,7 @@ import type { Grant, MetadataState, UserRecord } from '../../protocol/metadata_t
 import type { ApplyResult } from './state.js';
 
 export function applyUserCreate(state: MetadataState, user: UserRecord): ApplyResult {
-  if (state.users.has(user.username)) return { ok: false, status: 409, error: `user ${user.username} already exists` };
+  if (state.users.has(user.username)) return { ok: false, refusal: { id: 'userExists', args: [user.username] } };
   state.credentialVersionLast += 1;
   state.users.set(user.username, { ...user, grants: copyGrants(user.grants), credentialVersion: state.credentialVersionLast });
   return { ok: true };
@@ -16,7 +16,7 @@ export function applyUserDelete(state: MetadataState, username: string): ApplyRe
   const user = state.users.get(username);
   if (user === undefined) return userNotFound(username);
   // Also refused by the front; checked here too so no path through the log can remove the root admin.
-  if (user.root) return { ok: false, status: 403, error: 'the root admin cannot be deleted' };
+  if (user.root) return { ok: false, refusal: { id: 'rootNotDeletable', args: [] } };
   state.users.delete(username);
   // Spec §5 (v3.1.0): a user created later under this name must not own these topics.
   for (const topic of state.topics.values()) {
@@ -28,7 +28,7 @@ export function applyUserDelete(state: MetadataState, username: string): ApplyRe
 export function applyUserGrants(state: MetadataState, username: string, grants: Grant[], updatedAtMs: number): ApplyResult {
   const user = state.users.get(username);
   if (user === undefined) return userNotFound(username);
-  if (user.root) return { ok: false, status: 403, error: "the root admin's grants cannot change" };
+  if (user.root) return { ok: false, refusal: { id: 'rootGrantsFixed', args: [] } };
   user.grants = copyGrants(grants);
   user.updatedAtMs = updatedAtMs;
   return { ok: true, user: { ...user, grants: copyGrants(user.grants) } };
@@ -45,7 +45,7 @@ export function applyUserPassword(state: MetadataState, username: string, passwo
 }
 
 function userNotFound(username: string): ApplyResult {
-  return { ok: false, status: 404, error: `user ${username} not found` };
+  return { ok: false, refusal: { id: 'userNotFound', args: [username] } };
 }
 
 function copyGrants(grants: Grant[]): Grant[] {

@@ -13,7 +13,8 @@ import type { ClusterThreadConfig, MemberView } from '../../protocol/thread_mess
 import type { ForgetReply, JoinReply, PeerMessage, PeerRequest, ProposeReply } from '../../protocol/peer_messages.js';
 import type { ApplyOutcome } from './apply_waiters.js';
 import type { Liveness } from './liveness.js';
-import { applyFailure, forgetForwardTimeoutMs, forwardTimeoutMs, leaderUnreachableRetryAfterSeconds } from './proposal_outcomes.js';
+import { applyFailure, forgetForwardTimeoutMs, forwardTimeoutMs } from './proposal_outcomes.js';
+import { refusalText, type MetadataRefusal } from '../../errors.js';
 import type { PeerTransport } from './transport/peer_transport.js';
 
 const livenessBroadcastMs = 1_000;
@@ -113,7 +114,7 @@ export class Membership {
     // Its address goes into the metadata at once, so a later leader can reach the learner too.
     const member = { id: request.id, apiAddress: request.apiAddress, internalAddress: request.internalAddress, addedAtMs: Date.now() };
     this.host.proposeLocally({ type: 'member.add', member }, (reply) => {
-      if (!reply.ok) this.host.log('warn', { node: request.id, error: reply.error }, 'metadata: recording a joining node failed; it records itself once caught up');
+      if (!reply.ok) this.host.log('warn', { node: request.id, error: refusalText(reply.refusal) }, 'metadata: recording a joining node failed; it records itself once caught up');
     });
     this.host.log('info', { node: request.id, index: change.index }, 'metadata: adding a joining node as a learner');
     this.host.kick();
@@ -131,7 +132,7 @@ export class Membership {
     const member = { id: this.host.config.nodeId, apiAddress: this.host.config.advertiseApi, internalAddress: this.host.config.advertiseInternal, addedAtMs: Date.now() };
     void this.host.proposeInternal({ type: 'member.add', member }).then((reply) => {
       this.selfRegistering = false;
-      if (!reply.ok) this.host.log('warn', { error: reply.error }, 'metadata: registering this node as a member failed; retrying');
+      if (!reply.ok) this.host.log('warn', { error: refusalText(reply.refusal) }, 'metadata: registering this node as a member failed; retrying');
     });
   }
 
@@ -176,42 +177,43 @@ export class Membership {
   async forget(id: number): Promise<ForgetReply> {
     const status = this.host.core.status();
     if (status.role !== 'leader') {
-      if (status.leader === 0 || this.host.transport === null) return { status: 503, error: 'no leader to write metadata', retryAfterSeconds: 1 };
+      if (status.leader === 0 || this.host.transport === null) return refused({ id: 'noLeader', args: [] });
       try {
         return (await this.host.transport.request(status.leader, { kind: 'forget', id } satisfies PeerRequest, forgetForwardTimeoutMs)) as ForgetReply;
       } catch {
-        return { status: 503, error: 'leader unreachable', retryAfterSeconds: leaderUnreachableRetryAfterSeconds };
+        return refused({ id: 'leaderUnreachable', args: [] });
       }
     }
     const conf = status.confState;
     const inConf = isMember(conf, id);
-    if (!inConf && !this.host.state().members.has(id)) return { status: 404, error: `member ${id} not found` };
+    if (!inConf && !this.host.state().members.has(id)) return refused({ id: 'memberNotFound', args: [id] });
     const nowMs = Date.now();
-    if (this.host.liveness.alive(id, true, nowMs)) return { status: 409, error: `member ${id} is alive: only a dead member can be forgotten` };
+    if (this.host.liveness.alive(id, true, nowMs)) return refused({ id: 'memberAlive', args: [id] });
     const owned = partitionsOwnedBy(this.host.state(), id);
-    if (owned > 0) return { status: 409, error: `member ${id} owns ${owned} partitions` };
+    if (owned > 0) return refused({ id: 'memberOwnsPartitions', args: [id, owned] });
     if (conf.voters.includes(id)) {
       const remaining = conf.voters.filter((voter) => voter !== id);
       const alive = (voter: number): boolean => this.host.liveness.alive(voter, true, nowMs);
       if (!quorumActive(alive, remaining)) {
-        return { status: 409, error: `forgetting member ${id} could break quorum: ${remaining.filter(alive).length} of the remaining ${remaining.length} voters are alive` };
+        return refused({ id: 'forgetBreaksQuorum', args: [id, remaining.filter(alive).length, remaining.length] });
       }
     }
     if (inConf) {
       const change = this.host.core.proposeConfChange({ type: 'removeVoter', node: id });
-      if ('refused' in change) return { status: 503, error: `membership change refused for now: ${change.refused}`, retryAfterSeconds: 1 };
+      if ('refused' in change) return refused({ id: 'membershipChangeRefused', args: [change.refused] });
       this.host.kick();
       const outcome = await this.host.waitApplied(change.index, change.term);
-      if (outcome !== 'applied') {
-        const failure = applyFailure(outcome);
-        return { status: failure.status, error: failure.error, retryAfterSeconds: failure.retryAfterSeconds };
-      }
+      if (outcome !== 'applied') return applyFailure(outcome);
     }
     if (this.host.state().members.has(id)) {
       const reply = await new Promise<ProposeReply>((resolve) => this.host.proposeLocally({ type: 'member.forget', id }, resolve));
-      if (!reply.ok) return { status: reply.status, error: reply.error, ...(reply.retryAfterSeconds === undefined ? {} : { retryAfterSeconds: reply.retryAfterSeconds }) };
+      if (!reply.ok) return reply;
     }
     this.host.transport?.removePeer(id);
-    return { status: 204 };
+    return { ok: true };
   }
+}
+
+function refused(refusal: MetadataRefusal): ForgetReply {
+  return { ok: false, refusal };
 }

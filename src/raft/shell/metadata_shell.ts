@@ -22,7 +22,8 @@ import type { CommitIndexReply, PeerMessage, PeerRequest, ProposeReply } from '.
 import { ApplyWaiters } from './apply_waiters.js';
 import { Liveness } from './liveness.js';
 import { Membership } from './membership.js';
-import { applyFailure, forwardTimeoutMs, leaderUnreachableRetryAfterSeconds, proposalTimeoutMs } from './proposal_outcomes.js';
+import { applyFailure, forwardTimeoutMs, proposalTimeoutMs } from './proposal_outcomes.js';
+import type { MetadataRefusal } from '../../errors.js';
 import type { SqliteRaftStorage } from './storage_sqlite.js';
 import { TransportError, type PeerTransport } from './transport/peer_transport.js';
 
@@ -306,33 +307,31 @@ export class MetadataShell {
   // Writes
 
   private onFrontPropose(reqId: number, command: MetadataCommand): void {
-    const fail = (status: number, error: string, retryAfterSeconds?: number): void =>
-      this.post({ kind: 'proposeFailed', reqId, status, error, ...(retryAfterSeconds === undefined ? {} : { retryAfterSeconds }) });
-    if (this.storageFailed || this.shutdownRequested) return fail(503, 'metadata log unavailable', 1);
+    const fail = (refusal: MetadataRefusal): void => this.post({ kind: 'proposeFailed', reqId, refusal });
+    if (this.storageFailed || this.shutdownRequested) return fail({ id: 'metadataLogUnavailable', args: [] });
     const status = this.core.status();
     if (status.role === 'leader') {
-      this.proposeLocally(command, (reply) => (reply.ok ? undefined : fail(reply.status, reply.error, reply.retryAfterSeconds)), reqId);
+      this.proposeLocally(command, (reply) => (reply.ok ? undefined : fail(reply.refusal)), reqId);
       return;
     }
-    if (status.leader === 0 || this.transport === null) return fail(503, 'no leader to write metadata', 1);
+    if (status.leader === 0 || this.transport === null) return fail({ id: 'noLeader', args: [] });
     const leader = status.leader;
     this.transport.request(leader, { kind: 'propose', command } satisfies PeerRequest, forwardTimeoutMs).then(
       (raw) => {
         const reply = raw as ProposeReply;
-        if (!reply.ok) return fail(reply.status, reply.error, reply.retryAfterSeconds);
+        if (!reply.ok) return fail(reply.refusal);
         // Committed on the leader: answered once this replica applied it too.
         this.waiters.wait(reply.index, reply.term, this.appliedIndex, Date.now() + proposalTimeoutMs, (outcome) => {
           if (outcome === 'applied') return this.proposalApplied(reqId, reply.index);
           // The leader applied (index, term), so it is committed whatever this node could tell.
-          fail(503, 'the change is committed but this node could not confirm it applied it: read back, do not resend', leaderUnreachableRetryAfterSeconds);
+          fail({ id: 'committedUnconfirmed', args: [] });
         });
       },
       (err: unknown) => {
         const code = err instanceof TransportError ? err.code : 'remote_error';
         this.deps.log('warn', { leader, code, err: String(err) }, 'metadata: forwarding a write to the leader failed');
         // A request that was written may have been acted on: only a refused connection says nothing happened.
-        if (code === 'unreachable') fail(503, 'leader unreachable', leaderUnreachableRetryAfterSeconds);
-        else fail(503, 'leader unreachable: the change may have been committed; read back, do not resend', leaderUnreachableRetryAfterSeconds);
+        fail({ id: code === 'unreachable' ? 'leaderUnreachable' : 'leaderUnreachableMaybeCommitted', args: [] });
       },
     );
   }
@@ -344,11 +343,11 @@ export class MetadataShell {
     try {
       placed = fillOwners(this.state, command, this.membership.liveMemberIds());
     } catch (err) {
-      if (err instanceof PlacementError) return settle({ ok: false, status: 503, error: 'no live node can take new partitions' });
+      if (err instanceof PlacementError) return settle({ ok: false, refusal: { id: 'noLiveNode', args: [] } });
       throw err;
     }
     const proposed = this.core.propose(placed);
-    if (proposed === null) return settle({ ok: false, status: 503, error: 'no leader to write metadata', retryAfterSeconds: 1 });
+    if (proposed === null) return settle({ ok: false, refusal: { id: 'noLeader', args: [] } });
     this.waiters.wait(proposed.index, proposed.term, this.appliedIndex, Date.now() + proposalTimeoutMs, (outcome) => {
       if (outcome === 'applied') {
         if (reqId !== undefined) this.proposalApplied(reqId, proposed.index);
@@ -361,7 +360,7 @@ export class MetadataShell {
 
   /** A peer forwarded a write: propose it if this node leads. */
   private proposeAsLeader(command: MetadataCommand): Promise<ProposeReply> {
-    if (this.core.status().role !== 'leader') return Promise.resolve({ ok: false, status: 503, error: 'no leader to write metadata', retryAfterSeconds: 1 });
+    if (this.core.status().role !== 'leader') return Promise.resolve({ ok: false, refusal: { id: 'noLeader', args: [] } });
     return new Promise((resolve) => this.proposeLocally(command, resolve));
   }
 
@@ -374,10 +373,10 @@ export class MetadataShell {
   private proposeInternal(command: MetadataCommand): Promise<ProposeReply> {
     const status = this.core.status();
     if (status.role === 'leader') return new Promise((resolve) => this.proposeLocally(command, resolve));
-    if (status.leader === 0 || this.transport === null) return Promise.resolve({ ok: false, status: 503, error: 'no leader' });
+    if (status.leader === 0 || this.transport === null) return Promise.resolve({ ok: false, refusal: { id: 'noLeader', args: [] } });
     return this.transport
       .request(status.leader, { kind: 'propose', command } satisfies PeerRequest, forwardTimeoutMs)
-      .then((raw) => raw as ProposeReply, (err: unknown) => ({ ok: false as const, status: 503, error: String(err) }));
+      .then((raw) => raw as ProposeReply, (): ProposeReply => ({ ok: false, refusal: { id: 'leaderUnreachable', args: [] } }));
   }
 
   // ------------------------------------------------------------------------------------------------

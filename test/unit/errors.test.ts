@@ -1,0 +1,85 @@
+// Goal: the error catalog (src/errors.ts) is the one complete list of the API's error answers: every entry is
+// documented, answers a status of spec §7's table, and the ids the metadata thread refuses with all name entries and
+// cross a port intact. Method: read the catalog's source for doc comments, call every entry, scan the metadata
+// thread's sources for the refusal ids they use; the @ts-expect-error lines fail the build if a refusal with the
+// wrong arguments compiled.
+import { readdir, readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import t from 'tap';
+import {
+  BrokerError, errors, metadataRefusalIds, refusalError, specErrorStatuses, type ErrorId, type MetadataRefusal, type Refusal,
+} from '../../src/errors.js';
+
+const sourceRoot = new URL('../../../', import.meta.url);
+const ids = Object.keys(errors) as ErrorId[];
+
+/** Calls an entry with placeholder arguments (strings and numbers only end up in its message). */
+function sample(id: ErrorId): BrokerError {
+  const entry = errors[id] as unknown as (...args: unknown[]) => BrokerError;
+  return entry(...Array.from({ length: entry.length }, (_, i) => (i === 0 ? 'x' : 1)));
+}
+
+t.test('every catalog entry has a doc comment right above it', async (t) => {
+  const source = await readFile(new URL('src/errors.ts', sourceRoot), 'utf8');
+  const start = source.indexOf('export const errors = {');
+  const body = source.slice(start, source.indexOf('\n} as const;', start));
+  const lines = body.split('\n');
+  for (const id of ids) {
+    const at = lines.findIndex((line) => new RegExp(`^  ${id}: `).test(line));
+    t.ok(at > 0, `${id} is declared at the catalog's top level`);
+    t.match(lines[at - 1] ?? '', /^\s*(\/\*\*.*\*\/|\*.*\*\/)\s*$/, `${id} has a doc comment`);
+  }
+});
+
+t.test('every entry answers a status of spec §7, and only 404, 405 and 431 are plain text', async (t) => {
+  const allowed: readonly number[] = specErrorStatuses;
+  for (const id of ids) {
+    // threadFailure passes on a status another thread chose; its type admits only spec statuses.
+    if (id === 'threadFailure') continue;
+    const error = sample(id);
+    t.ok(error instanceof BrokerError, `${id} makes a BrokerError`);
+    t.ok(allowed.includes(error.status), `${id} answers ${error.status}, a spec §7 status`);
+    if (error.plainText) t.ok([404, 405, 431].includes(error.status), `${id} is plain text only as spec §7 says`);
+  }
+  t.equal(errors.authenticationUnavailable().status, 500, 'authentication unavailable is a 500 (spec §7 500 causes)');
+  t.equal(errors.threadFailure(503, 'partition worker shutting down').status, 503);
+});
+
+t.test('the metadata ids name catalog entries and cross a port as plain data', async (t) => {
+  for (const id of metadataRefusalIds) t.type(errors[id], 'function', `${id} is a catalog entry`);
+  const refusal: MetadataRefusal = { id: 'forgetBreaksQuorum', args: [3, 1, 2] };
+  const copied = structuredClone(refusal);
+  t.same(copied, refusal);
+  const error = refusalError(copied);
+  t.equal(error.status, 409);
+  t.equal(error.message, 'forgetting member 3 could break quorum: 1 of the remaining 2 voters are alive');
+  t.same(refusalError({ id: 'leaderUnreachable', args: [] }).headers, { 'Retry-After': '2' }, 'the catalog decides Retry-After');
+});
+
+t.test('every refusal id written in the metadata thread sources is a metadata id', async (t) => {
+  const dirs = ['src/raft/metadata', 'src/raft/shell'];
+  const used = new Set<string>();
+  for (const dir of dirs) {
+    const entries = await readdir(new URL(dir, sourceRoot), { recursive: true });
+    for (const name of entries.filter((e) => e.endsWith('.ts'))) {
+      const text = await readFile(new URL(join(dir, name), sourceRoot), 'utf8');
+      for (const match of text.matchAll(/\{ id: '(\w+)', args: \[/g)) used.add(match[1]!);
+      for (const match of text.matchAll(/id: code === 'unreachable' \? '(\w+)' : '(\w+)'/g)) used.add(match[1]!).add(match[2]!);
+    }
+  }
+  t.ok(used.size >= 10, `found the refusal literals (${used.size})`);
+  const metadataIds: readonly string[] = metadataRefusalIds;
+  for (const id of used) t.ok(metadataIds.includes(id), `${id} is in metadataRefusalIds`);
+});
+
+t.test('a refusal with the wrong arguments does not compile', async (t) => {
+  // @ts-expect-error topicExists takes a name, not a number
+  const wrongType: Refusal = { id: 'topicExists', args: [1] };
+  // @ts-expect-error memberOwnsPartitions takes two numbers
+  const tooFew: Refusal = { id: 'memberOwnsPartitions', args: [1] };
+  // @ts-expect-error an id the catalog does not have
+  const unknown: Refusal = { id: 'noSuchError', args: [] };
+  // @ts-expect-error invalidJson is not an id the metadata thread refuses with
+  const notMetadata: MetadataRefusal = { id: 'invalidJson', args: [] };
+  t.ok([wrongType, tooFew, unknown, notMetadata].length === 4);
+});
