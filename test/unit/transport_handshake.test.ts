@@ -4,8 +4,8 @@
 // after a real handshake are delivered in order; an oversize frame closes the connection. Method: transports on
 // 127.0.0.1 port 0 and raw sockets speaking the handshake (transport_helpers.ts); every wait is bounded.
 import t from 'tap';
-import { encodeFrame } from '../../src/raft/shell/transport/frame_codec.js';
-import { PeerTransport } from '../../src/raft/shell/transport/peer_transport.js';
+import { encodeFrame } from '../../src/transport/frame_codec.js';
+import { PeerTransport } from '../../src/transport/peer_transport.js';
 import { loopback, rawConnect, rawDial, secretOf, sleep, startNode, waitFor } from './transport_helpers.js';
 
 t.test('a short cluster secret or a bad node id is refused at listen', async (t) => {
@@ -52,7 +52,7 @@ t.test('an acceptor refuses a dialer whose answer is wrong, and reads nothing af
 t.test('a peer presenting our own node id is refused', async (t) => {
   const b = await startNode(t, 2);
   const reader = await rawConnect(b.address.port);
-  const { freshInstance, freshNonce, transportVersion } = await import('../../src/raft/shell/transport/handshake.js');
+  const { freshInstance, freshNonce, transportVersion } = await import('../../src/transport/handshake.js');
   reader.write({ t: 'hello', v: transportVersion, nodeId: 2, instance: freshInstance(), nonce: freshNonce(), oneshot: false });
   await waitFor(() => reader.closed, 'close');
   t.same(reader.frames, [], 'no challenge');

@@ -3,7 +3,7 @@
 // withholds bytes at will. Test code only; not a test file itself (tap runs *.test.js).
 import { connect, createServer, type Server, type Socket } from 'node:net';
 import type { Test } from 'tap';
-import { encodeFrame, FrameDecoder } from '../../src/raft/shell/transport/frame_codec.js';
+import { encodeFrame, FrameDecoder } from '../../src/transport/frame_codec.js';
 import {
   freshInstance,
   freshNonce,
@@ -14,8 +14,8 @@ import {
   proofMatches,
   secretKey,
   transportVersion,
-} from '../../src/raft/shell/transport/handshake.js';
-import { PeerTransport, type PeerTransportOptions } from '../../src/raft/shell/transport/peer_transport.js';
+} from '../../src/transport/handshake.js';
+import { PeerTransport, type PeerTransportOptions } from '../../src/transport/peer_transport.js';
 
 export const loopback = '127.0.0.1';
 

@@ -5,7 +5,7 @@
 // every wait is bounded.
 import t from 'tap';
 import { createServer } from 'node:net';
-import { TransportError } from '../../src/raft/shell/transport/peer_transport.js';
+import { TransportError } from '../../src/transport/peer_transport.js';
 import { createLogger } from '../../src/util/log.js';
 import { loopback, meshOf, rawStallingAcceptor, secretOf, sleep, startNode, waitFor } from './transport_helpers.js';
 

@@ -6,8 +6,8 @@
 // Method: transports on 127.0.0.1 port 0 (raw handshaking sockets for the stale case), connection counts read
 // from their 'connection open'/'lost' log lines; every wait is bounded.
 import t from 'tap';
-import { PeerTransport } from '../../src/raft/shell/transport/peer_transport.js';
-import { freshInstance } from '../../src/raft/shell/transport/handshake.js';
+import { PeerTransport } from '../../src/transport/peer_transport.js';
+import { freshInstance } from '../../src/transport/handshake.js';
 import { loopback, rawDial, RecordingLog, secretOf, sleep, startNode, waitFor, type Node } from './transport_helpers.js';
 
 function opened(node: Node): { role: unknown; peer: unknown }[] {

@@ -13,7 +13,7 @@ import type { ForgetReply, JoinReply, PeerMessage, PeerRequest, ProposeReply } f
 import type { ApplyOutcome } from './apply_waiters.js';
 import type { Liveness } from './liveness.js';
 import { applyFailure, forgetForwardTimeoutMs, forwardTimeoutMs, leaderUnreachableRetryAfterSeconds } from './proposal_outcomes.js';
-import type { PeerTransport } from './transport/peer_transport.js';
+import type { PeerTransport } from '../../transport/peer_transport.js';
 
 const livenessBroadcastMs = 1_000;
 const joinRetryMs = 1_000;

@@ -23,7 +23,7 @@ import { Liveness } from './liveness.js';
 import { Membership } from './membership.js';
 import { applyFailure, forwardTimeoutMs, leaderUnreachableRetryAfterSeconds, proposalTimeoutMs } from './proposal_outcomes.js';
 import type { SqliteRaftStorage } from './storage_sqlite.js';
-import { TransportError, type PeerTransport } from './transport/peer_transport.js';
+import { TransportError, type PeerTransport } from '../../transport/peer_transport.js';
 
 const statusRepostMs = 1_000;
 /** How long a follower waits for the leader's answer to what its commit index is. */

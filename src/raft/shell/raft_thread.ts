@@ -13,7 +13,7 @@ import type { MetadataThreadData } from '../../protocol/thread_messages.js';
 import { createLogger } from '../../util/log.js';
 import { MetadataShell } from './metadata_shell.js';
 import { SqliteRaftStorage } from './storage_sqlite.js';
-import { PeerTransport } from './transport/peer_transport.js';
+import { PeerTransport } from '../../transport/peer_transport.js';
 import { formatHostPort, parseListenAddress } from '../../config.js';
 
 /** Every command type, so a stored entry is recognised before it is applied; the Record type makes the
