@@ -1,8 +1,10 @@
-// The node-to-node transport: one authenticated TCP connection per peer pair carrying one-way messages (Raft)
-// and request/response RPCs (a forwarded metadata write, a join), as msgpackr frames (frame_codec.ts) after the
-// HMAC handshake (handshake.ts). It owns the listener, the per-peer queues and the reconnect timers; nothing is
-// module-global, so the metadata thread runs one now and the front thread may run another for the data plane.
-// Lifecycle: PeerTransport.listen() ... close(); only the thread that created it may call it.
+// The node-to-node transport: one listener on cluster.internal_port and one authenticated TCP connection per peer
+// pair, shared by every channel (channel.ts: metadata now, data plane next). Each data frame names its channel and
+// carries a one-way message or a request/response RPC as msgpackr (frame_codec.ts) after the HMAC handshake
+// (handshake.ts), which is the same for every channel. It owns the listener, the peer table, the per-peer queues
+// and the reconnect timers; nothing is module-global. Runs on the thread that created it (the metadata thread
+// today); another thread uses a channel of it through port_channel.ts. Lifecycle: PeerTransport.listen(),
+// openChannel() per channel ... close() (or the last channel's close).
 import { createServer, type Server, type Socket } from 'node:net';
 import type { KeyObject } from 'node:crypto';
 import { checkClusterSecret } from './cluster_secret.js';
@@ -15,6 +17,7 @@ import {
 } from './connection.js';
 import { encodeFrame, frameBodyBytes, frameHeaderBytes } from './frame_codec.js';
 import { freshInstance, isNodeId, secretKey } from './handshake.js';
+import { channelIds, channelNameOf, LocalChannel, type ChannelEndpoint, type ChannelHandlers, type ChannelName } from './channel.js';
 
 export type { PeerAddress, TransportLog } from './connection.js';
 export { readClusterSecretFile, clusterSecretBytesMin } from './cluster_secret.js';
@@ -26,11 +29,6 @@ export interface PeerTransportOptions {
   clusterSecret: Uint8Array;
   /** Port 0 picks a free port (tests); `port` tells which. */
   listen: PeerAddress;
-  /** One-way messages, in order per connection. A throw is a programmer error and is not caught (fail-stop). */
-  onMessage: (from: number, message: unknown) => void;
-  /** Request/response; a throw or rejection reaches the caller as a TransportError 'remote_error' carrying its
-   *  message. Without it every request is answered with a remote_error. */
-  onRequest?: (from: number, body: unknown) => Promise<unknown>;
   log?: TransportLog;
   /** Delay before redialling a peer: initial after the first failure, doubling per failure up to max, each
    *  drawn from [d/2, d) with `random`. */
@@ -79,7 +77,11 @@ export class TransportError extends Error {
   }
 }
 
-/** Data frames are arrays led by their kind; the handshake frames (objects) come before any of them. */
+/**
+ * Data frames are arrays led by their kind; the handshake frames (objects) come before any of them. A message and a
+ * request name their channel's wire id; a reply needs none, since request ids are unique per transport:
+ *   [message, channel, message]   [request, channel, id, body]   [replyOk, id, value]   [replyError, id, text]
+ */
 const frameKind = { message: 0, request: 1, replyOk: 2, replyError: 3 } as const;
 
 interface Outgoing {
@@ -107,6 +109,8 @@ interface Peer {
 }
 
 interface PendingRequest {
+  /** The channel's wire id: closing the channel fails its requests. */
+  channel: number;
   /** The peer it was sent to; null for requestAt. */
   peerId: number | null;
   /** The connection it was written on, once written. */
@@ -121,6 +125,15 @@ const silentLog: TransportLog = { info() {}, warn() {} };
 /** Logs the 1st, 2nd, 4th, 8th ... occurrence: a peer down for an hour costs a dozen lines, not thousands. */
 function isPowerOfTwo(n: number): boolean {
   return n > 0 && (n & (n - 1)) === 0;
+}
+
+function isRequestId(value: unknown): value is number {
+  return typeof value === 'number' && Number.isSafeInteger(value);
+}
+
+/** A channel id is a small non-negative integer; one this node does not know is still well formed. */
+function isChannelId(value: unknown): value is number {
+  return typeof value === 'number' && Number.isInteger(value) && value >= 0 && value <= 0xffff;
 }
 
 function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
@@ -174,6 +187,10 @@ export class PeerTransport {
   private readonly pending = new Map<number, PendingRequest>();
   /** requestAt's connection -> its one request id, and its request frame until written once the handshake is done. */
   private readonly oneshots = new Map<Connection, { id: number; frame: Buffer | null }>();
+  /** The open channels' handlers, by wire id. */
+  private readonly channels = new Map<number, ChannelHandlers>();
+  /** Frames dropped for naming a channel not open here; sets the log rate. */
+  private unknownChannelFrames = 0;
   private nextRequestId = 1;
   private closed = false;
   private readonly context: ConnectionContext;
@@ -265,19 +282,39 @@ export class PeerTransport {
     peer.queuedBytes = 0;
   }
 
-  /** Queues one message for the peer and dials it if needed. Never throws: a message that cannot be sent
-   *  (not encodable, too large, transport closed) is logged and dropped, which Raft tolerates. */
-  send(to: number, message: unknown): void {
-    if (this.closed) return;
+  /** Registers a channel's handlers and returns the endpoint its user holds; a channel opens once per transport. */
+  openChannel(name: ChannelName, handlers: ChannelHandlers): ChannelEndpoint {
+    if (this.closed) throw new Error(`openChannel(${name}): transport closed`);
+    const id = channelIds[name];
+    if (this.channels.has(id)) throw new Error(`openChannel(${name}): already open`);
+    this.channels.set(id, handlers);
+    return new LocalChannel(name, this);
+  }
+
+  /** Ends one channel: its pending requests fail with 'closed' and frames that arrive for it are refused as for an
+   *  unknown channel. The transport closes with its last open channel. */
+  async closeChannel(name: ChannelName): Promise<void> {
+    const id = channelIds[name];
+    if (!this.channels.delete(id)) return;
+    for (const [requestId, request] of this.pending) {
+      if (request.channel === id) this.settle(requestId, new TransportError('closed', `channel ${name} closed`));
+    }
+    if (this.channels.size === 0) await this.close();
+  }
+
+  /** Queues one message of channel for the peer and dials it if needed. Never throws: a message that cannot be sent
+   *  (not encodable, too large, channel or transport closed) is logged and dropped, which Raft tolerates. */
+  sendOn(channel: ChannelName, to: number, message: unknown): void {
+    if (this.closed || !this.channels.has(channelIds[channel])) return;
     if (!isNodeId(to) || to === this.options.nodeId) {
-      this.log.warn({ peer: to }, 'node-to-node send to an invalid node id dropped');
+      this.log.warn({ peer: to, channel }, 'node-to-node send to an invalid node id dropped');
       return;
     }
     let frame: Buffer;
     try {
-      frame = this.encodeChecked([frameKind.message, message]);
+      frame = this.encodeChecked([frameKind.message, channelIds[channel], message]);
     } catch (error) {
-      this.log.warn({ peer: to, error: (error as Error).message }, 'node-to-node message dropped');
+      this.log.warn({ peer: to, channel, error: (error as Error).message }, 'node-to-node message dropped');
       return;
     }
     const peer = this.peerRecord(to);
@@ -286,13 +323,14 @@ export class PeerTransport {
     this.ensureConnected(peer);
   }
 
-  /** One request to a peer; rejects with a TransportError (RangeError for a bad timeout or an oversize body). */
-  request(to: number, body: unknown, timeoutMs: number): Promise<unknown> {
+  /** One request of channel to a peer; rejects with a TransportError (RangeError for a bad timeout or an oversize
+   *  body). */
+  requestOn(channel: ChannelName, to: number, body: unknown, timeoutMs: number): Promise<unknown> {
     return new Promise<unknown>((resolve, reject) => {
       const peer = this.peers.get(to);
       let id: number, frame: Buffer;
       try {
-        ({ id, frame } = this.prepareRequest(body, timeoutMs, () => {
+        ({ id, frame } = this.prepareRequest(channel, body, timeoutMs, () => {
           if (peer === undefined || (peer.address === null && peer.conn === null)) {
             throw new TransportError('unreachable', `node ${to} has no known address`);
           }
@@ -300,38 +338,50 @@ export class PeerTransport {
       } catch (error) {
         return reject(error);
       }
-      this.addPending(id, to, null, timeoutMs, (answer) => resolve(answer.reply), reject);
+      this.addPending({ id, channel: channelIds[channel], peerId: to, conn: null, timeoutMs }, (answer) => resolve(answer.reply), reject);
       peer!.wanted = true;
       this.enqueue(peer!, { frame, requestId: id });
       this.ensureConnected(peer!);
     });
   }
 
-  /** One request over a connection of its own to an address whose node id is not known (a joining node);
-   *  resolves with the id the peer authenticated as. The connection closes after the reply. */
-  requestAt(address: PeerAddress, body: unknown, timeoutMs: number): Promise<{ from: number; reply: unknown }> {
+  /** One request of channel over a connection of its own to an address whose node id is not known (a joining
+   *  node); resolves with the id the peer authenticated as. The connection closes after the reply. */
+  requestAtOn(
+    channel: ChannelName,
+    address: PeerAddress,
+    body: unknown,
+    timeoutMs: number,
+  ): Promise<{ from: number; reply: unknown }> {
     return new Promise((resolve, reject) => {
       let id: number, frame: Buffer;
       try {
-        ({ id, frame } = this.prepareRequest(body, timeoutMs, () => checkAddress(address, 'requestAt', 1)));
+        ({ id, frame } = this.prepareRequest(channel, body, timeoutMs, () => checkAddress(address, 'requestAt', 1)));
       } catch (error) {
         return reject(error);
       }
       const conn = Connection.dial(address, null, true, this.context, this.hooks);
       this.connections.add(conn);
       this.oneshots.set(conn, { id, frame });
-      this.addPending(id, null, conn, timeoutMs, resolve, reject);
+      this.addPending({ id, channel: channelIds[channel], peerId: null, conn, timeoutMs }, resolve, reject);
     });
   }
 
-  /** What request and requestAt share: refuses when closed, for a bad timeout or when check throws, then takes a
-   *  request id and encodes the frame (throws when the body cannot be encoded or is too large). */
-  private prepareRequest(body: unknown, timeoutMs: number, check: () => void): { id: number; frame: Buffer } {
+  /** What requestOn and requestAtOn share: refuses when the transport or the channel is closed, for a bad timeout
+   *  or when check throws, then takes a request id and encodes the frame (throws when the body cannot be encoded or
+   *  is too large). */
+  private prepareRequest(
+    channel: ChannelName,
+    body: unknown,
+    timeoutMs: number,
+    check: () => void,
+  ): { id: number; frame: Buffer } {
     if (this.closed) throw new TransportError('closed', 'transport closed');
+    if (!this.channels.has(channelIds[channel])) throw new TransportError('closed', `channel ${channel} closed`);
     if (!(timeoutMs > 0)) throw new RangeError(`request timeoutMs must be above 0, got ${timeoutMs}`);
     check();
     const id = this.nextRequestId++;
-    return { id, frame: this.encodeChecked([frameKind.request, id, body]) };
+    return { id, frame: this.encodeChecked([frameKind.request, channelIds[channel], id, body]) };
   }
 
   /** Peers with an open connection, ascending. */
@@ -576,15 +626,11 @@ export class PeerTransport {
   private onFrame(conn: Connection, value: unknown): void {
     if (!Array.isArray(value)) return conn.refuse('malformed data frame');
     const kind: unknown = value[0];
-    if (kind === frameKind.message) {
-      if (conn.oneshot) return conn.refuse('one-way message on a requestAt connection');
-      this.options.onMessage(conn.peerId, value[1]);
-      return;
-    }
-    const id: unknown = value[1];
-    if (typeof id !== 'number' || !Number.isSafeInteger(id)) return conn.refuse('data frame without a request id');
-    if (kind === frameKind.request) return this.onRequestFrame(conn, id, value[2]);
+    if (kind === frameKind.message) return this.onMessageFrame(conn, value[1], value[2]);
+    if (kind === frameKind.request) return this.onRequestFrame(conn, value[1], value[2], value[3]);
     if (kind !== frameKind.replyOk && kind !== frameKind.replyError) return conn.refuse('unknown data frame kind');
+    const id: unknown = value[1];
+    if (!isRequestId(id)) return conn.refuse('data frame without a request id');
     const request = this.pending.get(id);
     // A reply after the timeout, or on a connection the request was not written on: nobody waits for it.
     if (request === undefined || request.conn !== conn) return;
@@ -597,13 +643,43 @@ export class PeerTransport {
     if (conn.oneshot) conn.close();
   }
 
-  private onRequestFrame(conn: Connection, id: number, body: unknown): void {
-    const handler = this.options.onRequest;
+  private onMessageFrame(conn: Connection, channel: unknown, message: unknown): void {
+    if (!isChannelId(channel)) return conn.refuse('data frame without a channel');
+    if (conn.oneshot) return conn.refuse('one-way message on a requestAt connection');
+    const handlers = this.channels.get(channel);
+    if (handlers === undefined) return this.onUnknownChannel(conn, channel);
+    handlers.onMessage(conn.peerId, message);
+  }
+
+  /**
+   * A frame for a channel this node has not open (a newer peer's channel, or one opened on the peer only): dropped
+   * with a rate-limited log line, and a request answered with a remote_error. The connection stays, since the other
+   * channels on it are sound.
+   */
+  private onUnknownChannel(conn: Connection, channel: number, requestId: number | null = null): void {
+    this.unknownChannelFrames += 1;
+    if (isPowerOfTwo(this.unknownChannelFrames)) {
+      this.log.warn(
+        { peer: conn.peerId, channel, unknownChannelFrames: this.unknownChannelFrames },
+        'node-to-node frame for a channel not open here dropped',
+      );
+    }
+    if (requestId === null) return;
+    const name = channelNameOf(channel) ?? `#${channel}`;
+    this.reply(conn, requestId, false, `channel ${name} is not open on node ${this.options.nodeId}`);
+  }
+
+  private onRequestFrame(conn: Connection, channel: unknown, id: unknown, body: unknown): void {
+    if (!isChannelId(channel)) return conn.refuse('data frame without a channel');
+    if (!isRequestId(id)) return conn.refuse('data frame without a request id');
+    const handlers = this.channels.get(channel);
+    if (handlers === undefined) return this.onUnknownChannel(conn, channel, id);
+    const handler = handlers.onRequest;
     let reply: Promise<unknown>;
     try {
       reply =
         handler === undefined
-          ? Promise.reject(new Error('this node takes no requests'))
+          ? Promise.reject(new Error('this node takes no requests on this channel'))
           : Promise.resolve(handler(conn.peerId, body));
     } catch (error) {
       reply = Promise.reject(error);
@@ -636,20 +712,18 @@ export class PeerTransport {
   // --- requests ----------------------------------------------------------------------------------------------
 
   private addPending(
-    id: number,
-    peerId: number | null,
-    conn: Connection | null,
-    timeoutMs: number,
+    request: { id: number; channel: number; peerId: number | null; conn: Connection | null; timeoutMs: number },
     resolve: (answer: { from: number; reply: unknown }) => void,
     reject: (error: Error) => void,
   ): void {
+    const { id, channel, peerId, conn, timeoutMs } = request;
     const timer = setTimeout(() => {
-      const request = this.pending.get(id);
+      const pending = this.pending.get(id);
       const target = peerId === null ? 'the address' : `node ${peerId}`;
       this.settle(id, new TransportError('timeout', `no reply from ${target} within ${timeoutMs} ms`));
-      if (request?.conn?.oneshot === true) request.conn.close();
+      if (pending?.conn?.oneshot === true) pending.conn.close();
     }, timeoutMs);
-    this.pending.set(id, { peerId, conn, timer, resolve, reject });
+    this.pending.set(id, { channel, peerId, conn, timer, resolve, reject });
   }
 
   /** Resolves or rejects a pending request once; later calls for the same id do nothing. */

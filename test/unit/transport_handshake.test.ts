@@ -9,7 +9,7 @@ import { PeerTransport } from '../../src/transport/peer_transport.js';
 import { loopback, rawConnect, rawDial, secretOf, sleep, startNode, waitFor } from './transport_helpers.js';
 
 t.test('a short cluster secret or a bad node id is refused at listen', async (t) => {
-  const base = { listen: { host: loopback, port: 0 }, onMessage: () => {} };
+  const base = { listen: { host: loopback, port: 0 } };
   await t.rejects(PeerTransport.listen({ ...base, nodeId: 1, clusterSecret: secretOf(1, 31) }), {
     message: /at least 32 bytes, got 31/,
   });
@@ -21,9 +21,9 @@ t.test('a wrong secret is refused on both sides and nothing is delivered', async
   const b = await startNode(t, 2, { clusterSecret: secretOf(2) });
   a.transport.setPeer(2, b.address);
   b.transport.setPeer(1, a.address);
-  const request = a.transport.request(2, 'r', 3000).catch((error: unknown) => error);
-  a.transport.send(2, 'from a');
-  b.transport.send(1, 'from b');
+  const request = a.channel.request(2, 'r', 3000).catch((error: unknown) => error);
+  a.channel.send(2, 'from a');
+  b.channel.send(1, 'from b');
   // Each side dials and each refuses the other's proof as dialer; each acceptor logs the incomplete handshake.
   for (const node of [a, b]) {
     await waitFor(() => node.log.lines.some((l) => l.level === 'warn' && String(l.obj['reason']).includes('bad proof')), `node ${node.id} refusal`);
@@ -42,7 +42,7 @@ t.test('a wrong secret is refused on both sides and nothing is delivered', async
 t.test('an acceptor refuses a dialer whose answer is wrong, and reads nothing after', async (t) => {
   const b = await startNode(t, 2);
   const { reader, verdict } = await rawDial({ port: b.address.port, nodeId: 1, secret: secretOf(7), forgeAnswer: new Uint8Array(32) });
-  reader.write([0, 'smuggled']);
+  reader.write([0, 1, 'smuggled']);
   t.equal(verdict, null, 'no welcome');
   await waitFor(() => reader.closed, 'close');
   await waitFor(() => b.log.lines.some((l) => String(l.obj['reason']).includes('bad proof')), 'log line');
@@ -63,7 +63,7 @@ t.test('a peer presenting our own node id is refused', async (t) => {
 t.test('data before the handshake, or a silent socket, is cut', async (t) => {
   const b = await startNode(t, 2, { handshakeTimeoutMs: 200 });
   const early = await rawConnect(b.address.port);
-  early.write([0, 'no hello']);
+  early.write([0, 1, 'no hello']);
   await waitFor(() => early.closed, 'close after a data frame first', 2000);
   const silent = await rawConnect(b.address.port);
   await waitFor(() => silent.closed, 'close at the handshake deadline', 2000);
@@ -82,29 +82,29 @@ t.test('after a real handshake, frames split byte by byte and many in one write 
   const { reader, verdict, peerId } = await rawDial({ port: b.address.port, nodeId: 1, secret: secretOf(7) });
   t.same(verdict, { t: 'welcome' });
   t.equal(peerId, 2);
-  const split = Buffer.concat([encodeFrame([0, 'one']), encodeFrame([0, { two: new Uint8Array([2]) }])]);
+  const split = Buffer.concat([encodeFrame([0, 1, 'one']), encodeFrame([0, 1, { two: new Uint8Array([2]) }])]);
   for (let i = 0; i < split.byteLength; i++) {
     reader.socket.write(split.subarray(i, i + 1));
     await sleep(1);
   }
   await waitFor(() => b.received.length === 2, 'split frames');
-  const many = Buffer.concat([...Array(100).keys()].map((i) => encodeFrame([0, i])));
+  const many = Buffer.concat([...Array(100).keys()].map((i) => encodeFrame([0, 1, i])));
   reader.socket.write(many);
   await waitFor(() => b.received.length === 102, 'batched frames');
   t.same(b.received.slice(0, 2), [[1, 'one'], [1, { two: new Uint8Array([2]) }]]);
   t.same(b.received.slice(2).map(([, m]) => m), [...Array(100).keys()]);
   t.same(b.transport.connectedPeers(), [1]);
   // B may now send to 1 over the connection 1 opened.
-  b.transport.send(1, 'back');
+  b.channel.send(1, 'back');
   await waitFor(() => reader.frames.length > 2, 'message back');
-  t.same(reader.frames[2], [0, 'back']);
+  t.same(reader.frames[2], [0, 1, 'back']);
 });
 
 t.test('an oversize frame closes the connection with a log line', async (t) => {
   const b = await startNode(t, 2, { maxFrameBytes: 4096 });
   const { reader } = await rawDial({ port: b.address.port, nodeId: 1, secret: secretOf(7) });
-  reader.socket.write(encodeFrame([0, 'fits']));
-  reader.socket.write(encodeFrame([0, new Uint8Array(5000)]));
+  reader.socket.write(encodeFrame([0, 1, 'fits']));
+  reader.socket.write(encodeFrame([0, 1, new Uint8Array(5000)]));
   await waitFor(() => reader.closed, 'close');
   t.same(b.received, [[1, 'fits']]);
   const line = b.log.find((l) => l.obj['reason'] === 'frame too large');
@@ -113,7 +113,7 @@ t.test('an oversize frame closes the connection with a log line', async (t) => {
   // The sender refuses to encode one too: send drops it with a log line, request rejects.
   const a = await startNode(t, 1, { maxFrameBytes: 4096 });
   a.transport.setPeer(2, b.address);
-  a.transport.send(2, new Uint8Array(5000));
+  a.channel.send(2, new Uint8Array(5000));
   t.ok(a.log.find((l) => l.msg.includes('dropped')));
-  await t.rejects(a.transport.request(2, new Uint8Array(5000), 1000), RangeError);
+  await t.rejects(a.channel.request(2, new Uint8Array(5000), 1000), RangeError);
 });

@@ -13,7 +13,7 @@ import type { ForgetReply, JoinReply, PeerMessage, PeerRequest, ProposeReply } f
 import type { ApplyOutcome } from './apply_waiters.js';
 import type { Liveness } from './liveness.js';
 import { applyFailure, forgetForwardTimeoutMs, forwardTimeoutMs, leaderUnreachableRetryAfterSeconds } from './proposal_outcomes.js';
-import type { PeerTransport } from '../../transport/peer_transport.js';
+import type { ChannelEndpoint } from '../../transport/channel.js';
 
 const livenessBroadcastMs = 1_000;
 const joinRetryMs = 1_000;
@@ -22,7 +22,7 @@ const joinRetryMs = 1_000;
 export interface MembershipHost {
   readonly core: RaftNode<MetadataCommand>;
   readonly config: ClusterThreadConfig;
-  readonly transport: PeerTransport | null;
+  readonly transport: ChannelEndpoint | null;
   readonly liveness: Liveness;
   /** The authoritative state (replaced when a snapshot is installed, so read it each time). */
   state(): MetadataState;
