@@ -1,8 +1,8 @@
 // The metadata thread's entry (a worker_threads Worker started by the front with MetadataThreadData). At start it
 // opens the SQLite log (writing the founding configuration on a first start), restores the state machine from the
-// latest snapshot, opens the node-to-node listener and its metadata channel when the cluster has other nodes, and hands everything to the
-// MetadataShell, which posts the 'snapshot' to the front and every partition worker and runs Raft from then on.
-// Ends on 'shutdown' from the front, answered with 'closed'.
+// latest snapshot, opens the node-to-node listener and its metadata channel when the cluster has other nodes, and
+// hands everything to the MetadataShell, which posts the 'snapshot' to the front and every partition worker and runs
+// Raft from then on. Ends on 'shutdown' from the front, answered with 'closed'.
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { parentPort, workerData } from 'node:worker_threads';
