@@ -37,13 +37,23 @@ function failureOf(id: number, error: unknown): FromTransportThread {
   return { t: 'failed', id, code: 'remote_error', message: error instanceof Error ? error.message : String(error) };
 }
 
-/** Opens channel name on transport and relays it over port to a PortChannel on another thread. The bridge ends
- *  when the PortChannel closes or the port does; requests the user had not answered then fail on the peer's side. */
-export function bridgeChannel(transport: PeerTransport, name: ChannelName, port: MessagePort): void {
+/**
+ * Opens channel name on transport and lets a PortChannel on another thread use it over port. Without handlers the
+ * channel's incoming messages and requests go over the port to the PortChannel's handlers (the user's thread serves
+ * the channel); with handlers they are served here, and the port side only sends and asks. Returns the channel for
+ * this thread's own use. The bridge ends when the PortChannel closes or the port does; requests the port side had
+ * not answered then fail on the peer's side.
+ */
+export function bridgeChannel(
+  transport: PeerTransport,
+  name: ChannelName,
+  port: MessagePort,
+  handlers?: ChannelHandlers,
+): ChannelEndpoint {
   const inbound = new Map<number, { resolve: (value: unknown) => void; reject: (error: Error) => void }>();
   let nextRef = 1;
   const post = (message: FromTransportThread): void => port.postMessage(message);
-  const channel = transport.openChannel(name, {
+  const channel = transport.openChannel(name, handlers ?? {
     onMessage: (from, message) => post({ t: 'message', from, message }),
     onRequest: (from, body) =>
       new Promise((resolve, reject) => {
@@ -73,6 +83,7 @@ export function bridgeChannel(transport: PeerTransport, name: ChannelName, port:
     bridgeCall(channel, message, post);
   });
   port.on('close', end);
+  return channel;
 }
 
 /** The calls that go straight to the channel. */
