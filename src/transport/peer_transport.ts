@@ -1,10 +1,8 @@
-// The node-to-node transport: one listener on cluster.internal_port and one authenticated TCP connection per peer
-// pair, shared by every channel (channel.ts: metadata now, data plane next). Each data frame names its channel and
-// carries a one-way message or a request/response RPC as msgpackr (frame_codec.ts) after the HMAC handshake
-// (handshake.ts), which is the same for every channel. It owns the listener, the peer table, the per-peer queues
-// and the reconnect timers; nothing is module-global. Runs on the thread that created it (the metadata thread
-// today); another thread uses a channel of it through port_channel.ts. Lifecycle: PeerTransport.listen(),
-// openChannel() per channel ... close() (or the last channel's close).
+// The node-to-node transport: one listener on cluster.internal_port and one HMAC-authenticated TCP connection per
+// peer pair (handshake.ts), shared by every channel (channel.ts); each data frame names its channel. Owns the
+// listener, the peer table, the per-peer queues, requests and reconnect timers; nothing is module-global. Runs on the
+// thread that created it (the metadata thread today); another thread uses a channel through port_channel.ts.
+// Lifecycle: PeerTransport.listen(), openChannel() per channel, then close() or the last channel's close().
 import { createServer, type Server, type Socket } from 'node:net';
 import type { KeyObject } from 'node:crypto';
 import { checkClusterSecret } from './cluster_secret.js';
