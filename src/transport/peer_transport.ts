@@ -294,10 +294,11 @@ export class PeerTransport {
   async closeChannel(name: ChannelName): Promise<void> {
     const id = channelIds[name];
     if (!this.channels.delete(id)) return;
+    // The last channel's close is the transport's, with the same errors as close() called directly.
+    if (this.channels.size === 0) return this.close();
     for (const [requestId, request] of this.pending) {
       if (request.channel === id) this.settle(requestId, new TransportError('closed', `channel ${name} closed`));
     }
-    if (this.channels.size === 0) await this.close();
   }
 
   /** Queues one message of channel for the peer and dials it if needed. Never throws: a message that cannot be sent
