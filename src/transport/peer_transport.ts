@@ -31,10 +31,10 @@ export interface PeerTransportOptions {
   /** Delay before redialling a peer: initial after the first failure, doubling per failure up to max, each
    *  drawn from [d/2, d) with `random`. */
   reconnectMs?: { initial: number; max: number };
-  /** Per peer, frames waiting for the connection or for a slow socket; beyond it the oldest are dropped
-   *  (Raft tolerates loss; a dropped request fails with 'unreachable'). */
+  /** Per peer and channel, frames waiting for the connection or for a slow socket; beyond it the channel's
+   *  oldest are dropped (Raft tolerates loss; a dropped request fails with 'unreachable'). */
   maxQueuedMessages?: number;
-  /** Per peer, the same bound in bytes; at least maxFrameBytes + 4 so one largest frame always fits. */
+  /** Per peer and channel, the same bound in bytes; at least maxFrameBytes + 4 so one largest frame always fits. */
   maxQueuedBytes?: number;
   /** A frame body above it is refused: the receiver logs and closes the connection, the sender refuses to
    *  encode it (send logs and drops, request rejects with a RangeError). */
@@ -96,14 +96,29 @@ interface Peer {
   conn: Connection | null;
   /** Our dial in its handshake. */
   dialing: Connection | null;
-  queue: Outgoing[];
-  queuedBytes: number;
+  /** Frames waiting for the connection or for a slow socket, by channel wire id (refusalQueueId for answers to
+   *  a channel not open here). Each is bounded on its own, so a busy channel never pushes out another's frames. */
+  queues: Map<number, ChannelQueue>;
   /** Something was sent to it: keep a connection up from now on (redial after a loss). */
   wanted: boolean;
   reconnectTimer: NodeJS.Timeout | null;
   /** Failed dials since the last open connection; sets the backoff and the log rate. */
   failedDials: number;
   droppedFrames: number;
+}
+
+interface ChannelQueue {
+  items: Outgoing[];
+  bytes: number;
+}
+
+/** The queue of the refusals of frames for a channel not open here; no channel has this wire id. */
+const refusalQueueId = 0;
+
+function queuedFrames(peer: Peer): number {
+  let frames = 0;
+  for (const queue of peer.queues.values()) frames += queue.items.length;
+  return frames;
 }
 
 interface PendingRequest {
@@ -258,7 +273,7 @@ export class PeerTransport {
       clearTimeout(peer.reconnectTimer);
       peer.reconnectTimer = null;
     }
-    if (peer.conn === null && (peer.wanted || peer.queue.length > 0)) this.dial(peer);
+    if (peer.conn === null && (peer.wanted || queuedFrames(peer) > 0)) this.dial(peer);
   }
 
   /** Closes the peer's connection and forgets it; its queued and in-flight requests fail with 'closed'. */
@@ -276,8 +291,7 @@ export class PeerTransport {
     peer.conn = null;
     peer.dialing = null;
     this.failQueuedRequests(peer, 'closed', `node ${id} was removed`);
-    peer.queue = [];
-    peer.queuedBytes = 0;
+    peer.queues.clear();
   }
 
   /** Registers a channel's handlers and returns the endpoint its user holds; a channel opens once per transport. */
@@ -318,7 +332,7 @@ export class PeerTransport {
     }
     const peer = this.peerRecord(to);
     peer.wanted = true;
-    this.enqueue(peer, { frame, requestId: null });
+    this.enqueue(peer, channelIds[channel], { frame, requestId: null });
     this.ensureConnected(peer);
   }
 
@@ -339,7 +353,7 @@ export class PeerTransport {
       }
       this.addPending({ id, channel: channelIds[channel], peerId: to, conn: null, timeoutMs }, (answer) => resolve(answer.reply), reject);
       peer!.wanted = true;
-      this.enqueue(peer!, { frame, requestId: id });
+      this.enqueue(peer!, channelIds[channel], { frame, requestId: id });
       this.ensureConnected(peer!);
     });
   }
@@ -397,8 +411,7 @@ export class PeerTransport {
       for (const peer of this.peers.values()) {
         if (peer.reconnectTimer !== null) clearTimeout(peer.reconnectTimer);
         peer.reconnectTimer = null;
-        peer.queue = [];
-        peer.queuedBytes = 0;
+        peer.queues.clear();
       }
       for (const [id, request] of this.pending) {
         clearTimeout(request.timer);
@@ -429,8 +442,7 @@ export class PeerTransport {
         address: null,
         conn: null,
         dialing: null,
-        queue: [],
-        queuedBytes: 0,
+        queues: new Map(),
         wanted: false,
         reconnectTimer: null,
         failedDials: 0,
@@ -579,40 +591,52 @@ export class PeerTransport {
     return frame;
   }
 
-  private enqueue(peer: Peer, item: Outgoing): void {
-    peer.queue.push(item);
-    peer.queuedBytes += item.frame.byteLength;
-    while (peer.queue.length > this.settings.maxQueuedMessages || peer.queuedBytes > this.settings.maxQueuedBytes) {
-      const dropped = peer.queue.shift();
+  private enqueue(peer: Peer, channel: number, item: Outgoing): void {
+    let queue = peer.queues.get(channel);
+    if (queue === undefined) {
+      queue = { items: [], bytes: 0 };
+      peer.queues.set(channel, queue);
+    }
+    queue.items.push(item);
+    queue.bytes += item.frame.byteLength;
+    while (queue.items.length > this.settings.maxQueuedMessages || queue.bytes > this.settings.maxQueuedBytes) {
+      const dropped = queue.items.shift();
       if (dropped === undefined) break;
-      peer.queuedBytes -= dropped.frame.byteLength;
+      queue.bytes -= dropped.frame.byteLength;
       peer.droppedFrames += 1;
       if (dropped.requestId !== null) {
         const why = `node ${peer.id}: queue full, request dropped`;
         this.settle(dropped.requestId, new TransportError('unreachable', why));
       }
       if (isPowerOfTwo(peer.droppedFrames)) {
-        this.log.warn({ peer: peer.id, droppedFrames: peer.droppedFrames }, 'node-to-node queue full, oldest dropped');
+        this.log.warn({ peer: peer.id, channel, droppedFrames: peer.droppedFrames }, 'node-to-node queue full, oldest dropped');
       }
     }
   }
 
-  /** Hands queued frames to the socket until it pushes back; 'drain' resumes. */
+  /** Hands queued frames to the socket until it pushes back; 'drain' resumes. The channels take turns, a frame
+   *  each, so a channel with a long queue does not hold back another's next frame. */
   private flush(peer: Peer): void {
     const conn = peer.conn;
     if (conn === null || !conn.isOpen) return;
-    while (!conn.writeBlocked) {
-      const item = peer.queue.shift();
-      if (item === undefined) break;
-      peer.queuedBytes -= item.frame.byteLength;
-      if (item.requestId !== null) {
-        const request = this.pending.get(item.requestId);
-        // Timed out while queued: the caller has its answer, the peer need not act on it.
-        if (request === undefined) continue;
-        request.conn = conn;
-        conn.inFlightRequestIds.add(item.requestId);
+    let wrote = true;
+    while (wrote && !conn.writeBlocked) {
+      wrote = false;
+      for (const queue of peer.queues.values()) {
+        if (conn.writeBlocked) break;
+        const item = queue.items.shift();
+        if (item === undefined) continue;
+        wrote = true;
+        queue.bytes -= item.frame.byteLength;
+        if (item.requestId !== null) {
+          const request = this.pending.get(item.requestId);
+          // Timed out while queued: the caller has its answer, the peer need not act on it.
+          if (request === undefined) continue;
+          request.conn = conn;
+          conn.inFlightRequestIds.add(item.requestId);
+        }
+        conn.write(item.frame);
       }
-      conn.write(item.frame);
     }
   }
 
@@ -665,7 +689,7 @@ export class PeerTransport {
     }
     if (requestId === null) return;
     const name = channelNameOf(channel) ?? `#${channel}`;
-    this.reply(conn, requestId, false, `channel ${name} is not open on node ${this.options.nodeId}`);
+    this.reply(conn, { id: requestId, channel: refusalQueueId }, false, `channel ${name} is not open on node ${this.options.nodeId}`);
   }
 
   private onRequestFrame(conn: Connection, channel: unknown, id: unknown, body: unknown): void {
@@ -684,13 +708,15 @@ export class PeerTransport {
       reply = Promise.reject(error);
     }
     reply.then(
-      (result) => this.reply(conn, id, true, result),
-      (error: unknown) => this.reply(conn, id, false, error instanceof Error ? error.message : String(error)),
+      (result) => this.reply(conn, { id, channel }, true, result),
+      (error: unknown) => this.reply(conn, { id, channel }, false, error instanceof Error ? error.message : String(error)),
     );
   }
 
-  /** Answers on the connection the request came on; if it is gone the requester has failed it already. */
-  private reply(conn: Connection, id: number, ok: boolean, value: unknown): void {
+  /** Answers on the connection the request came on, queued with its channel's frames; if the connection is gone
+   *  the requester has failed it already. */
+  private reply(conn: Connection, request: { id: number; channel: number }, ok: boolean, value: unknown): void {
+    const { id } = request;
     if (!conn.isOpen || this.closed) return;
     let frame: Buffer;
     try {
@@ -704,7 +730,7 @@ export class PeerTransport {
     }
     const peer = this.peers.get(conn.peerId);
     if (peer === undefined || peer.conn !== conn) return;
-    this.enqueue(peer, { frame, requestId: null });
+    this.enqueue(peer, request.channel, { frame, requestId: null });
     this.flush(peer);
   }
 
@@ -742,14 +768,16 @@ export class PeerTransport {
   }
 
   private failQueuedRequests(peer: Peer, code: TransportErrorCode, message: string): void {
-    const kept: Outgoing[] = [];
-    for (const item of peer.queue) {
-      if (item.requestId === null) kept.push(item);
-      else {
-        peer.queuedBytes -= item.frame.byteLength;
-        this.settle(item.requestId, new TransportError(code, message));
+    for (const queue of peer.queues.values()) {
+      const kept: Outgoing[] = [];
+      for (const item of queue.items) {
+        if (item.requestId === null) kept.push(item);
+        else {
+          queue.bytes -= item.frame.byteLength;
+          this.settle(item.requestId, new TransportError(code, message));
+        }
       }
+      queue.items = kept;
     }
-    peer.queue = kept;
   }
 }

@@ -1,9 +1,10 @@
 // Goal: several channels over one transport: the metadata and data channels share one listener and one connection
 // pair without crossing (a frame of one channel never reaches the other's handlers, replies go back to the channel
 // that asked); a frame for a channel not open on the receiver, or for an id no node knows, is refused cleanly (the
-// message dropped with a log line, the request answered with a remote_error, the connection kept); closing a
-// channel fails only its own requests, and the transport closes with its last channel. Method: transports on
-// 127.0.0.1 port 0 and a raw socket speaking the handshake (transport_helpers.ts); every wait is bounded.
+// message dropped with a log line, the request answered with a remote_error, the connection kept); each channel's
+// queue is bounded on its own; closing a channel fails only its own requests, and the transport closes with its last
+// channel. Method: transports on 127.0.0.1 port 0 and a raw socket speaking the handshake (transport_helpers.ts);
+// every wait is bounded.
 import t from 'tap';
 import { connect } from 'node:net';
 import { TransportError } from '../../src/transport/peer_transport.js';
@@ -123,4 +124,19 @@ t.test('closing a channel fails only its requests; the transport closes with its
     socket.once('error', () => resolve(true));
   });
   t.ok(refused, 'the listener closed with the last channel');
+});
+
+t.test('each channel has its own queue bound: a busy channel never pushes out another\'s frames', async (t) => {
+  const sender = await startNode(t, 1, { maxQueuedMessages: 3 });
+  const senderData = openData(sender);
+  sender.channel.send(2, 'raft before');
+  for (let i = 0; i < 10; i++) senderData.channel.send(2, i); // no address yet: queued, not dialled
+  sender.channel.send(2, 'raft after');
+  t.ok(sender.log.find((l) => l.msg.includes('queue full') && l.obj['channel'] === 2), 'the data channel drops its own oldest');
+  const receiver = await startNode(t, 2);
+  const receiverData = openData(receiver);
+  sender.channel.setPeer(2, receiver.address);
+  await waitFor(() => receiver.received.length === 2 && receiverData.received.length === 3, 'both queues flushed');
+  t.same(receiver.received.map(([, m]) => m), ['raft before', 'raft after'], 'no metadata frame was dropped');
+  t.same(receiverData.received.map(([, m]) => m), [7, 8, 9], 'the data channel kept its newest 3');
 });
