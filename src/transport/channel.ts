@@ -6,7 +6,8 @@ import type { PeerAddress } from './connection.js';
 
 /** The channels a data frame may name, by their wire id. An id never changes meaning; a new channel takes a new id. */
 export const channelIds = {
-  /** Raft messages, liveness, forwarded metadata writes, joins (src/raft/shell). */
+  /** Raft messages, liveness, forwarded metadata writes, joins (src/raft/shell). Its frames carry no channel id on
+   *  the wire (peer_transport.ts frameKind), as before channels existed. */
   metadata: 1,
   /** Produce, consume and ack forwarded to a partition's owner (issue 29). */
   data: 2,

@@ -10,7 +10,7 @@
 import { createHmac, createSecretKey, randomBytes, timingSafeEqual, type KeyObject } from 'node:crypto';
 
 /** Bumped when the handshake or the data frames change meaning; a peer of another version is refused. */
-export const transportVersion = 2;
+export const transportVersion = 1;
 /** Fresh per connection and per side: a replayed answer was made over another nonce and fails. */
 export const nonceBytes = 32;
 /** Fresh per PeerTransport: tells a restarted peer (stale connection, replace it) from a racing dial. */

@@ -76,11 +76,24 @@ export class TransportError extends Error {
 }
 
 /**
- * Data frames are arrays led by their kind; the handshake frames (objects) come before any of them. A message and a
- * request name their channel's wire id; a reply needs none, since request ids are unique per transport:
- *   [message, channel, message]   [request, channel, id, body]   [replyOk, id, value]   [replyError, id, text]
+ * Data frames are arrays led by their kind; the handshake frames (objects) come before any of them. The metadata
+ * channel's frames are those of transport version 1, which had no other channel, so nodes of that release and this
+ * one still speak Raft to each other during a rolling upgrade; every other channel names its wire id. A reply needs
+ * no channel, since request ids are unique per transport:
+ *   metadata:    [message, message]                     [request, id, body]
+ *   any channel: [channelMessage, channel, message]     [channelRequest, channel, id, body]
+ *   replies:     [replyOk, id, value]                   [replyError, id, text]
+ * A node of version 1 refuses the channel kinds by closing the connection: send them only to peers that know them.
  */
-const frameKind = { message: 0, request: 1, replyOk: 2, replyError: 3 } as const;
+const frameKind = { message: 0, request: 1, replyOk: 2, replyError: 3, channelMessage: 4, channelRequest: 5 } as const;
+
+function messageFrame(channel: number, message: unknown): unknown[] {
+  return channel === channelIds.metadata ? [frameKind.message, message] : [frameKind.channelMessage, channel, message];
+}
+
+function requestFrame(channel: number, id: number, body: unknown): unknown[] {
+  return channel === channelIds.metadata ? [frameKind.request, id, body] : [frameKind.channelRequest, channel, id, body];
+}
 
 interface Outgoing {
   frame: Buffer;
@@ -325,7 +338,7 @@ export class PeerTransport {
     }
     let frame: Buffer;
     try {
-      frame = this.encodeChecked([frameKind.message, channelIds[channel], message]);
+      frame = this.encodeChecked(messageFrame(channelIds[channel], message));
     } catch (error) {
       this.log.warn({ peer: to, channel, error: (error as Error).message }, 'node-to-node message dropped');
       return;
@@ -394,7 +407,7 @@ export class PeerTransport {
     if (!(timeoutMs > 0)) throw new RangeError(`request timeoutMs must be above 0, got ${timeoutMs}`);
     check();
     const id = this.nextRequestId++;
-    return { id, frame: this.encodeChecked([frameKind.request, channelIds[channel], id, body]) };
+    return { id, frame: this.encodeChecked(requestFrame(channelIds[channel], id, body)) };
   }
 
   /** Peers with an open connection, ascending. */
@@ -649,8 +662,10 @@ export class PeerTransport {
   private onFrame(conn: Connection, value: unknown): void {
     if (!Array.isArray(value)) return conn.refuse('malformed data frame');
     const kind: unknown = value[0];
-    if (kind === frameKind.message) return this.onMessageFrame(conn, value[1], value[2]);
-    if (kind === frameKind.request) return this.onRequestFrame(conn, value[1], value[2], value[3]);
+    if (kind === frameKind.message) return this.onMessageFrame(conn, channelIds.metadata, value[1]);
+    if (kind === frameKind.request) return this.onRequestFrame(conn, channelIds.metadata, value[1], value[2]);
+    if (kind === frameKind.channelMessage) return this.onMessageFrame(conn, value[1], value[2]);
+    if (kind === frameKind.channelRequest) return this.onRequestFrame(conn, value[1], value[2], value[3]);
     if (kind !== frameKind.replyOk && kind !== frameKind.replyError) return conn.refuse('unknown data frame kind');
     const id: unknown = value[1];
     if (!isRequestId(id)) return conn.refuse('data frame without a request id');

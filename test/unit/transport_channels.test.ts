@@ -84,19 +84,25 @@ t.test('a channel not open on the receiver is refused cleanly; the connection ke
   t.equal(connectionOpens(a), 1, 'no reconnect: the connection was kept');
 });
 
-t.test('a channel id no node knows, from a raw peer: dropped or refused, never a crash', async (t) => {
+t.test('a channel id no node knows, from a raw peer: dropped or refused, never a crash; the frames on the wire', async (t) => {
   const b = await startNode(t, 2);
   const { reader, verdict } = await rawDial({ port: b.address.port, nodeId: 1, secret: secretOf(7) });
   t.same(verdict, { t: 'welcome' });
-  reader.write([0, 99, 'unknown channel message']);
-  reader.write([1, 99, 7, 'unknown channel request']);
+  reader.write([4, 99, 'unknown channel message']);
+  reader.write([5, 99, 7, 'unknown channel request']);
   t.same(await reader.next('the refusal of the request'), [3, 7, 'channel #99 is not open on node 2']);
-  reader.write([0, 1, 'known channel']);
+  reader.write([0, 'known channel']);
   await waitFor(() => b.received.length === 1, 'the metadata message after');
   t.same(b.received, [[1, 'known channel']]);
   t.notOk(reader.closed, 'the connection is kept');
+  // On the wire: the metadata channel's frames are version 1's (a node of that release still follows Raft), the
+  // data channel's name their channel.
+  const bData = openData(b);
+  b.channel.send(1, 'raft');
+  bData.channel.send(1, 'record');
+  t.same([await reader.next('metadata frame'), await reader.next('data frame')], [[0, 'raft'], [4, 2, 'record']]);
   // A channel that is not a small integer is a broken frame: that connection goes, the node stays.
-  reader.write([0, 'metadata', 'x']);
+  reader.write([4, 'metadata', 'x']);
   await waitFor(() => reader.closed, 'close on a malformed channel');
   t.ok(b.log.find((l) => l.obj['reason'] === 'data frame without a channel'));
   reader.socket.destroy();

@@ -42,7 +42,7 @@ t.test('a wrong secret is refused on both sides and nothing is delivered', async
 t.test('an acceptor refuses a dialer whose answer is wrong, and reads nothing after', async (t) => {
   const b = await startNode(t, 2);
   const { reader, verdict } = await rawDial({ port: b.address.port, nodeId: 1, secret: secretOf(7), forgeAnswer: new Uint8Array(32) });
-  reader.write([0, 1, 'smuggled']);
+  reader.write([0, 'smuggled']);
   t.equal(verdict, null, 'no welcome');
   await waitFor(() => reader.closed, 'close');
   await waitFor(() => b.log.lines.some((l) => String(l.obj['reason']).includes('bad proof')), 'log line');
@@ -63,7 +63,7 @@ t.test('a peer presenting our own node id is refused', async (t) => {
 t.test('data before the handshake, or a silent socket, is cut', async (t) => {
   const b = await startNode(t, 2, { handshakeTimeoutMs: 200 });
   const early = await rawConnect(b.address.port);
-  early.write([0, 1, 'no hello']);
+  early.write([0, 'no hello']);
   await waitFor(() => early.closed, 'close after a data frame first', 2000);
   const silent = await rawConnect(b.address.port);
   await waitFor(() => silent.closed, 'close at the handshake deadline', 2000);
@@ -82,13 +82,13 @@ t.test('after a real handshake, frames split byte by byte and many in one write 
   const { reader, verdict, peerId } = await rawDial({ port: b.address.port, nodeId: 1, secret: secretOf(7) });
   t.same(verdict, { t: 'welcome' });
   t.equal(peerId, 2);
-  const split = Buffer.concat([encodeFrame([0, 1, 'one']), encodeFrame([0, 1, { two: new Uint8Array([2]) }])]);
+  const split = Buffer.concat([encodeFrame([0, 'one']), encodeFrame([0, { two: new Uint8Array([2]) }])]);
   for (let i = 0; i < split.byteLength; i++) {
     reader.socket.write(split.subarray(i, i + 1));
     await sleep(1);
   }
   await waitFor(() => b.received.length === 2, 'split frames');
-  const many = Buffer.concat([...Array(100).keys()].map((i) => encodeFrame([0, 1, i])));
+  const many = Buffer.concat([...Array(100).keys()].map((i) => encodeFrame([0, i])));
   reader.socket.write(many);
   await waitFor(() => b.received.length === 102, 'batched frames');
   t.same(b.received.slice(0, 2), [[1, 'one'], [1, { two: new Uint8Array([2]) }]]);
@@ -97,14 +97,14 @@ t.test('after a real handshake, frames split byte by byte and many in one write 
   // B may now send to 1 over the connection 1 opened.
   b.channel.send(1, 'back');
   await waitFor(() => reader.frames.length > 2, 'message back');
-  t.same(reader.frames[2], [0, 1, 'back']);
+  t.same(reader.frames[2], [0, 'back']);
 });
 
 t.test('an oversize frame closes the connection with a log line', async (t) => {
   const b = await startNode(t, 2, { maxFrameBytes: 4096 });
   const { reader } = await rawDial({ port: b.address.port, nodeId: 1, secret: secretOf(7) });
-  reader.socket.write(encodeFrame([0, 1, 'fits']));
-  reader.socket.write(encodeFrame([0, 1, new Uint8Array(5000)]));
+  reader.socket.write(encodeFrame([0, 'fits']));
+  reader.socket.write(encodeFrame([0, new Uint8Array(5000)]));
   await waitFor(() => reader.closed, 'close');
   t.same(b.received, [[1, 'fits']]);
   const line = b.log.find((l) => l.obj['reason'] === 'frame too large');

@@ -102,7 +102,7 @@ t.test('a new instance of a peer replaces a stale connection; a late dial of the
   const racer = await rawDial({ port: acceptor.address.port, nodeId: 3, secret: secretOf(7), instance });
   t.same(racer.verdict, { t: 'refused', reason: 'duplicate' }, 'the same instance again is a duplicate');
   await waitFor(() => racer.reader.closed, 'the duplicate closed');
-  restarted.reader.write([0, 1, 'still served']);
+  restarted.reader.write([0, 'still served']);
   await waitFor(() => acceptor.received.length === 1, 'message on the kept connection');
   t.same(acceptor.received, [[3, 'still served']]);
   t.same(acceptor.transport.connectedPeers(), [3]);
