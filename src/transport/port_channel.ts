@@ -1,8 +1,8 @@
 // One channel of the node-to-node transport used from a thread other than the transport's own, over a MessagePort:
-// bridgeChannel runs on the transport's thread and relays the channel both ways; PortChannel runs on the other
-// thread and is the same ChannelEndpoint a LocalChannel is, so a channel's user does not know which side of a
-// port it is on. Timeouts, queues, reconnects and the handshake stay the transport's; the bridge adds one port
-// message each way per frame. The data plane's thread uses this for the data channel (docs/architecture.md).
+// bridgeChannel runs on the transport's thread; PortChannel runs on the other thread and is the same ChannelEndpoint
+// a LocalChannel is, so a channel's user does not know which side of a port it is on. Timeouts, queues, reconnects
+// and the handshake stay the transport's; the bridge adds one port message each way per frame. For the metadata
+// thread and the front once the transport runs on the data plane's own thread; bench/forward_hop.ts measures it.
 import type { MessagePort } from 'node:worker_threads';
 import type { ChannelEndpoint, ChannelHandlers, ChannelName } from './channel.js';
 import type { PeerAddress } from './connection.js';
@@ -42,7 +42,8 @@ function failureOf(id: number, error: unknown): FromTransportThread {
  * channel's incoming messages and requests go over the port to the PortChannel's handlers (the user's thread serves
  * the channel); with handlers they are served here, and the port side only sends and asks. Returns the channel for
  * this thread's own use. The bridge ends when the PortChannel closes or the port does; requests the port side had
- * not answered then fail on the peer's side.
+ * not answered then fail on the peer's side, and a channel served over the port closes with it (one served here
+ * stays open for this thread).
  */
 export function bridgeChannel(
   transport: PeerTransport,
@@ -69,7 +70,7 @@ export function bridgeChannel(
     for (const waiter of inbound.values()) waiter.reject(new Error(`channel ${name} closed`));
     inbound.clear();
     port.close();
-    void channel.close();
+    if (handlers === undefined) void channel.close();
   };
   port.on('message', (message: ToTransportThread) => {
     if (message.t === 'close') return end();

@@ -1,9 +1,10 @@
 // Goal: a channel used across a MessagePort behaves as the same channel used on the transport's thread: messages and
 // requests both ways, a remote throw, a timeout and a refused body arrive as the same TransportError or RangeError,
-// requestAt learns the peer's id, setPeer reaches the transport's peer table, and close() fails what was pending and
-// closes the channel on the transport. Method: two transports on 127.0.0.1 port 0; node 1's data channel is bridged
-// over a MessageChannel to a PortChannel (the port hop is the same code whether the other end is a thread or not;
-// bench/forward_hop.ts runs it across a real worker thread). Every wait is bounded.
+// requestAt learns the peer's id, setPeer reaches the transport's peer table, close() fails what was pending and
+// closes the channel on the transport; a channel served on the transport's thread lets the port side only send and
+// ask, and outlives it. Method: two transports on 127.0.0.1 port 0, node 1's data channel bridged over a
+// MessageChannel (the same code whether the other end is a thread or not; bench/forward_hop.ts runs it across a real
+// worker thread). Every wait is bounded.
 import t, { type Test } from 'tap';
 import { MessageChannel } from 'node:worker_threads';
 import { bridgeChannel, PortChannel } from '../../src/transport/port_channel.js';
@@ -69,4 +70,31 @@ t.test('close fails pending requests and closes the channel on the transport', a
   a.channel.send(2, 'metadata still');
   await waitFor(() => b.received.length === 1, 'the metadata channel still serves');
   t.same(b.received, [[1, 'metadata still']]);
+});
+
+t.test('a channel served on the transport\'s thread: the port side only sends and asks, and may go', async (t) => {
+  const a = await startNode(t, 1);
+  const b = await startNode(t, 2);
+  const servedHere: unknown[] = [];
+  const portHandled: unknown[] = [];
+  const { port1, port2 } = new MessageChannel();
+  const local = bridgeChannel(a.transport, 'data', port1, {
+    onMessage: (_from, message) => servedHere.push(message),
+    onRequest: async (_from, body) => ({ servedHere: body }),
+  });
+  const front = new PortChannel('data', port2, {
+    onMessage: (_from, message) => portHandled.push(message),
+    onRequest: async () => 'never asked',
+  });
+  const bData = b.transport.openChannel('data', { onMessage: () => {}, onRequest: async (_from, body) => ({ echo: body }) });
+  front.setPeer(2, b.address);
+  bData.setPeer(1, a.address);
+  t.same(await front.request(2, 'forwarded', 2000), { echo: 'forwarded' }, 'the port side asks a peer');
+  t.same(await bData.request(1, 'to node 1', 2000), { servedHere: 'to node 1' }, 'served on the transport\'s thread');
+  bData.send(1, 'message');
+  await waitFor(() => servedHere.length === 1, 'message served here');
+  await front.close();
+  t.same(await bData.request(1, 'after the port went', 2000), { servedHere: 'after the port went' }, 'still served');
+  t.same(portHandled, [], 'nothing reached the port side');
+  await local.close();
 });
