@@ -10,13 +10,14 @@ import type { Histogram } from 'hdr-histogram-js';
 import { PeerTransport } from '../src/transport/peer_transport.js';
 import { bridgeChannel, PortChannel } from '../src/transport/port_channel.js';
 import { cleanups, fixed, latencySummaryMs, newHistogram, recordUs, renderTable, type Headline, type LatencySummaryMs } from './common.js';
+import { readMachineBusyCpuMs } from './node_process.js';
 import type { BenchOptions } from './options.js';
 
 const loopback = '127.0.0.1';
 /** A request that takes longer is a broken run, not a slow one: it fails the scenario. */
 const requestTimeoutMs = 5000;
 /** Requests per series before the first measured round: connections open and the code paths warm up. */
-const warmupCount = 500;
+const warmupCount = 3000;
 /** A small forwarded produce: routing fields and a 100-byte record. */
 const requestBody = (seq: number) => ({ topic: 'bench', partition: 0, seq, value: new Uint8Array(100) });
 
@@ -35,6 +36,9 @@ export interface ForwardHopReport {
   threadAddsMs: { p50: number; p99: number };
   /** portRoundTrip p50 over transport p50: the thread hop as a share of the transport hop. */
   hopOverTransportP50: number;
+  /** Busy CPU of the machine outside this process (its three threads) over the measured rounds, % of one core;
+   *  null without /proc. Above about 50% on 2 cores the figures are mostly scheduling noise. */
+  otherCpuPercent: number | null;
   failures: string[];
 }
 
@@ -131,6 +135,7 @@ export async function runForwardHop(options: BenchOptions): Promise<ForwardHopRe
   const order: Series[] = ['transport', 'viaThread', 'portRoundTrip'];
   const histograms = { transport: newHistogram(), viaThread: newHistogram(), portRoundTrip: newHistogram() } satisfies Record<Series, Histogram>;
   for (const series of order) await measureSeries(series, peers, warmupCount);
+  const cpu = { machineMs: readMachineBusyCpuMs(), process: process.cpuUsage(), startedAt: performance.now() };
   for (let round = 0; round < options.rounds; round++) {
     // Each round starts with another series, so a slow stretch of a shared machine falls on every series alike.
     for (let k = 0; k < order.length; k++) {
@@ -139,13 +144,22 @@ export async function runForwardHop(options: BenchOptions): Promise<ForwardHopRe
     }
     process.stderr.write(`forward-hop: round ${round + 1} of ${options.rounds} done\n`);
   }
+  const otherCpuPercent = otherCpuPercentSince(cpu);
   await peers.front.close();
   peers.echo.close();
   const latencyMs = { transport: latencySummaryMs(histograms.transport), viaThread: latencySummaryMs(histograms.viaThread),
     portRoundTrip: latencySummaryMs(histograms.portRoundTrip) };
   return { scenario: 'forward-hop', startedAt, rounds: options.rounds, countPerRound: options.count, latencyMs,
     threadAddsMs: { p50: latencyMs.viaThread.p50 - latencyMs.transport.p50, p99: latencyMs.viaThread.p99 - latencyMs.transport.p99 },
-    hopOverTransportP50: latencyMs.portRoundTrip.p50 / latencyMs.transport.p50, failures: [] };
+    hopOverTransportP50: latencyMs.portRoundTrip.p50 / latencyMs.transport.p50, otherCpuPercent, failures: [] };
+}
+
+function otherCpuPercentSince(start: { machineMs: number | null; process: NodeJS.CpuUsage; startedAt: number }): number | null {
+  const machineMs = readMachineBusyCpuMs();
+  if (machineMs === null || start.machineMs === null) return null;
+  const own = process.cpuUsage(start.process);
+  const otherMs = machineMs - start.machineMs - (own.user + own.system) / 1000;
+  return Math.max(0, (otherMs / (performance.now() - start.startedAt)) * 100);
 }
 
 const us = (ms: number): string => fixed(ms * 1000, 1);
@@ -160,7 +174,9 @@ export function printForwardHop(report: ForwardHopReport): void {
   const out = [`forward-hop: round trips on 127.0.0.1, ${report.rounds} rounds x ${report.countPerRound} requests per series`,
     ...renderTable(['series', 'p50 µs', 'p90 µs', 'p99 µs', 'p99.9 µs', 'max µs'], rows, [0]),
     `a dedicated data-plane thread adds p50 ${us(report.threadAddsMs.p50)} µs, p99 ${us(report.threadAddsMs.p99)} µs; ` +
-    `the thread hop is x${fixed(report.hopOverTransportP50, 2)} of the transport hop at p50`];
+    `the thread hop is x${fixed(report.hopOverTransportP50, 2)} of the transport hop at p50`,
+    `other processes took ${report.otherCpuPercent === null ? 'n/a' : `${fixed(report.otherCpuPercent, 0)}%`} of a core meanwhile ` +
+    '(above about 50% the figures are mostly scheduling noise)'];
   process.stdout.write(`\n${out.join('\n')}\n`);
 }
 
@@ -168,7 +184,7 @@ export function forwardHopHeadlines(report: ForwardHopReport): Headline[] {
   const { transport, portRoundTrip } = report.latencyMs;
   return [{ scenario: 'forward-hop', figure: `p50 ${us(transport.p50)} µs, p99 ${us(transport.p99)} µs; thread hop p50 ` +
     `${us(portRoundTrip.p50)} µs (x${fixed(report.hopOverTransportP50, 2)})`, value: transport.p50, target: '-', floorRatio: null,
-    redisRatio: null, checks: [], otherCpuPercentMax: null }];
+    redisRatio: null, checks: [], otherCpuPercentMax: report.otherCpuPercent }];
 }
 
 if (!isMainThread && typeof (workerData as { forwardHopRole?: unknown } | null)?.forwardHopRole === 'string') {

@@ -12,10 +12,12 @@ t.test('forward-hop: transport hop, the same through a PortChannel, and the bare
   t.match(out.stdout, /the same, sent from another thread \(PortChannel\)\s+[\d.]+/);
   t.match(out.stdout, /MessagePort round trip \(the thread hop\)\s+[\d.]+/);
   t.match(out.stdout, /a dedicated data-plane thread adds p50 -?[\d.]+ µs, p99 -?[\d.]+ µs; the thread hop is x[\d.]+ of the transport hop/);
+  t.match(out.stdout, /other processes took (\d+%|n\/a) of a core meanwhile/);
   const report = await jsonResult(t, out.stdout);
   for (const series of ['transport', 'viaThread', 'portRoundTrip']) {
     numbers(t, report, ['p50', 'p99', 'p999', 'max'].map((p) => `latencyMs.${series}.${p}`), series);
   }
   numbers(t, report, ['threadAddsMs.p50', 'threadAddsMs.p99', 'hopOverTransportP50'], 'forward-hop');
   t.same([report.rounds, report.countPerRound, report.failures], [1, 50, []]);
+  t.ok(report.otherCpuPercent === null || typeof report.otherCpuPercent === 'number', 'other CPU: a number, or null without /proc');
 });
