@@ -15,7 +15,14 @@ import {
 } from './connection.js';
 import { encodeFrame, frameBodyBytes, frameHeaderBytes } from './frame_codec.js';
 import { freshInstance, isNodeId, secretKey } from './handshake.js';
-import { channelIds, channelNameOf, LocalChannel, type ChannelEndpoint, type ChannelHandlers, type ChannelName } from './channel.js';
+import {
+  channelIds,
+  channelNameOf,
+  LocalChannel,
+  type ChannelEndpoint,
+  type ChannelHandlers,
+  type ChannelName,
+} from './channel.js';
 
 export type { PeerAddress, TransportLog } from './connection.js';
 export { readClusterSecretFile, clusterSecretBytesMin } from './cluster_secret.js';
@@ -92,7 +99,8 @@ function messageFrame(channel: number, message: unknown): unknown[] {
 }
 
 function requestFrame(channel: number, id: number, body: unknown): unknown[] {
-  return channel === channelIds.metadata ? [frameKind.request, id, body] : [frameKind.channelRequest, channel, id, body];
+  if (channel === channelIds.metadata) return [frameKind.request, id, body];
+  return [frameKind.channelRequest, channel, id, body];
 }
 
 interface Outgoing {
@@ -364,7 +372,8 @@ export class PeerTransport {
       } catch (error) {
         return reject(error);
       }
-      this.addPending({ id, channel: channelIds[channel], peerId: to, conn: null, timeoutMs }, (answer) => resolve(answer.reply), reject);
+      const request = { id, channel: channelIds[channel], peerId: to, conn: null, timeoutMs };
+      this.addPending(request, (answer) => resolve(answer.reply), reject);
       peer!.wanted = true;
       this.enqueue(peer!, channelIds[channel], { frame, requestId: id });
       this.ensureConnected(peer!);
@@ -622,7 +631,8 @@ export class PeerTransport {
         this.settle(dropped.requestId, new TransportError('unreachable', why));
       }
       if (isPowerOfTwo(peer.droppedFrames)) {
-        this.log.warn({ peer: peer.id, channel, droppedFrames: peer.droppedFrames }, 'node-to-node queue full, oldest dropped');
+        const fields = { peer: peer.id, channel, droppedFrames: peer.droppedFrames };
+        this.log.warn(fields, 'node-to-node queue full, oldest dropped');
       }
     }
   }
@@ -704,7 +714,8 @@ export class PeerTransport {
     }
     if (requestId === null) return;
     const name = channelNameOf(channel) ?? `#${channel}`;
-    this.reply(conn, { id: requestId, channel: refusalQueueId }, false, `channel ${name} is not open on node ${this.options.nodeId}`);
+    const refusal = `channel ${name} is not open on node ${this.options.nodeId}`;
+    this.reply(conn, { id: requestId, channel: refusalQueueId }, false, refusal);
   }
 
   private onRequestFrame(conn: Connection, channel: unknown, id: unknown, body: unknown): void {
@@ -724,7 +735,9 @@ export class PeerTransport {
     }
     reply.then(
       (result) => this.reply(conn, { id, channel }, true, result),
-      (error: unknown) => this.reply(conn, { id, channel }, false, error instanceof Error ? error.message : String(error)),
+      (error: unknown) => {
+        this.reply(conn, { id, channel }, false, error instanceof Error ? error.message : String(error));
+      },
     );
   }
 

@@ -202,19 +202,24 @@ export class PortChannel implements ChannelEndpoint {
     const handler = this.handlers.onRequest;
     let reply: Promise<unknown>;
     try {
-      reply = handler === undefined ? Promise.reject(new Error('this node takes no requests on this channel')) : handler(from, body);
+      const refused = (): Promise<unknown> => Promise.reject(new Error('this node takes no requests on this channel'));
+      reply = handler === undefined ? refused() : handler(from, body);
     } catch (error) {
       reply = Promise.reject(error);
     }
+    const answer = (ok: boolean, value: unknown): void => {
+      if (!this.closed) this.post({ t: 'reply', ref, ok, value });
+    };
     reply.then(
-      (value) => !this.closed && this.post({ t: 'reply', ref, ok: true, value }),
-      (error: unknown) => !this.closed && this.post({ t: 'reply', ref, ok: false, value: error instanceof Error ? error.message : String(error) }),
+      (value) => answer(true, value),
+      (error: unknown) => answer(false, error instanceof Error ? error.message : String(error)),
     );
   }
 
   private failAll(): void {
     this.closed = true;
-    for (const waiting of this.waiting.values()) waiting.reject(new TransportError('closed', `channel ${this.name} closed`));
+    const error = new TransportError('closed', `channel ${this.name} closed`);
+    for (const waiting of this.waiting.values()) waiting.reject(error);
     this.waiting.clear();
   }
 }
