@@ -19,7 +19,7 @@ const issueFloorReqPerSec = { low: 100_000, high: 145_000 };
 const noisyOtherCpuPercent = 50;
 
 export const allScenarios = ['produce-single', 'produce-batch', 'consume-single', 'consume-batch', 'wake-up', 'end-to-end',
-  'soak', 'footprint'] as const;
+  'soak', 'footprint', 'forward-hop'] as const;
 
 /** consume-batch's prefill inside all, per second of warm-up and window: the target rate (300,000 msg/s) with a third
  *  to spare, so a node at the target does not drain the prefill before the window ends. */

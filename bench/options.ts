@@ -10,7 +10,7 @@ const brokerScriptDefault = fileURLToPath(new URL('../src/main.js', import.meta.
 
 /** The scenarios of `npm run bench -- <scenario>`; bench/README.md describes each. */
 export const scenarios = ['produce-single', 'produce-batch', 'consume-single', 'consume-batch', 'end-to-end', 'wake-up',
-  'soak', 'footprint', 'all'] as const;
+  'soak', 'footprint', 'forward-hop', 'all'] as const;
 /** Older names kept working: `produce` = produce-single then produce-batch (one report), `consume` = consume-single,
  *  consume-batch and wake-up (one report). */
 export const scenarioAliases = ['produce', 'consume'] as const;
@@ -87,10 +87,12 @@ export interface BenchOptions {
   polls: number;
   /** --compare, consume-batch: Redis consumers (XREADGROUP COUNT max + XACK). */
   redisConsumers: number;
+  /** forward-hop: requests per series in each of --rounds rounds. */
+  count: number;
 }
 
 export const usage = `usage: node dist/bench/run.js <scenario> [options]   (npm run bench -- <scenario> [options])
-scenarios: produce-single produce-batch consume-single consume-batch end-to-end wake-up soak footprint all
+scenarios: produce-single produce-batch consume-single consume-batch end-to-end wake-up soak footprint forward-hop all
            (produce = produce-single + produce-batch, consume = consume-single + consume-batch + wake-up)
 common:
   --url U                 broker to target (default: start one: node dist/src/main.js on a free loopback port)
@@ -139,6 +141,8 @@ footprint:
   --topics N              topics to create, 3 partitions each (default 1000)
   --polls N               idle long polls to hold, one raw keep-alive socket each (default 10000)
   --duration D            how long to hold the polls, sampling RSS (default 10 s)
+forward-hop (no broker: node-to-node transports in two worker threads on 127.0.0.1):
+  --count N               requests per series per round (default 2000); --rounds N rounds take turns (default 3)
 all:
   --soak-duration D       the soak's length inside all (default 60s)
   --repeat N              run all N times (1..10, default 1), then judge each target's checks by their median over
@@ -169,7 +173,7 @@ export function parseOptions(argv: string[]): BenchOptions {
       'batch-prefill': { type: 'string' }, 'prefill-timeout': { type: 'string' }, pollers: { type: 'string' },
       'wake-rate': { type: 'string' }, rate: { type: 'string' }, consumers: { type: 'string' }, peak: { type: 'string' },
       interval: { type: 'string' }, 'soak-duration': { type: 'string' }, topics: { type: 'string' },
-      polls: { type: 'string' }, 'redis-consumers': { type: 'string' }, repeat: { type: 'string' },
+      polls: { type: 'string' }, 'redis-consumers': { type: 'string' }, repeat: { type: 'string' }, count: { type: 'string' },
     },
   });
   if (values.help || positionals.length !== 1) throw new UsageError(values.help ? '' : 'give exactly one scenario');
@@ -234,6 +238,7 @@ export function parseOptions(argv: string[]): BenchOptions {
     polls: intOption('polls', values.polls, 10_000, 1, 18_000),
     redisConsumers: intOption('redis-consumers', values['redis-consumers'], 4, 1, 256),
     repeat: intOption('repeat', values.repeat, 1, 1, 10),
+    count: intOption('count', values.count, 2000, 10, 1_000_000),
   };
 }
 

@@ -1,7 +1,8 @@
 // Entry of `npm run bench -- <scenario>` (node dist/bench/run.js <scenario> [options]); bench/README.md explains
 // the figures. Scenarios: produce-single, produce-batch (bench/produce.ts), consume-single, consume-batch, wake-up
-// (bench/consume.ts), end-to-end, soak (bench/end_to_end.ts), footprint (bench/footprint.ts) and all (bench/all.ts:
-// every one with short durations, then a summary table); `produce` and `consume` are older names for groups of them.
+// (bench/consume.ts), end-to-end, soak (bench/end_to_end.ts), footprint (bench/footprint.ts), forward-hop
+// (bench/forward_hop.ts) and all (bench/all.ts: every one with short durations, then a summary table); `produce` and
+// `consume` are older names for groups of them.
 // Options: bench/options.ts; shared parts: bench/common.ts. Runs on the bench process's main thread with the load
 // generators; servers are child processes, stopped and their data dirs removed before it exits, also on error and
 // Ctrl-C.

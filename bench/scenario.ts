@@ -4,6 +4,7 @@ import type { Headline } from './common.js';
 import { consumeHeadlines, printConsumeTable, runConsume } from './consume.js';
 import { flowHeadlines, printFlowTable, runFlow } from './end_to_end.js';
 import { footprintHeadlines, printFootprint, runFootprint } from './footprint.js';
+import { forwardHopHeadlines, printForwardHop, runForwardHop } from './forward_hop.js';
 import type { BenchOptions } from './options.js';
 import { printProduceTable, produceHeadlines, runProduce } from './produce.js';
 
@@ -36,6 +37,10 @@ export async function runScenario(options: BenchOptions): Promise<ScenarioRun> {
     case 'footprint': {
       const report = await runFootprint(options);
       return { report, print: () => printFootprint(report), headlines: () => footprintHeadlines(report) };
+    }
+    case 'forward-hop': {
+      const report = await runForwardHop(options);
+      return { report, print: () => printForwardHop(report), headlines: () => forwardHopHeadlines(report) };
     }
     case 'all':
       throw new Error('all runs the other scenarios (bench/all.ts)');

@@ -21,7 +21,7 @@ import { FrontServer } from './front/server.js';
 import type { FrontServices } from './front/services.js';
 import type { BcryptTask } from './pool/bcrypt_task.js';
 import type { ClusterThreadConfig, MetadataThreadData, PartitionWorkerData, ToMetadata } from './protocol/thread_messages.js';
-import { readClusterSecretFile } from './raft/shell/transport/cluster_secret.js';
+import { readClusterSecretFile } from './transport/cluster_secret.js';
 import { DataDirLockedError, lockDataDir } from './util/data_dir_lock.js';
 import { createLogger, type Logger } from './util/log.js';
 import { refusalText } from './errors.js';

@@ -1,5 +1,5 @@
 // What the metadata threads of two nodes say to each other over the node-to-node transport
-// (src/raft/shell/transport): one-way messages (Raft's own, and the leader's liveness view) and requests with
+// (src/transport, metadata channel): one-way messages (Raft's own, and the leader's liveness view) and requests with
 // replies (a follower forwarding a write, a joining node asking in, a forget, a readiness check). Plain data only:
 // the transport msgpackr-encodes it.
 import type { RaftMessage } from './raft_messages.js';

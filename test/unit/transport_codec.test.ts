@@ -7,7 +7,7 @@ import t from 'tap';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { encodeFrame, FrameDecoder, FrameTooLargeError, frameHeaderBytes } from '../../src/raft/shell/transport/frame_codec.js';
+import { encodeFrame, FrameDecoder, FrameTooLargeError, frameHeaderBytes } from '../../src/transport/frame_codec.js';
 import {
   freshInstance,
   freshNonce,
@@ -17,8 +17,8 @@ import {
   secretKey,
   transportVersion,
   type Transcript,
-} from '../../src/raft/shell/transport/handshake.js';
-import { checkClusterSecret, readClusterSecretFile } from '../../src/raft/shell/transport/cluster_secret.js';
+} from '../../src/transport/handshake.js';
+import { checkClusterSecret, readClusterSecretFile } from '../../src/transport/cluster_secret.js';
 
 const values: unknown[] = [
   { type: 'append', term: 3, entries: [{ index: 7, data: new Uint8Array([1, 2, 3]) }] },

@@ -4,12 +4,12 @@
 // after a real handshake are delivered in order; an oversize frame closes the connection. Method: transports on
 // 127.0.0.1 port 0 and raw sockets speaking the handshake (transport_helpers.ts); every wait is bounded.
 import t from 'tap';
-import { encodeFrame } from '../../src/raft/shell/transport/frame_codec.js';
-import { PeerTransport } from '../../src/raft/shell/transport/peer_transport.js';
+import { encodeFrame } from '../../src/transport/frame_codec.js';
+import { PeerTransport } from '../../src/transport/peer_transport.js';
 import { loopback, rawConnect, rawDial, secretOf, sleep, startNode, waitFor } from './transport_helpers.js';
 
 t.test('a short cluster secret or a bad node id is refused at listen', async (t) => {
-  const base = { listen: { host: loopback, port: 0 }, onMessage: () => {} };
+  const base = { listen: { host: loopback, port: 0 } };
   await t.rejects(PeerTransport.listen({ ...base, nodeId: 1, clusterSecret: secretOf(1, 31) }), {
     message: /at least 32 bytes, got 31/,
   });
@@ -21,9 +21,9 @@ t.test('a wrong secret is refused on both sides and nothing is delivered', async
   const b = await startNode(t, 2, { clusterSecret: secretOf(2) });
   a.transport.setPeer(2, b.address);
   b.transport.setPeer(1, a.address);
-  const request = a.transport.request(2, 'r', 3000).catch((error: unknown) => error);
-  a.transport.send(2, 'from a');
-  b.transport.send(1, 'from b');
+  const request = a.channel.request(2, 'r', 3000).catch((error: unknown) => error);
+  a.channel.send(2, 'from a');
+  b.channel.send(1, 'from b');
   // Each side dials and each refuses the other's proof as dialer; each acceptor logs the incomplete handshake.
   for (const node of [a, b]) {
     await waitFor(() => node.log.lines.some((l) => l.level === 'warn' && String(l.obj['reason']).includes('bad proof')), `node ${node.id} refusal`);
@@ -52,7 +52,7 @@ t.test('an acceptor refuses a dialer whose answer is wrong, and reads nothing af
 t.test('a peer presenting our own node id is refused', async (t) => {
   const b = await startNode(t, 2);
   const reader = await rawConnect(b.address.port);
-  const { freshInstance, freshNonce, transportVersion } = await import('../../src/raft/shell/transport/handshake.js');
+  const { freshInstance, freshNonce, transportVersion } = await import('../../src/transport/handshake.js');
   reader.write({ t: 'hello', v: transportVersion, nodeId: 2, instance: freshInstance(), nonce: freshNonce(), oneshot: false });
   await waitFor(() => reader.closed, 'close');
   t.same(reader.frames, [], 'no challenge');
@@ -95,7 +95,7 @@ t.test('after a real handshake, frames split byte by byte and many in one write 
   t.same(b.received.slice(2).map(([, m]) => m), [...Array(100).keys()]);
   t.same(b.transport.connectedPeers(), [1]);
   // B may now send to 1 over the connection 1 opened.
-  b.transport.send(1, 'back');
+  b.channel.send(1, 'back');
   await waitFor(() => reader.frames.length > 2, 'message back');
   t.same(reader.frames[2], [0, 'back']);
 });
@@ -113,7 +113,7 @@ t.test('an oversize frame closes the connection with a log line', async (t) => {
   // The sender refuses to encode one too: send drops it with a log line, request rejects.
   const a = await startNode(t, 1, { maxFrameBytes: 4096 });
   a.transport.setPeer(2, b.address);
-  a.transport.send(2, new Uint8Array(5000));
+  a.channel.send(2, new Uint8Array(5000));
   t.ok(a.log.find((l) => l.msg.includes('dropped')));
-  await t.rejects(a.transport.request(2, new Uint8Array(5000), 1000), RangeError);
+  await t.rejects(a.channel.request(2, new Uint8Array(5000), 1000), RangeError);
 });

@@ -3,7 +3,7 @@
 // withholds bytes at will. Test code only; not a test file itself (tap runs *.test.js).
 import { connect, createServer, type Server, type Socket } from 'node:net';
 import type { Test } from 'tap';
-import { encodeFrame, FrameDecoder } from '../../src/raft/shell/transport/frame_codec.js';
+import { encodeFrame, FrameDecoder } from '../../src/transport/frame_codec.js';
 import {
   freshInstance,
   freshNonce,
@@ -14,8 +14,9 @@ import {
   proofMatches,
   secretKey,
   transportVersion,
-} from '../../src/raft/shell/transport/handshake.js';
-import { PeerTransport, type PeerTransportOptions } from '../../src/raft/shell/transport/peer_transport.js';
+} from '../../src/transport/handshake.js';
+import type { ChannelEndpoint, ChannelHandlers } from '../../src/transport/channel.js';
+import { PeerTransport, type PeerTransportOptions } from '../../src/transport/peer_transport.js';
 
 export const loopback = '127.0.0.1';
 
@@ -58,6 +59,8 @@ export function sleep(ms: number): Promise<void> {
 export interface Node {
   id: number;
   transport: PeerTransport;
+  /** The metadata channel, which every test here speaks on unless it says otherwise. */
+  channel: ChannelEndpoint;
   log: RecordingLog;
   /** Every one-way message received, as [from, message]. */
   received: [number, unknown][];
@@ -67,21 +70,25 @@ export interface Node {
 export async function startNode(
   t: Test,
   id: number,
-  overrides: Partial<PeerTransportOptions> = {},
+  overrides: Partial<PeerTransportOptions & ChannelHandlers> = {},
 ): Promise<Node> {
   const log = new RecordingLog();
   const received: [number, unknown][] = [];
+  const { onMessage, onRequest, ...options } = overrides;
   const transport = await PeerTransport.listen({
     nodeId: id,
     clusterSecret: secretOf(7),
     listen: { host: loopback, port: 0 },
-    onMessage: (from, message) => received.push([from, message]),
     log,
     reconnectMs: { initial: 20, max: 200 },
-    ...overrides,
+    ...options,
   });
   t.teardown(() => transport.close());
-  return { id, transport, log, received, address: { host: loopback, port: transport.port } };
+  const channel = transport.openChannel('metadata', {
+    onMessage: onMessage ?? ((from, message) => received.push([from, message])),
+    ...(onRequest === undefined ? {} : { onRequest }),
+  });
+  return { id, transport, channel, log, received, address: { host: loopback, port: transport.port } };
 }
 
 /** Makes every node know every other's address. */

@@ -5,7 +5,7 @@
 // every wait is bounded.
 import t from 'tap';
 import { createServer } from 'node:net';
-import { TransportError } from '../../src/raft/shell/transport/peer_transport.js';
+import { TransportError } from '../../src/transport/peer_transport.js';
 import { createLogger } from '../../src/util/log.js';
 import { loopback, meshOf, rawStallingAcceptor, secretOf, sleep, startNode, waitFor } from './transport_helpers.js';
 
@@ -26,7 +26,7 @@ t.test('messages between three transports arrive in order per sender', async (t)
   for (let i = 0; i < perPeer; i++) {
     for (const from of nodes) {
       for (const to of nodes) {
-        if (from !== to) from.transport.send(to.id, { seq: i, from: from.id, bytes: new Uint8Array([i & 0xff]) });
+        if (from !== to) from.channel.send(to.id, { seq: i, from: from.id, bytes: new Uint8Array([i & 0xff]) });
       }
     }
   }
@@ -55,18 +55,18 @@ t.test('request/response: a reply, a remote throw, a timeout, an unreachable pee
   });
   const client = await startNode(t, 1);
   client.transport.setPeer(2, server.address);
-  t.same(await client.transport.request(2, { op: 'echo', data: new Uint8Array([1, 2]) }, 2000), {
+  t.same(await client.channel.request(2, { op: 'echo', data: new Uint8Array([1, 2]) }, 2000), {
     from: 1,
     body: { op: 'echo', data: new Uint8Array([1, 2]) },
   });
-  const thrown = await rejection(client.transport.request(2, { op: 'throw' }, 2000));
+  const thrown = await rejection(client.channel.request(2, { op: 'throw' }, 2000));
   t.equal(thrown.code, 'remote_error');
   t.equal(thrown.message, 'not the leader');
-  const slow = await rejection(client.transport.request(2, { op: 'slow' }, 100));
+  const slow = await rejection(client.channel.request(2, { op: 'slow' }, 100));
   t.equal(slow.code, 'timeout');
-  t.equal(await client.transport.request(2, { op: 'other' }, 2000), null, 'the connection still serves after a timeout');
+  t.equal(await client.channel.request(2, { op: 'other' }, 2000), null, 'the connection still serves after a timeout');
 
-  t.equal((await rejection(client.transport.request(9, {}, 1000))).code, 'unreachable', 'no address known');
+  t.equal((await rejection(client.channel.request(9, {}, 1000))).code, 'unreachable', 'no address known');
   // A port that was just free: the dial is refused, and the request fails at once, not at its timeout.
   const probe = createServer();
   await new Promise<void>((resolve) => probe.listen(0, loopback, resolve));
@@ -74,13 +74,13 @@ t.test('request/response: a reply, a remote throw, a timeout, an unreachable pee
   await new Promise<void>((resolve) => probe.close(() => resolve()));
   client.transport.setPeer(5, { host: loopback, port: deadPort });
   const started = Date.now();
-  const unreachable = await rejection(client.transport.request(5, {}, 4000));
+  const unreachable = await rejection(client.channel.request(5, {}, 4000));
   t.equal(unreachable.code, 'unreachable');
   t.ok(Date.now() - started < 3000, 'failed before its timeout');
 
   const noHandler = await startNode(t, 3);
   client.transport.setPeer(3, noHandler.address);
-  t.equal((await rejection(client.transport.request(3, {}, 2000))).code, 'remote_error', 'no onRequest');
+  t.equal((await rejection(client.channel.request(3, {}, 2000))).code, 'remote_error', 'no onRequest');
 });
 
 t.test('requestAt reaches an address and learns the peer id, on a connection of its own', async (t) => {
@@ -93,36 +93,36 @@ t.test('requestAt reaches an address and learns the peer id, on a connection of 
   });
   // A pino logger is what the node passes; this also checks that it fits the log option's type.
   const joiner = await startNode(t, 4, { log: createLogger('silent') });
-  t.same(await joiner.transport.requestAt(leader.address, 'join', 2000), { from: 1, reply: { welcome: 'join' } });
+  t.same(await joiner.channel.requestAt(leader.address, 'join', 2000), { from: 1, reply: { welcome: 'join' } });
   t.same(seen, [4]);
   t.same(leader.transport.connectedPeers(), [], 'not a peer connection');
   const thrower = await startNode(t, 5, { onRequest: async () => Promise.reject(new Error('no')) });
-  t.equal((await rejection(joiner.transport.requestAt(thrower.address, 'join', 2000))).code, 'remote_error');
+  t.equal((await rejection(joiner.channel.requestAt(thrower.address, 'join', 2000))).code, 'remote_error');
   const stranger = await startNode(t, 6, { clusterSecret: secretOf(8) });
-  t.equal((await rejection(joiner.transport.requestAt(stranger.address, 'join', 2000))).code, 'unreachable', 'wrong secret');
+  t.equal((await rejection(joiner.channel.requestAt(stranger.address, 'join', 2000))).code, 'unreachable', 'wrong secret');
 });
 
 t.test('close() rejects pending requests with closed', async (t) => {
   const server = await startNode(t, 2, { onRequest: () => new Promise(() => {}) });
   const client = await startNode(t, 1);
   client.transport.setPeer(2, server.address);
-  const pending = client.transport.request(2, {}, 10_000);
-  const pendingAt = client.transport.requestAt(server.address, {}, 10_000);
+  const pending = client.channel.request(2, {}, 10_000);
+  const pendingAt = client.channel.requestAt(server.address, {}, 10_000);
   await waitFor(() => client.transport.connectedPeers().length === 1, 'connection');
   await client.transport.close();
   t.equal((await rejection(pending)).code, 'closed');
   t.equal((await rejection(pendingAt)).code, 'closed');
-  t.equal((await rejection(client.transport.request(2, {}, 1000))).code, 'closed', 'after close');
-  client.transport.send(2, 'ignored'); // never throws
+  t.equal((await rejection(client.channel.request(2, {}, 1000))).code, 'closed', 'after close');
+  client.channel.send(2, 'ignored'); // never throws
 });
 
 t.test('the queue keeps the newest maxQueuedMessages while no connection serves', async (t) => {
   const sender = await startNode(t, 1, { maxQueuedMessages: 3 });
-  for (let i = 0; i < 10; i++) sender.transport.send(2, i); // no address yet: queued, not dialled
+  for (let i = 0; i < 10; i++) sender.channel.send(2, i); // no address yet: queued, not dialled
   t.ok(sender.log.find((l) => l.msg.includes('queue full')), 'drops are logged');
   const receiver = await startNode(t, 2);
   sender.transport.setPeer(2, receiver.address);
-  sender.transport.send(2, 'end');
+  sender.channel.send(2, 'end');
   await waitFor(() => receiver.received.some(([, m]) => m === 'end'), 'end marker');
   t.same(receiver.received.map(([, m]) => m), [8, 9, 'end']);
 });
@@ -139,9 +139,9 @@ t.test('a request dropped from a full queue fails at once with unreachable', asy
   });
   const sender = await startNode(t, 1, { maxQueuedMessages: 2 });
   sender.transport.setPeer(2, { host: loopback, port: (silent.address() as { port: number }).port });
-  const request = sender.transport.request(2, 'q', 10_000);
-  sender.transport.send(2, 'a');
-  sender.transport.send(2, 'b');
+  const request = sender.channel.request(2, 'q', 10_000);
+  sender.channel.send(2, 'a');
+  sender.channel.send(2, 'b');
   const error = await rejection(request);
   t.equal(error.code, 'unreachable');
   t.match(error.message, /queue full/);
@@ -151,11 +151,11 @@ t.test('a peer that stops reading: writes wait for drain and the queue stays bou
   const stalled = await rawStallingAcceptor(t, 2, secretOf(7));
   const sender = await startNode(t, 1, { maxQueuedMessages: 4 });
   sender.transport.setPeer(2, { host: loopback, port: stalled.port });
-  sender.transport.send(2, 'first');
+  sender.channel.send(2, 'first');
   await waitFor(() => sender.transport.connectedPeers().length === 1, 'connection to the stalled peer');
   const big = new Uint8Array(1024 * 1024);
   for (let i = 0; i < 200; i++) {
-    sender.transport.send(2, big);
+    sender.channel.send(2, big);
     if (i % 20 === 0) await sleep(5);
   }
   // 200 MiB were offered; the kernel buffers a few MiB and the socket's own buffer one frame, so only the

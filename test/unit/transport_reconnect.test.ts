@@ -6,8 +6,8 @@
 // Method: transports on 127.0.0.1 port 0 (raw handshaking sockets for the stale case), connection counts read
 // from their 'connection open'/'lost' log lines; every wait is bounded.
 import t from 'tap';
-import { PeerTransport } from '../../src/raft/shell/transport/peer_transport.js';
-import { freshInstance } from '../../src/raft/shell/transport/handshake.js';
+import { PeerTransport } from '../../src/transport/peer_transport.js';
+import { freshInstance } from '../../src/transport/handshake.js';
 import { loopback, rawDial, RecordingLog, secretOf, sleep, startNode, waitFor, type Node } from './transport_helpers.js';
 
 function opened(node: Node): { role: unknown; peer: unknown }[] {
@@ -21,11 +21,11 @@ t.test('simultaneous dials end with one connection, dialled by the lower id, usa
     low.transport.setPeer(high.id, high.address);
     high.transport.setPeer(low.id, low.address);
     // Same tick: both queue and both dial before either handshake can finish.
-    low.transport.send(high.id, 'low 1');
-    high.transport.send(low.id, 'high 1');
+    low.channel.send(high.id, 'low 1');
+    high.channel.send(low.id, 'high 1');
     await waitFor(() => low.received.length === 1 && high.received.length === 1, `round ${round} first messages`);
-    low.transport.send(high.id, 'low 2');
-    high.transport.send(low.id, 'high 2');
+    low.channel.send(high.id, 'low 2');
+    high.channel.send(low.id, 'high 2');
     await waitFor(() => low.received.length === 2 && high.received.length === 2, `round ${round} second messages`);
     await sleep(20);
     t.same(low.received.map(([, m]) => m), ['high 1', 'high 2'], `round ${round}: low's inbox`);
@@ -48,7 +48,7 @@ t.test('a peer that closes and restarts on the same port is reconnected', async 
   });
   const b = await startNode(t, 2);
   a.transport.setPeer(2, b.address);
-  a.transport.send(2, 'before');
+  a.channel.send(2, 'before');
   await waitFor(() => b.received.length === 1, 'first message');
   await b.transport.close();
   await waitFor(() => a.transport.connectedPeers().length === 0, 'loss noticed');
@@ -63,11 +63,11 @@ t.test('a peer that closes and restarts on the same port is reconnected', async 
     nodeId: 2,
     clusterSecret: secretOf(7),
     listen: { host: loopback, port: b.address.port },
-    onMessage: (_from, message) => received.push(message),
     log,
   });
+  restarted.openChannel('metadata', { onMessage: (_from, message) => received.push(message) });
   await waitFor(() => a.transport.connectedPeers().length === 1, 'reconnected without a new send');
-  for (let i = 0; i < 50; i++) a.transport.send(2, i);
+  for (let i = 0; i < 50; i++) a.channel.send(2, i);
   await waitFor(() => received.length === 50, 'messages after the restart');
   t.same(received, [...Array(50).keys()]);
   t.ok(a.log.find((l) => l.msg === 'node-to-node dial failed'), 'failed dials logged');
@@ -80,7 +80,7 @@ t.test('setPeer with a new address redials there; an address answering with anot
   const c = await startNode(t, 3);
   // c's address given for node 2: the dialer refuses the connection once c proves it is node 3.
   a.transport.setPeer(2, c.address);
-  a.transport.send(2, 'for b');
+  a.channel.send(2, 'for b');
   await waitFor(() => a.log.lines.some((l) => String(l.obj['reason']).includes('another node id')), 'refusal');
   t.same(c.received, [], 'c got nothing meant for b');
   a.transport.setPeer(2, b.address);
@@ -114,15 +114,15 @@ t.test('both ends of a restarted pair send at once: messages flow both ways agai
   const low = await startNode(t, 1);
   low.transport.setPeer(2, high.address);
   high.transport.setPeer(1, low.address);
-  low.transport.send(2, 'hello');
+  low.channel.send(2, 'hello');
   await waitFor(() => high.received.length === 1, 'first');
   await low.transport.close();
   // Until high reads the close, a message to 1 goes into the dying socket and is lost (Raft tolerates loss).
   await waitFor(() => high.transport.connectedPeers().length === 0, 'loss noticed');
   const restarted = await startNode(t, 1, { listen: { host: loopback, port: low.address.port } });
   restarted.transport.setPeer(2, high.address);
-  restarted.transport.send(2, 'again');
-  high.transport.send(1, 'reply');
+  restarted.channel.send(2, 'again');
+  high.channel.send(1, 'reply');
   await waitFor(() => high.received.length === 2 && restarted.received.length === 1, 'both ways after restart');
   t.same(high.received.map(([, m]) => m), ['hello', 'again']);
   t.same(restarted.received, [[2, 'reply']]);
@@ -132,7 +132,7 @@ t.test('removePeer closes the connection and forgets the peer', async (t) => {
   const a = await startNode(t, 1);
   const b = await startNode(t, 2, { onRequest: () => new Promise(() => {}) });
   a.transport.setPeer(2, b.address);
-  const pending = a.transport.request(2, 'x', 5000).catch((error: unknown) => error);
+  const pending = a.channel.request(2, 'x', 5000).catch((error: unknown) => error);
   await waitFor(() => a.transport.connectedPeers().length === 1, 'connected');
   a.transport.removePeer(2);
   t.match(await pending, { code: 'closed' });
@@ -140,5 +140,5 @@ t.test('removePeer closes the connection and forgets the peer', async (t) => {
   await waitFor(() => b.transport.connectedPeers().length === 0, 'b noticed');
   await sleep(100);
   t.same(b.transport.connectedPeers(), [], 'a does not redial a removed peer');
-  await t.rejects(a.transport.request(2, 'y', 500), { code: 'unreachable' });
+  await t.rejects(a.channel.request(2, 'y', 500), { code: 'unreachable' });
 });

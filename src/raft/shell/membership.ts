@@ -15,7 +15,7 @@ import type { ApplyOutcome } from './apply_waiters.js';
 import type { Liveness } from './liveness.js';
 import { applyFailure, forgetForwardTimeoutMs, forwardTimeoutMs } from './proposal_outcomes.js';
 import { refusalText, type MetadataRefusal } from '../../errors.js';
-import type { PeerTransport } from './transport/peer_transport.js';
+import type { ChannelEndpoint } from '../../transport/channel.js';
 
 const livenessBroadcastMs = 1_000;
 const joinRetryMs = 1_000;
@@ -24,7 +24,7 @@ const joinRetryMs = 1_000;
 export interface MembershipHost {
   readonly core: RaftNode<MetadataCommand>;
   readonly config: ClusterThreadConfig;
-  readonly transport: PeerTransport | null;
+  readonly transport: ChannelEndpoint | null;
   readonly liveness: Liveness;
   /** The authoritative state (replaced when a snapshot is installed, so read it each time). */
   state(): MetadataState;

@@ -25,7 +25,8 @@ import { Membership } from './membership.js';
 import { applyFailure, forwardTimeoutMs, proposalTimeoutMs } from './proposal_outcomes.js';
 import type { MetadataRefusal } from '../../errors.js';
 import type { SqliteRaftStorage } from './storage_sqlite.js';
-import { TransportError, type PeerTransport } from './transport/peer_transport.js';
+import type { ChannelEndpoint } from '../../transport/channel.js';
+import { TransportError } from '../../transport/peer_transport.js';
 
 const statusRepostMs = 1_000;
 /** How long a follower waits for the leader's answer to what its commit index is. */
@@ -42,7 +43,7 @@ export interface ShellDeps {
   snapshotIndex: number;
   front: MessagePort;
   workerPorts: readonly MessagePort[];
-  transport: PeerTransport | null;
+  transport: ChannelEndpoint | null;
   config: ClusterThreadConfig;
   log: (level: 'info' | 'warn' | 'error', fields: object, msg: string) => void;
   /** The commit index stored at start: applied before the front and workers get their first snapshot. */
@@ -58,7 +59,7 @@ export class MetadataShell {
   private appliedIndex: number;
   private snapshotIndex: number;
   private readonly config: ClusterThreadConfig;
-  private readonly transport: PeerTransport | null;
+  private readonly transport: ChannelEndpoint | null;
   private readonly waiters = new ApplyWaiters();
   private readonly liveness: Liveness;
   private pumping = false;

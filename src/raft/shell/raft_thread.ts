@@ -1,8 +1,8 @@
 // The metadata thread's entry (a worker_threads Worker started by the front with MetadataThreadData). At start it
 // opens the SQLite log (writing the founding configuration on a first start), restores the state machine from the
-// latest snapshot, opens the node-to-node listener when the cluster has other nodes, and hands everything to the
-// MetadataShell, which posts the 'snapshot' to the front and every partition worker and runs Raft from then on.
-// Ends on 'shutdown' from the front, answered with 'closed'.
+// latest snapshot, opens the node-to-node listener and its metadata channel when the cluster has other nodes, and
+// hands everything to the MetadataShell, which posts the 'snapshot' to the front and every partition worker and runs
+// Raft from then on. Ends on 'shutdown' from the front, answered with 'closed'.
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { parentPort, workerData } from 'node:worker_threads';
@@ -14,7 +14,8 @@ import type { MetadataThreadData } from '../../protocol/thread_messages.js';
 import { createLogger } from '../../util/log.js';
 import { MetadataShell } from './metadata_shell.js';
 import { SqliteRaftStorage } from './storage_sqlite.js';
-import { PeerTransport } from './transport/peer_transport.js';
+import type { ChannelEndpoint } from '../../transport/channel.js';
+import { PeerTransport } from '../../transport/peer_transport.js';
 import { formatHostPort, parseListenAddress } from '../../config.js';
 
 /** Every command type, so a stored entry is recognised before it is applied; the Record type makes the
@@ -72,15 +73,13 @@ async function start(): Promise<void> {
   const multiNode = config.bootstrap.length > 1 || config.join !== null || config.secret.length > 0;
   let shell: MetadataShell | null = null;
   let transport: PeerTransport | null = null;
+  let channel: ChannelEndpoint | null = null;
   if (multiNode) {
-    transport = await PeerTransport.listen({
-      nodeId: config.nodeId,
-      clusterSecret: config.secret,
-      listen: config.listen,
+    transport = await PeerTransport.listen({ nodeId: config.nodeId, clusterSecret: config.secret, listen: config.listen, log: logger });
+    channel = transport.openChannel('metadata', {
       // Raft tolerates lost messages, so anything arriving before the shell exists is dropped.
       onMessage: (from, message) => shell?.onPeerMessage(from, message),
       onRequest: (from, body) => (shell === null ? Promise.reject(new Error('metadata starting')) : shell.onPeerRequest(from, body)),
-      log: logger,
     });
     for (const [id, address] of config.bootstrap) if (id !== config.nodeId) transport.setPeer(id, address);
     // Only a port the node was not told to advertise is replaced by the bound one: an explicit --advertise (NAT, port
@@ -90,7 +89,7 @@ async function start(): Promise<void> {
     log('info', { port: transport.port }, 'metadata: node-to-node listener open');
   }
   shell = new MetadataShell({
-    core, storage, state, appliedIndex: snapshotIndex, snapshotIndex, startCommit: stored.hardState.commit, front, workerPorts: data.workerPorts, transport, config, log, joining,
+    core, storage, state, appliedIndex: snapshotIndex, snapshotIndex, startCommit: stored.hardState.commit, front, workerPorts: data.workerPorts, transport: channel, config, log, joining,
   });
   shell.start();
 }

@@ -1,7 +1,7 @@
 // The node-to-node frame: [u32 big-endian body length][msgpackr body]. encodeFrame packs one value; FrameDecoder
 // turns a TCP byte stream (chunks split anywhere) back into values, refusing a length above its limit before it
-// buffers the body. Pure over bytes, no I/O; one decoder per connection, on whichever thread owns the connection
-// (the metadata thread now, the front thread for the data plane later).
+// buffers the body. Pure over bytes, no I/O; one decoder per connection, on the thread that owns the PeerTransport
+// (the metadata thread now; the dedicated node-link thread once the data plane runs there).
 import { Packr, Unpackr } from 'msgpackr';
 
 export const frameHeaderBytes = 4;

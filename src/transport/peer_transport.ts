@@ -1,8 +1,8 @@
-// The node-to-node transport: one authenticated TCP connection per peer pair carrying one-way messages (Raft)
-// and request/response RPCs (a forwarded metadata write, a join), as msgpackr frames (frame_codec.ts) after the
-// HMAC handshake (handshake.ts). It owns the listener, the per-peer queues and the reconnect timers; nothing is
-// module-global, so the metadata thread runs one now and the front thread may run another for the data plane.
-// Lifecycle: PeerTransport.listen() ... close(); only the thread that created it may call it.
+// The node-to-node transport: one listener on cluster.internal_port and one HMAC-authenticated TCP connection per
+// peer pair (handshake.ts), shared by every channel (channel.ts); each data frame names its channel. Owns the
+// listener, the peer table, the per-peer queues, requests and reconnect timers; nothing is module-global. Runs on the
+// thread that created it (the metadata thread today); another thread uses a channel through port_channel.ts.
+// Lifecycle: PeerTransport.listen(), openChannel() per channel, then close() or the last channel's close().
 import { createServer, type Server, type Socket } from 'node:net';
 import type { KeyObject } from 'node:crypto';
 import { checkClusterSecret } from './cluster_secret.js';
@@ -15,6 +15,14 @@ import {
 } from './connection.js';
 import { encodeFrame, frameBodyBytes, frameHeaderBytes } from './frame_codec.js';
 import { freshInstance, isNodeId, secretKey } from './handshake.js';
+import {
+  channelIds,
+  channelNameOf,
+  LocalChannel,
+  type ChannelEndpoint,
+  type ChannelHandlers,
+  type ChannelName,
+} from './channel.js';
 
 export type { PeerAddress, TransportLog } from './connection.js';
 export { readClusterSecretFile, clusterSecretBytesMin } from './cluster_secret.js';
@@ -26,19 +34,14 @@ export interface PeerTransportOptions {
   clusterSecret: Uint8Array;
   /** Port 0 picks a free port (tests); `port` tells which. */
   listen: PeerAddress;
-  /** One-way messages, in order per connection. A throw is a programmer error and is not caught (fail-stop). */
-  onMessage: (from: number, message: unknown) => void;
-  /** Request/response; a throw or rejection reaches the caller as a TransportError 'remote_error' carrying its
-   *  message. Without it every request is answered with a remote_error. */
-  onRequest?: (from: number, body: unknown) => Promise<unknown>;
   log?: TransportLog;
   /** Delay before redialling a peer: initial after the first failure, doubling per failure up to max, each
    *  drawn from [d/2, d) with `random`. */
   reconnectMs?: { initial: number; max: number };
-  /** Per peer, frames waiting for the connection or for a slow socket; beyond it the oldest are dropped
-   *  (Raft tolerates loss; a dropped request fails with 'unreachable'). */
+  /** Per peer and channel, frames waiting for the connection or for a slow socket; beyond it the channel's
+   *  oldest are dropped (Raft tolerates loss; a dropped request fails with 'unreachable'). */
   maxQueuedMessages?: number;
-  /** Per peer, the same bound in bytes; at least maxFrameBytes + 4 so one largest frame always fits. */
+  /** Per peer and channel, the same bound in bytes; at least maxFrameBytes + 4 so one largest frame always fits. */
   maxQueuedBytes?: number;
   /** A frame body above it is refused: the receiver logs and closes the connection, the sender refuses to
    *  encode it (send logs and drops, request rejects with a RangeError). */
@@ -79,8 +82,26 @@ export class TransportError extends Error {
   }
 }
 
-/** Data frames are arrays led by their kind; the handshake frames (objects) come before any of them. */
-const frameKind = { message: 0, request: 1, replyOk: 2, replyError: 3 } as const;
+/**
+ * Data frames are arrays led by their kind; the handshake frames (objects) come before any of them. The metadata
+ * channel's frames are those of transport version 1, which had no other channel, so nodes of that release and this
+ * one still speak Raft to each other during a rolling upgrade; every other channel names its wire id. A reply needs
+ * no channel, since request ids are unique per transport:
+ *   metadata:    [message, message]                     [request, id, body]
+ *   any channel: [channelMessage, channel, message]     [channelRequest, channel, id, body]
+ *   replies:     [replyOk, id, value]                   [replyError, id, text]
+ * A node of version 1 refuses the channel kinds by closing the connection: send them only to peers that know them.
+ */
+const frameKind = { message: 0, request: 1, replyOk: 2, replyError: 3, channelMessage: 4, channelRequest: 5 } as const;
+
+function messageFrame(channel: number, message: unknown): unknown[] {
+  return channel === channelIds.metadata ? [frameKind.message, message] : [frameKind.channelMessage, channel, message];
+}
+
+function requestFrame(channel: number, id: number, body: unknown): unknown[] {
+  if (channel === channelIds.metadata) return [frameKind.request, id, body];
+  return [frameKind.channelRequest, channel, id, body];
+}
 
 interface Outgoing {
   frame: Buffer;
@@ -96,8 +117,9 @@ interface Peer {
   conn: Connection | null;
   /** Our dial in its handshake. */
   dialing: Connection | null;
-  queue: Outgoing[];
-  queuedBytes: number;
+  /** Frames waiting for the connection or for a slow socket, by channel wire id (refusalQueueId for answers to
+   *  a channel not open here). Each is bounded on its own, so a busy channel never pushes out another's frames. */
+  queues: Map<number, ChannelQueue>;
   /** Something was sent to it: keep a connection up from now on (redial after a loss). */
   wanted: boolean;
   reconnectTimer: NodeJS.Timeout | null;
@@ -106,7 +128,23 @@ interface Peer {
   droppedFrames: number;
 }
 
+interface ChannelQueue {
+  items: Outgoing[];
+  bytes: number;
+}
+
+/** The queue of the refusals of frames for a channel not open here; no channel has this wire id. */
+const refusalQueueId = 0;
+
+function queuedFrames(peer: Peer): number {
+  let frames = 0;
+  for (const queue of peer.queues.values()) frames += queue.items.length;
+  return frames;
+}
+
 interface PendingRequest {
+  /** The channel's wire id: closing the channel fails its requests. */
+  channel: number;
   /** The peer it was sent to; null for requestAt. */
   peerId: number | null;
   /** The connection it was written on, once written. */
@@ -121,6 +159,15 @@ const silentLog: TransportLog = { info() {}, warn() {} };
 /** Logs the 1st, 2nd, 4th, 8th ... occurrence: a peer down for an hour costs a dozen lines, not thousands. */
 function isPowerOfTwo(n: number): boolean {
   return n > 0 && (n & (n - 1)) === 0;
+}
+
+function isRequestId(value: unknown): value is number {
+  return typeof value === 'number' && Number.isSafeInteger(value);
+}
+
+/** A channel id is a small non-negative integer; one this node does not know is still well formed. */
+function isChannelId(value: unknown): value is number {
+  return typeof value === 'number' && Number.isInteger(value) && value >= 0 && value <= 0xffff;
 }
 
 function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
@@ -174,6 +221,10 @@ export class PeerTransport {
   private readonly pending = new Map<number, PendingRequest>();
   /** requestAt's connection -> its one request id, and its request frame until written once the handshake is done. */
   private readonly oneshots = new Map<Connection, { id: number; frame: Buffer | null }>();
+  /** The open channels' handlers, by wire id. */
+  private readonly channels = new Map<number, ChannelHandlers>();
+  /** Frames dropped for naming a channel not open here; sets the log rate. */
+  private unknownChannelFrames = 0;
   private nextRequestId = 1;
   private closed = false;
   private readonly context: ConnectionContext;
@@ -243,7 +294,7 @@ export class PeerTransport {
       clearTimeout(peer.reconnectTimer);
       peer.reconnectTimer = null;
     }
-    if (peer.conn === null && (peer.wanted || peer.queue.length > 0)) this.dial(peer);
+    if (peer.conn === null && (peer.wanted || queuedFrames(peer) > 0)) this.dial(peer);
   }
 
   /** Closes the peer's connection and forgets it; its queued and in-flight requests fail with 'closed'. */
@@ -261,38 +312,59 @@ export class PeerTransport {
     peer.conn = null;
     peer.dialing = null;
     this.failQueuedRequests(peer, 'closed', `node ${id} was removed`);
-    peer.queue = [];
-    peer.queuedBytes = 0;
+    peer.queues.clear();
   }
 
-  /** Queues one message for the peer and dials it if needed. Never throws: a message that cannot be sent
-   *  (not encodable, too large, transport closed) is logged and dropped, which Raft tolerates. */
-  send(to: number, message: unknown): void {
-    if (this.closed) return;
+  /** Registers a channel's handlers and returns the endpoint its user holds; a channel opens once per transport. */
+  openChannel(name: ChannelName, handlers: ChannelHandlers): ChannelEndpoint {
+    if (this.closed) throw new Error(`openChannel(${name}): transport closed`);
+    const id = channelIds[name];
+    if (this.channels.has(id)) throw new Error(`openChannel(${name}): already open`);
+    this.channels.set(id, handlers);
+    return new LocalChannel(name, this);
+  }
+
+  /** Ends one channel: its pending requests fail with 'closed' and frames that arrive for it are refused as for an
+   *  unknown channel. The transport closes with its last open channel. */
+  async closeChannel(name: ChannelName): Promise<void> {
+    const id = channelIds[name];
+    if (!this.channels.delete(id)) return;
+    // The last channel's close is the transport's, with the same errors as close() called directly.
+    if (this.channels.size === 0) return this.close();
+    for (const [requestId, request] of this.pending) {
+      if (request.channel === id) this.settle(requestId, new TransportError('closed', `channel ${name} closed`));
+    }
+  }
+
+  /** Queues one message of channel for the peer and dials it if needed. Never throws: a message that cannot be sent
+   *  (not encodable, too large, channel or transport closed) is logged and dropped, which Raft tolerates. */
+  sendOn(channel: ChannelName, to: number, message: unknown): void {
+    if (this.closed || !this.channels.has(channelIds[channel])) return;
     if (!isNodeId(to) || to === this.options.nodeId) {
-      this.log.warn({ peer: to }, 'node-to-node send to an invalid node id dropped');
+      this.log.warn({ peer: to, channel }, 'node-to-node send to an invalid node id dropped');
       return;
     }
     let frame: Buffer;
     try {
-      frame = this.encodeChecked([frameKind.message, message]);
+      frame = this.encodeChecked(messageFrame(channelIds[channel], message));
     } catch (error) {
-      this.log.warn({ peer: to, error: (error as Error).message }, 'node-to-node message dropped');
+      this.log.warn({ peer: to, channel, error: (error as Error).message }, 'node-to-node message dropped');
       return;
     }
     const peer = this.peerRecord(to);
     peer.wanted = true;
-    this.enqueue(peer, { frame, requestId: null });
+    this.enqueue(peer, channelIds[channel], { frame, requestId: null });
     this.ensureConnected(peer);
   }
 
-  /** One request to a peer; rejects with a TransportError (RangeError for a bad timeout or an oversize body). */
-  request(to: number, body: unknown, timeoutMs: number): Promise<unknown> {
+  /** One request of channel to a peer; rejects with a TransportError (RangeError for a bad timeout or an oversize
+   *  body). */
+  requestOn(channel: ChannelName, to: number, body: unknown, timeoutMs: number): Promise<unknown> {
     return new Promise<unknown>((resolve, reject) => {
       const peer = this.peers.get(to);
       let id: number, frame: Buffer;
       try {
-        ({ id, frame } = this.prepareRequest(body, timeoutMs, () => {
+        ({ id, frame } = this.prepareRequest(channel, body, timeoutMs, () => {
           if (peer === undefined || (peer.address === null && peer.conn === null)) {
             throw new TransportError('unreachable', `node ${to} has no known address`);
           }
@@ -300,38 +372,51 @@ export class PeerTransport {
       } catch (error) {
         return reject(error);
       }
-      this.addPending(id, to, null, timeoutMs, (answer) => resolve(answer.reply), reject);
+      const request = { id, channel: channelIds[channel], peerId: to, conn: null, timeoutMs };
+      this.addPending(request, (answer) => resolve(answer.reply), reject);
       peer!.wanted = true;
-      this.enqueue(peer!, { frame, requestId: id });
+      this.enqueue(peer!, channelIds[channel], { frame, requestId: id });
       this.ensureConnected(peer!);
     });
   }
 
-  /** One request over a connection of its own to an address whose node id is not known (a joining node);
-   *  resolves with the id the peer authenticated as. The connection closes after the reply. */
-  requestAt(address: PeerAddress, body: unknown, timeoutMs: number): Promise<{ from: number; reply: unknown }> {
+  /** One request of channel over a connection of its own to an address whose node id is not known (a joining
+   *  node); resolves with the id the peer authenticated as. The connection closes after the reply. */
+  requestAtOn(
+    channel: ChannelName,
+    address: PeerAddress,
+    body: unknown,
+    timeoutMs: number,
+  ): Promise<{ from: number; reply: unknown }> {
     return new Promise((resolve, reject) => {
       let id: number, frame: Buffer;
       try {
-        ({ id, frame } = this.prepareRequest(body, timeoutMs, () => checkAddress(address, 'requestAt', 1)));
+        ({ id, frame } = this.prepareRequest(channel, body, timeoutMs, () => checkAddress(address, 'requestAt', 1)));
       } catch (error) {
         return reject(error);
       }
       const conn = Connection.dial(address, null, true, this.context, this.hooks);
       this.connections.add(conn);
       this.oneshots.set(conn, { id, frame });
-      this.addPending(id, null, conn, timeoutMs, resolve, reject);
+      this.addPending({ id, channel: channelIds[channel], peerId: null, conn, timeoutMs }, resolve, reject);
     });
   }
 
-  /** What request and requestAt share: refuses when closed, for a bad timeout or when check throws, then takes a
-   *  request id and encodes the frame (throws when the body cannot be encoded or is too large). */
-  private prepareRequest(body: unknown, timeoutMs: number, check: () => void): { id: number; frame: Buffer } {
+  /** What requestOn and requestAtOn share: refuses when the transport or the channel is closed, for a bad timeout
+   *  or when check throws, then takes a request id and encodes the frame (throws when the body cannot be encoded or
+   *  is too large). */
+  private prepareRequest(
+    channel: ChannelName,
+    body: unknown,
+    timeoutMs: number,
+    check: () => void,
+  ): { id: number; frame: Buffer } {
     if (this.closed) throw new TransportError('closed', 'transport closed');
+    if (!this.channels.has(channelIds[channel])) throw new TransportError('closed', `channel ${channel} closed`);
     if (!(timeoutMs > 0)) throw new RangeError(`request timeoutMs must be above 0, got ${timeoutMs}`);
     check();
     const id = this.nextRequestId++;
-    return { id, frame: this.encodeChecked([frameKind.request, id, body]) };
+    return { id, frame: this.encodeChecked(requestFrame(channelIds[channel], id, body)) };
   }
 
   /** Peers with an open connection, ascending. */
@@ -348,8 +433,7 @@ export class PeerTransport {
       for (const peer of this.peers.values()) {
         if (peer.reconnectTimer !== null) clearTimeout(peer.reconnectTimer);
         peer.reconnectTimer = null;
-        peer.queue = [];
-        peer.queuedBytes = 0;
+        peer.queues.clear();
       }
       for (const [id, request] of this.pending) {
         clearTimeout(request.timer);
@@ -380,8 +464,7 @@ export class PeerTransport {
         address: null,
         conn: null,
         dialing: null,
-        queue: [],
-        queuedBytes: 0,
+        queues: new Map(),
         wanted: false,
         reconnectTimer: null,
         failedDials: 0,
@@ -530,40 +613,53 @@ export class PeerTransport {
     return frame;
   }
 
-  private enqueue(peer: Peer, item: Outgoing): void {
-    peer.queue.push(item);
-    peer.queuedBytes += item.frame.byteLength;
-    while (peer.queue.length > this.settings.maxQueuedMessages || peer.queuedBytes > this.settings.maxQueuedBytes) {
-      const dropped = peer.queue.shift();
+  private enqueue(peer: Peer, channel: number, item: Outgoing): void {
+    let queue = peer.queues.get(channel);
+    if (queue === undefined) {
+      queue = { items: [], bytes: 0 };
+      peer.queues.set(channel, queue);
+    }
+    queue.items.push(item);
+    queue.bytes += item.frame.byteLength;
+    while (queue.items.length > this.settings.maxQueuedMessages || queue.bytes > this.settings.maxQueuedBytes) {
+      const dropped = queue.items.shift();
       if (dropped === undefined) break;
-      peer.queuedBytes -= dropped.frame.byteLength;
+      queue.bytes -= dropped.frame.byteLength;
       peer.droppedFrames += 1;
       if (dropped.requestId !== null) {
         const why = `node ${peer.id}: queue full, request dropped`;
         this.settle(dropped.requestId, new TransportError('unreachable', why));
       }
       if (isPowerOfTwo(peer.droppedFrames)) {
-        this.log.warn({ peer: peer.id, droppedFrames: peer.droppedFrames }, 'node-to-node queue full, oldest dropped');
+        const fields = { peer: peer.id, channel, droppedFrames: peer.droppedFrames };
+        this.log.warn(fields, 'node-to-node queue full, oldest dropped');
       }
     }
   }
 
-  /** Hands queued frames to the socket until it pushes back; 'drain' resumes. */
+  /** Hands queued frames to the socket until it pushes back; 'drain' resumes. The channels take turns, a frame
+   *  each, so a channel with a long queue does not hold back another's next frame. */
   private flush(peer: Peer): void {
     const conn = peer.conn;
     if (conn === null || !conn.isOpen) return;
-    while (!conn.writeBlocked) {
-      const item = peer.queue.shift();
-      if (item === undefined) break;
-      peer.queuedBytes -= item.frame.byteLength;
-      if (item.requestId !== null) {
-        const request = this.pending.get(item.requestId);
-        // Timed out while queued: the caller has its answer, the peer need not act on it.
-        if (request === undefined) continue;
-        request.conn = conn;
-        conn.inFlightRequestIds.add(item.requestId);
+    let wrote = true;
+    while (wrote && !conn.writeBlocked) {
+      wrote = false;
+      for (const queue of peer.queues.values()) {
+        if (conn.writeBlocked) break;
+        const item = queue.items.shift();
+        if (item === undefined) continue;
+        wrote = true;
+        queue.bytes -= item.frame.byteLength;
+        if (item.requestId !== null) {
+          const request = this.pending.get(item.requestId);
+          // Timed out while queued: the caller has its answer, the peer need not act on it.
+          if (request === undefined) continue;
+          request.conn = conn;
+          conn.inFlightRequestIds.add(item.requestId);
+        }
+        conn.write(item.frame);
       }
-      conn.write(item.frame);
     }
   }
 
@@ -576,15 +672,13 @@ export class PeerTransport {
   private onFrame(conn: Connection, value: unknown): void {
     if (!Array.isArray(value)) return conn.refuse('malformed data frame');
     const kind: unknown = value[0];
-    if (kind === frameKind.message) {
-      if (conn.oneshot) return conn.refuse('one-way message on a requestAt connection');
-      this.options.onMessage(conn.peerId, value[1]);
-      return;
-    }
-    const id: unknown = value[1];
-    if (typeof id !== 'number' || !Number.isSafeInteger(id)) return conn.refuse('data frame without a request id');
-    if (kind === frameKind.request) return this.onRequestFrame(conn, id, value[2]);
+    if (kind === frameKind.message) return this.onMessageFrame(conn, channelIds.metadata, value[1]);
+    if (kind === frameKind.request) return this.onRequestFrame(conn, channelIds.metadata, value[1], value[2]);
+    if (kind === frameKind.channelMessage) return this.onMessageFrame(conn, value[1], value[2]);
+    if (kind === frameKind.channelRequest) return this.onRequestFrame(conn, value[1], value[2], value[3]);
     if (kind !== frameKind.replyOk && kind !== frameKind.replyError) return conn.refuse('unknown data frame kind');
+    const id: unknown = value[1];
+    if (!isRequestId(id)) return conn.refuse('data frame without a request id');
     const request = this.pending.get(id);
     // A reply after the timeout, or on a connection the request was not written on: nobody waits for it.
     if (request === undefined || request.conn !== conn) return;
@@ -597,25 +691,60 @@ export class PeerTransport {
     if (conn.oneshot) conn.close();
   }
 
-  private onRequestFrame(conn: Connection, id: number, body: unknown): void {
-    const handler = this.options.onRequest;
+  private onMessageFrame(conn: Connection, channel: unknown, message: unknown): void {
+    if (!isChannelId(channel)) return conn.refuse('data frame without a channel');
+    if (conn.oneshot) return conn.refuse('one-way message on a requestAt connection');
+    const handlers = this.channels.get(channel);
+    if (handlers === undefined) return this.onUnknownChannel(conn, channel);
+    handlers.onMessage(conn.peerId, message);
+  }
+
+  /**
+   * A frame for a channel this node has not open (a newer peer's channel, or one opened on the peer only): dropped
+   * with a rate-limited log line, and a request answered with a remote_error. The connection stays, since the other
+   * channels on it are sound.
+   */
+  private onUnknownChannel(conn: Connection, channel: number, requestId: number | null = null): void {
+    this.unknownChannelFrames += 1;
+    if (isPowerOfTwo(this.unknownChannelFrames)) {
+      this.log.warn(
+        { peer: conn.peerId, channel, unknownChannelFrames: this.unknownChannelFrames },
+        'node-to-node frame for a channel not open here dropped',
+      );
+    }
+    if (requestId === null) return;
+    const name = channelNameOf(channel) ?? `#${channel}`;
+    const refusal = `channel ${name} is not open on node ${this.options.nodeId}`;
+    this.reply(conn, { id: requestId, channel: refusalQueueId }, false, refusal);
+  }
+
+  private onRequestFrame(conn: Connection, channel: unknown, id: unknown, body: unknown): void {
+    if (!isChannelId(channel)) return conn.refuse('data frame without a channel');
+    if (!isRequestId(id)) return conn.refuse('data frame without a request id');
+    const handlers = this.channels.get(channel);
+    if (handlers === undefined) return this.onUnknownChannel(conn, channel, id);
+    const handler = handlers.onRequest;
     let reply: Promise<unknown>;
     try {
       reply =
         handler === undefined
-          ? Promise.reject(new Error('this node takes no requests'))
+          ? Promise.reject(new Error('this node takes no requests on this channel'))
           : Promise.resolve(handler(conn.peerId, body));
     } catch (error) {
       reply = Promise.reject(error);
     }
     reply.then(
-      (result) => this.reply(conn, id, true, result),
-      (error: unknown) => this.reply(conn, id, false, error instanceof Error ? error.message : String(error)),
+      (result) => this.reply(conn, { id, channel }, true, result),
+      (error: unknown) => {
+        this.reply(conn, { id, channel }, false, error instanceof Error ? error.message : String(error));
+      },
     );
   }
 
-  /** Answers on the connection the request came on; if it is gone the requester has failed it already. */
-  private reply(conn: Connection, id: number, ok: boolean, value: unknown): void {
+  /** Answers on the connection the request came on, queued with its channel's frames; if the connection is gone
+   *  the requester has failed it already. */
+  private reply(conn: Connection, request: { id: number; channel: number }, ok: boolean, value: unknown): void {
+    const { id } = request;
     if (!conn.isOpen || this.closed) return;
     let frame: Buffer;
     try {
@@ -629,27 +758,25 @@ export class PeerTransport {
     }
     const peer = this.peers.get(conn.peerId);
     if (peer === undefined || peer.conn !== conn) return;
-    this.enqueue(peer, { frame, requestId: null });
+    this.enqueue(peer, request.channel, { frame, requestId: null });
     this.flush(peer);
   }
 
   // --- requests ----------------------------------------------------------------------------------------------
 
   private addPending(
-    id: number,
-    peerId: number | null,
-    conn: Connection | null,
-    timeoutMs: number,
+    request: { id: number; channel: number; peerId: number | null; conn: Connection | null; timeoutMs: number },
     resolve: (answer: { from: number; reply: unknown }) => void,
     reject: (error: Error) => void,
   ): void {
+    const { id, channel, peerId, conn, timeoutMs } = request;
     const timer = setTimeout(() => {
-      const request = this.pending.get(id);
+      const pending = this.pending.get(id);
       const target = peerId === null ? 'the address' : `node ${peerId}`;
       this.settle(id, new TransportError('timeout', `no reply from ${target} within ${timeoutMs} ms`));
-      if (request?.conn?.oneshot === true) request.conn.close();
+      if (pending?.conn?.oneshot === true) pending.conn.close();
     }, timeoutMs);
-    this.pending.set(id, { peerId, conn, timer, resolve, reject });
+    this.pending.set(id, { channel, peerId, conn, timer, resolve, reject });
   }
 
   /** Resolves or rejects a pending request once; later calls for the same id do nothing. */
@@ -669,14 +796,16 @@ export class PeerTransport {
   }
 
   private failQueuedRequests(peer: Peer, code: TransportErrorCode, message: string): void {
-    const kept: Outgoing[] = [];
-    for (const item of peer.queue) {
-      if (item.requestId === null) kept.push(item);
-      else {
-        peer.queuedBytes -= item.frame.byteLength;
-        this.settle(item.requestId, new TransportError(code, message));
+    for (const queue of peer.queues.values()) {
+      const kept: Outgoing[] = [];
+      for (const item of queue.items) {
+        if (item.requestId === null) kept.push(item);
+        else {
+          queue.bytes -= item.frame.byteLength;
+          this.settle(item.requestId, new TransportError(code, message));
+        }
       }
+      queue.items = kept;
     }
-    peer.queue = kept;
   }
 }
