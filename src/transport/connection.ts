@@ -28,10 +28,8 @@ export interface TransportLog {
   warn(obj: object, msg?: string): void;
 }
 
-export interface PeerAddress {
-  host: string;
-  port: number;
-}
+export type { PeerAddress } from '../protocol/transport_port_messages.js';
+import type { PeerAddress } from '../protocol/transport_port_messages.js';
 
 /** What every connection of one PeerTransport shares. */
 export interface ConnectionContext {

@@ -64,7 +64,8 @@ export const transportDefaults = {
   handshakeTimeoutMs: 5000,
 } as const;
 
-export type TransportErrorCode = 'unreachable' | 'timeout' | 'remote_error' | 'closed';
+export type { TransportErrorCode } from '../protocol/transport_port_messages.js';
+import type { TransportErrorCode } from '../protocol/transport_port_messages.js';
 
 /**
  * Why a request failed. 'unreachable': no address, the dial or handshake failed, the request was dropped from a

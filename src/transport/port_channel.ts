@@ -5,31 +5,8 @@
 // thread and the front once the transport runs on the data plane's own thread; bench/forward_hop.ts measures it.
 import type { MessagePort } from 'node:worker_threads';
 import type { ChannelEndpoint, ChannelHandlers, ChannelName } from './channel.js';
-import type { PeerAddress } from './connection.js';
-import { TransportError, type PeerTransport, type TransportErrorCode } from './peer_transport.js';
-
-/** The user's thread -> the transport's thread. Only plain data crosses: payloads are structured-cloned. */
-export type ToTransportThread =
-  /** A one-way message for a peer; lost like any other one-way message when the transport cannot send it. */
-  | { t: 'send'; to: number; message: unknown }
-  /** A request to a peer; always answered with 'settled' or 'failed' carrying the same id. */
-  | { t: 'request'; id: number; to: number; body: unknown; timeoutMs: number }
-  | { t: 'requestAt'; id: number; address: PeerAddress; body: unknown; timeoutMs: number }
-  /** The answer to an incoming 'request' of the same ref; never sent means the requester's timeout answers it. */
-  | { t: 'reply'; ref: number; ok: boolean; value: unknown }
-  | { t: 'setPeer'; id: number; address: PeerAddress }
-  | { t: 'removePeer'; id: number }
-  /** The user is done: the channel closes on the transport (and the transport with its last channel). */
-  | { t: 'close' };
-
-/** The transport's thread -> the user's thread. */
-export type FromTransportThread =
-  | { t: 'message'; from: number; message: unknown }
-  /** A peer's request on this channel; answered with 'reply' of the same ref. */
-  | { t: 'request'; ref: number; from: number; body: unknown }
-  | { t: 'settled'; id: number; from: number; reply: unknown }
-  /** 'range': the request was refused before sending (bad timeout, body too large), as a RangeError. */
-  | { t: 'failed'; id: number; code: TransportErrorCode | 'range'; message: string };
+import { TransportError, type PeerTransport } from './peer_transport.js';
+import type { FromTransportThread, PeerAddress, ToTransportThread } from '../protocol/transport_port_messages.js';
 
 function failureOf(id: number, error: unknown): FromTransportThread {
   if (error instanceof TransportError) return { t: 'failed', id, code: error.code, message: error.message };
