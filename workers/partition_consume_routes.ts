@@ -13,6 +13,7 @@ import type { AckLog, AckState } from './ack_log.js';
 import type { ActorConfig, HeldLease, Lease } from './partition_actor.js';
 import { ParkedTakes, type TakeRequest } from './parked_takes.js';
 import { PartitionReadPath } from './partition_read_path.js';
+import type { PartitionTable } from './partition_table.js';
 import type { PartitionLog } from './segment_log.js';
 
 type ReadRequest = Extract<ToWorker, { kind: 'read' }>;
@@ -33,16 +34,13 @@ export interface RestoredAcks {
 
 /** What the consume side needs of the worker: its partition table, its port and its fail-stop. */
 export interface ConsumeHost {
+  readonly table: PartitionTable;
   readonly workerCount: number;
   readonly ackFlushIntervalMs: number;
   readonly logger: Logger;
   /** Reads and stats would see empty partitions once shutdown closes the logs. */
   logsClosed(): boolean;
   shuttingDown(): boolean;
-  logOf(topicId: string, partition: number): PartitionLog | undefined;
-  keyOf(log: PartitionLog): { topicId: string; partition: number } | undefined;
-  topicOf(topicId: string): TopicRecord | undefined;
-  owns(topicId: string, partition: number): boolean;
   /** Resolves once every record the log holds now is synced. */
   syncedNow(log: PartitionLog): Promise<void>;
   post(msg: FromWorker, transfer?: ArrayBuffer[]): void;
@@ -65,8 +63,8 @@ export class ConsumeRoutes {
 
   onRead(msg: ReadRequest): void {
     if (this.host.logsClosed()) return this.postShuttingDown(msg.reqId);
-    assert(this.host.owns(msg.topicId, msg.partition), `read of ${msg.topicId}/${msg.partition} sent to the wrong worker`);
-    const log = this.host.logOf(msg.topicId, msg.partition);
+    assert(this.host.table.owns(msg.topicId, msg.partition), `read of ${msg.topicId}/${msg.partition} sent to the wrong worker`);
+    const log = this.host.table.logOf(msg.topicId, msg.partition);
     // No log: nothing was ever stored. Reads carry no metaIndex, so the topic may also be unknown to this
     // replica yet (just created) or already forgotten (just deleted); either way there is no record.
     if (log === undefined) return this.host.post({ kind: 'readResult', reqId: msg.reqId, status: 'past_end' });
@@ -89,8 +87,8 @@ export class ConsumeRoutes {
   onStats(msg: StatsRequest): void {
     if (this.host.logsClosed()) return this.postShuttingDown(msg.reqId);
     const stats: PartitionStatsView[] = msg.partitions.map((partition) => {
-      assert(this.host.owns(msg.topicId, partition), `stats of ${msg.topicId}/${partition} sent to the wrong worker`);
-      const log = this.host.logOf(msg.topicId, partition);
+      assert(this.host.table.owns(msg.topicId, partition), `stats of ${msg.topicId}/${partition} sent to the wrong worker`);
+      const log = this.host.table.logOf(msg.topicId, partition);
       if (log === undefined) return { index: partition, segments: 0, oldestOffset: 0, nextOffset: 0, highWatermark: 0, sizeBytes: 0 };
       return { index: partition, ...log.stats() };
     });
@@ -133,7 +131,7 @@ export class ConsumeRoutes {
     let count = 0;
     for (const partition of take.partitions) {
       if (count >= take.max) break;
-      assert(this.host.owns(take.topicId, partition), `take of ${take.topicId}/${partition} sent to the wrong worker`);
+      assert(this.host.table.owns(take.topicId, partition), `take of ${take.topicId}/${partition} sent to the wrong worker`);
       const path = this.readPathOfPartition(take.topicId, partition);
       if (path === null) continue;
       const leases = path.take(take.max - count);
@@ -145,13 +143,13 @@ export class ConsumeRoutes {
   }
 
   private readPathOfPartition(topicId: string, partition: number): PartitionReadPath | null {
-    const log = this.host.logOf(topicId, partition);
+    const log = this.host.table.logOf(topicId, partition);
     return log === undefined ? null : this.readPathOf(log);
   }
 
   private answerTaken(msg: TakeRequest, taken: Leased[]): void {
     if (taken.length === 0) return this.host.post({ kind: 'taken', reqId: msg.reqId, count: 0, messagesJson: '', handles: '' });
-    const topicName = this.host.topicOf(msg.topicId)?.name ?? '';
+    const topicName = this.host.table.topicOf(msg.topicId)?.name ?? '';
     Promise.all(taken.map((t) => t.path.readMany(t.leases.map((l) => l.offset)))).then(
       (perPartition) => {
         // Two strings, built by concatenation: a port copies a string once, an array item by item.
@@ -190,7 +188,7 @@ export class ConsumeRoutes {
   onLags(reqId: number): void {
     const lags: { topicId: string; partition: number; lag: number }[] = [];
     for (const [log, path] of this.readPaths) {
-      const key = this.host.keyOf(log);
+      const key = this.host.table.keyOf(log);
       if (key !== undefined) lags.push({ topicId: key.topicId, partition: key.partition, lag: path.lag() });
     }
     this.host.post({ kind: 'lagsResult', reqId, lags });
@@ -217,7 +215,7 @@ export class ConsumeRoutes {
       const partition = partitions[start]!;
       let end = start + 1;
       while (end < leases.length && partitions[end] === partition) end++;
-      const path = this.host.owns(topicId, partition) ? this.readPathOfPartition(topicId, partition) : null;
+      const path = this.host.table.owns(topicId, partition) ? this.readPathOfPartition(topicId, partition) : null;
       const run = path === null ? null : path.settle(leases.slice(start, end), mode);
       for (let i = start; i < end; i++) statuses[i] = run === null ? 410 : run[i - start]!;
       start = end;
@@ -229,8 +227,8 @@ export class ConsumeRoutes {
   readPathOf(log: PartitionLog): PartitionReadPath | null {
     const existing = this.readPaths.get(log);
     if (existing !== undefined) return existing;
-    const key = this.host.keyOf(log);
-    const topic = key === undefined ? undefined : this.host.topicOf(key.topicId);
+    const key = this.host.table.keyOf(log);
+    const topic = key === undefined ? undefined : this.host.table.topicOf(key.topicId);
     if (key === undefined || topic === undefined || this.host.logsClosed()) return null;
     const restored = this.restoredAcks.get(log);
     this.restoredAcks.delete(log);

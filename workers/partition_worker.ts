@@ -6,18 +6,16 @@
 // back; the consume side lives in partition_consume_routes.ts. An fs failure while writing ends the worker
 // (fail-stop); the ingress log replays at restart.
 import assert from 'node:assert/strict';
-import { readdir, rmdir } from 'node:fs/promises';
 import { parentPort, workerData, type MessagePort } from 'node:worker_threads';
 import { decodeIngressEntry, type IngressEntry } from '../src/protocol/ingress_frame.js';
-import { workerForPartition } from '../src/protocol/ownership.js';
 import { assertNever, type FromMetadata, type FromWorker, type PartitionWorkerData, type ToWorker } from '../src/protocol/thread_messages.js';
-import { applyCommand, type MetadataState, type TopicRecord } from '../src/raft/metadata/state.js';
+import type { MetadataState, TopicRecord } from '../src/raft/metadata/state.js';
 import { checkedFrameBodies } from '../src/util/frame.js';
 import { createLogger, type Logger } from '../src/util/log.js';
 import { AckLog } from './ack_log.js';
 import { ConsumeRoutes, type ConsumeHost } from './partition_consume_routes.js';
-import { parsePartitionDirName, parseTopicDirName, partitionDir, topicDir, topicsDir } from './partition_dirs.js';
 import { PartitionWriteCore, type LogPosition, type WriteCommand, type WriteEffect, type WriteTimer } from './partition_write_core.js';
+import { PartitionTable, type ReplicaChange } from './partition_table.js';
 import { PartitionLog } from './segment_log.js';
 
 type Dispatch = Extract<ToWorker, { kind: 'dispatch' }>;
@@ -29,15 +27,7 @@ class PartitionWorker implements ConsumeHost {
   readonly workerCount: number;
   readonly ackFlushIntervalMs: number;
   readonly logger: Logger;
-  private replica: MetadataState | null = null;
-  private appliedIndex = -1;
-  private topicsById = new Map<string, TopicRecord>();
-  /** topicId -> partition -> log. Only partitions this worker owns. */
-  private logs = new Map<string, Map<number, PartitionLog>>();
-  /** Which topic and partition each open log holds. */
-  private logKeys = new Map<PartitionLog, { topicId: string; partition: number }>();
-  /** topic id -> partition -> whether this worker owns it (see owns()). */
-  private ownedByTopic = new Map<string, boolean[]>();
+  readonly table: PartitionTable;
   private readonly core: PartitionWriteCore<PartitionLog, Dispatch>;
   private readonly routes: ConsumeRoutes;
   private readonly timers: Record<WriteTimer, NodeJS.Timeout | null> = { flush: null, sync: null, retention: null };
@@ -60,24 +50,20 @@ class PartitionWorker implements ConsumeHost {
     this.workerCount = data.workerCount;
     this.ackFlushIntervalMs = data.ackFlushIntervalMs;
     this.logger = createLogger(data.logLevel, process.stdout).child({ component: 'partition-worker', worker: data.workerIndex });
+    this.table = new PartitionTable(data);
     this.core = new PartitionWriteCore(data);
     this.routes = new ConsumeRoutes(this);
   }
 
   /** Opens every partition directory this worker owns, so no later dispatch creates one that exists. */
   async start(): Promise<void> {
-    const jobs: { topicId: string; partition: number }[] = [];
-    for (const topicId of await dirNames(topicsDir(this.data.dataDir), parseTopicDirName)) {
-      for (const partition of await dirNames(topicDir(this.data.dataDir, topicId), parsePartitionDirName)) {
-        if (this.owns(topicId, partition)) jobs.push({ topicId, partition });
-      }
-    }
+    const jobs = await this.table.ownedOnDisk();
     const opener = async (): Promise<void> => {
       for (let job = jobs.pop(); job !== undefined; job = jobs.pop()) {
-        const dir = partitionDir(this.data.dataDir, job.topicId, job.partition);
+        const dir = this.table.dirOf(job.topicId, job.partition);
         const log = await PartitionLog.open({ dir, segmentBytesMax: this.data.segmentBytesMax });
         this.routes.restore(log, await AckLog.open(dir));
-        this.logSet(job.topicId, job.partition, log);
+        this.table.logSet(job.topicId, job.partition, log);
         this.run({ kind: 'opened', log, highWatermark: log.highWatermark, cursors: [] });
       }
     };
@@ -138,41 +124,17 @@ class PartitionWorker implements ConsumeHost {
   }
 
   private onSnapshot(index: number, state: MetadataState): void {
-    // A later snapshot is one this node installed from the Raft leader: it replaces the replica outright.
-    const replacing = this.replica !== null;
-    this.replica = state;
-    this.appliedIndex = index;
-    this.topicsByIdRebuild();
-    if (replacing) for (const topic of state.topics.values()) this.topicConfigure(topic);
-    // Partitions of topics the metadata no longer holds were deleted while this node was down (or it died
-    // between the delete and the removal): their files are removed now. A topic's create is committed before
-    // any of its records can be dispatched, so a live topic is never missing here.
-    for (const topicId of [...this.logs.keys()]) {
-      if (!this.topicsById.has(topicId)) this.topicForget(topicId);
-    }
-    this.run({ kind: 'replicaAdvanced', appliedIndex: this.appliedIndex });
+    this.replicaChanged(this.table.onSnapshot(index, state));
   }
 
   private onCommitted(msg: Extract<FromMetadata, { kind: 'committed' }>): void {
-    const replica = this.replica;
-    assert(replica !== null, 'committed entries before the metadata snapshot');
-    for (const entry of msg.entries) {
-      // Entries the snapshot already holds are older deltas: ignored, as every replica does.
-      if (entry.index <= this.appliedIndex) continue;
-      assert.equal(entry.index, this.appliedIndex + 1, `metadata entry ${entry.index} skips past ${this.appliedIndex}`);
-      this.appliedIndex = entry.index;
-      const command = entry.command;
-      if (command === null) continue;
-      const result = applyCommand(replica, command);
-      if (result.ok && result.deletedTopicId !== undefined) this.topicForget(result.deletedTopicId);
-      // Spec §4 PATCH: groups before a failing one stay applied, so caps may have changed even when the entry failed.
-      if (command.type === 'topic.update') {
-        const topic = replica.topics.get(command.name);
-        if (topic !== undefined && topic.id === command.id) this.topicConfigure(topic);
-      }
-    }
-    this.topicsByIdRebuild();
-    this.run({ kind: 'replicaAdvanced', appliedIndex: this.appliedIndex });
+    this.replicaChanged(this.table.onCommitted(msg));
+  }
+
+  private replicaChanged(change: ReplicaChange): void {
+    for (const topic of change.configured) this.routes.topicConfigure(topic, this.table.logsOfTopic(topic.id));
+    for (const topicId of change.deletedTopicIds) this.topicForget(topicId);
+    this.run({ kind: 'replicaAdvanced', appliedIndex: this.table.appliedIndex });
   }
 
   /** One command through the core, its effects performed in order. */
@@ -247,7 +209,7 @@ class PartitionWorker implements ConsumeHost {
     for (const body of checkedFrameBodies(dispatch.frames)) {
       const entry = decodeIngressEntry(body);
       assert(entry.seq <= dispatch.lastSeq, `ingress entry ${entry.seq} after dispatch lastSeq ${dispatch.lastSeq}`);
-      const topic = this.topicsById.get(entry.topicId);
+      const topic = this.table.topicOf(entry.topicId);
       // A topic this replica no longer holds was deleted after the produce: its records are dropped.
       if (topic !== undefined) this.dispatchStageEntry(entry, topic);
     }
@@ -265,8 +227,8 @@ class PartitionWorker implements ConsumeHost {
       const partition = record.partition;
       let log = logOf[partition];
       if (log === undefined) {
-        const stored = partition < topic.partitions && this.owns(entry.topicId, partition);
-        log = stored ? (this.logs.get(entry.topicId)?.get(partition) ?? this.logCreate(entry.topicId, partition)) : null;
+        const stored = partition < topic.partitions && this.table.owns(entry.topicId, partition);
+        log = stored ? (this.table.logOf(entry.topicId, partition) ?? this.table.logCreate(entry.topicId, partition)) : null;
         logOf[partition] = log;
       }
       // Already staged or stored: a replay after a crash or a re-sent hand-off stores nothing twice.
@@ -306,8 +268,8 @@ class PartitionWorker implements ConsumeHost {
 
   /** Spec §1.12: segments whose newest record is older than the topic's retention_ms are deleted. */
   private async retentionRound(nowMs: number): Promise<void> {
-    for (const [log, key] of this.logKeys) {
-      const topic = this.topicsById.get(key.topicId);
+    for (const [log, key] of this.table.entries()) {
+      const topic = this.table.topicOf(key.topicId);
       if (topic === undefined || topic.retentionMs === 0 || log.highWatermark === log.oldestOffset) continue;
       const cutoffSec = Math.floor((nowMs - topic.retentionMs) / 1000);
       const before = log.oldestOffset;
@@ -319,11 +281,7 @@ class PartitionWorker implements ConsumeHost {
   /** A deleted topic's logs leave the maps now (nothing stages or reads them again); the core destroys them once
    *  the rounds that may be writing them end. */
   private topicForget(topicId: string): void {
-    this.ownedByTopic.delete(topicId);
-    const partitions = this.logs.get(topicId);
-    this.logs.delete(topicId);
-    const logs = partitions === undefined ? [] : [...partitions.values()];
-    for (const log of logs) this.logKeys.delete(log);
+    const logs = this.table.topicRemove(topicId);
     this.retiring.push(this.routes.topicForget(topicId, logs));
     this.run({ kind: 'topicDeleted', topicId, logs });
   }
@@ -333,55 +291,19 @@ class PartitionWorker implements ConsumeHost {
     assert(readPathsClose !== undefined, `destroy of topic ${topicId} without its read paths`);
     await readPathsClose();
     await Promise.all(logs.map((log) => log.destroy()));
-    await topicDirRemoveIfEmpty(topicDir(this.data.dataDir, topicId));
+    await this.table.topicDirRemoveIfEmpty(topicId);
   }
 
   private async shutdownClose(): Promise<void> {
     // Read paths first: their last ack state is written while the logs are still open.
     await this.routes.close();
-    const logs = [...this.logs.values()].flatMap((partitions) => [...partitions.values()]);
     this.logsClosedFlag = true;
-    this.logs.clear();
+    const logs = this.table.removeAll();
     await Promise.all(logs.map((log) => log.close()));
     this.post({ kind: 'closed' });
     // Closing both ports lets the thread end on its own; 'closed' was posted first, so it is delivered.
     this.data.metadataPort.close();
     this.port.close();
-  }
-
-  private topicConfigure(topic: TopicRecord): void {
-    this.routes.topicConfigure(topic, this.logs.get(topic.id)?.values() ?? []);
-  }
-
-  private topicsByIdRebuild(): void {
-    this.topicsById.clear();
-    for (const topic of this.replica!.topics.values()) this.topicsById.set(topic.id, topic);
-  }
-
-  private logCreate(topicId: string, partition: number): PartitionLog {
-    const log = PartitionLog.createEmpty({ dir: partitionDir(this.data.dataDir, topicId, partition), segmentBytesMax: this.data.segmentBytesMax });
-    this.logSet(topicId, partition, log);
-    return log;
-  }
-
-  private logSet(topicId: string, partition: number, log: PartitionLog): void {
-    let partitions = this.logs.get(topicId);
-    if (partitions === undefined) this.logs.set(topicId, (partitions = new Map()));
-    assert(!partitions.has(partition), `partition ${topicId}/${partition} opened twice`);
-    partitions.set(partition, log);
-    this.logKeys.set(log, { topicId, partition });
-  }
-
-  /** Ownership never changes for a worker's lifetime; it is asked for every record and settle, so it is kept. */
-  owns(topicId: string, partition: number): boolean {
-    let owned = this.ownedByTopic.get(topicId);
-    if (owned === undefined) this.ownedByTopic.set(topicId, (owned = []));
-    let answer = owned[partition];
-    if (answer === undefined) {
-      answer = workerForPartition(topicId, partition, this.data.workerCount) === this.data.workerIndex;
-      owned[partition] = answer;
-    }
-    return answer;
   }
 
   logsClosed(): boolean {
@@ -390,18 +312,6 @@ class PartitionWorker implements ConsumeHost {
 
   shuttingDown(): boolean {
     return this.shuttingDownFlag;
-  }
-
-  logOf(topicId: string, partition: number): PartitionLog | undefined {
-    return this.logs.get(topicId)?.get(partition);
-  }
-
-  keyOf(log: PartitionLog): { topicId: string; partition: number } | undefined {
-    return this.logKeys.get(log);
-  }
-
-  topicOf(topicId: string): TopicRecord | undefined {
-    return this.topicsById.get(topicId);
   }
 
   post(msg: FromWorker, transfer: ArrayBuffer[] = []): void {
@@ -417,35 +327,6 @@ class PartitionWorker implements ConsumeHost {
 
 function positionsOf(logs: readonly PartitionLog[]): LogPosition<PartitionLog>[] {
   return logs.map((log) => ({ log, highWatermark: log.highWatermark, syncedOffset: log.syncedHighWatermark }));
-}
-
-/** Names in dir that parse. An absent dir, or a stray file where a directory would be, holds none. */
-async function dirNames<T>(dir: string, parse: (name: string) => T | null): Promise<T[]> {
-  let names: string[];
-  try {
-    names = await readdir(dir);
-  } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
-    if (code === 'ENOENT' || code === 'ENOTDIR') return [];
-    throw err;
-  }
-  const parsed: T[] = [];
-  for (const name of names) {
-    const value = parse(name);
-    if (value !== null) parsed.push(value);
-  }
-  return parsed;
-}
-
-/** Other workers own the topic's other partitions and remove theirs concurrently: whoever empties the
- *  directory last removes it, and the others find it not empty or already gone. */
-async function topicDirRemoveIfEmpty(dir: string): Promise<void> {
-  try {
-    await rmdir(dir);
-  } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
-    if (code !== 'ENOENT' && code !== 'ENOTEMPTY' && code !== 'EEXIST') throw err;
-  }
 }
 
 assert(parentPort !== null, 'partition_worker.ts runs only as a worker thread');
