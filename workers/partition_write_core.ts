@@ -137,7 +137,7 @@ export class PartitionWriteCore<L, D extends HeldDispatch> {
   private nextRoundId = 1;
   private readonly deletions: Deletion<L>[] = [];
   private destroying = false;
-  private lastRoundStartMs = 0;
+  private lastRoundStartMs = -Infinity;
   private readonly timers: Record<WriteTimer, number | null> = { flush: null, sync: null, retention: null };
   private syncDue = false;
   private retentionDue = false;
@@ -159,6 +159,7 @@ export class PartitionWriteCore<L, D extends HeldDispatch> {
     this.effects = [];
     this.apply(cmd);
     this.roundStart();
+    this.deletionsRelease();
     this.drainedCheck();
     this.checkInvariants();
     return this.effects;
@@ -196,7 +197,7 @@ export class PartitionWriteCore<L, D extends HeldDispatch> {
       case 'retentionDone':
         check(this.round?.kind === 'retention', 'retentionDone without a retention round');
         this.round = null;
-        return this.deletionsRelease();
+        return;
       case 'timerFired':
         return this.onTimerFired(cmd.timer);
       case 'syncWait':
@@ -209,7 +210,7 @@ export class PartitionWriteCore<L, D extends HeldDispatch> {
         check(this.destroying, 'destroyed without a destroy');
         this.destroying = false;
         this.deletions.shift();
-        return this.deletionsRelease();
+        return;
       case 'cursorSet':
         return this.onCursorSet(cmd.log, cmd.name, cmd.offset);
       case 'cursorsPersisted':
@@ -276,7 +277,6 @@ export class PartitionWriteCore<L, D extends HeldDispatch> {
     if (committed.length > 0) this.effects.push({ kind: 'committed', logs: committed });
     this.unsyncedSeq = round.seqUpTo;
     this.durableReport();
-    this.deletionsRelease();
   }
 
   /** A flush moves the high watermark (and the synced offset: a roll syncs the sealed segment). A sync moves only the
@@ -306,7 +306,6 @@ export class PartitionWriteCore<L, D extends HeldDispatch> {
     // A flush round that ended meanwhile waited for this sync before reporting.
     this.durableReport();
     for (const log of [...this.cursorsWaitingSync]) this.cursorsPersistTry(log);
-    this.deletionsRelease();
   }
 
   /** Reports 'durable' for the last flushed dispatch when nothing written waits for a sync (nor is being synced: an
@@ -414,13 +413,12 @@ export class PartitionWriteCore<L, D extends HeldDispatch> {
     const afterRoundId = this.round?.id ?? 0;
     const afterSyncId = this.syncRound?.id ?? 0;
     this.deletions.push({ topicId, logs: [...logs], afterRoundId, afterSyncId });
-    this.deletionsRelease();
   }
 
   /** Deletions run one after another, each once the rounds in flight at its arrival have ended. */
   private deletionsRelease(): void {
     const next = this.deletions[0];
-    if (next === undefined || this.destroying) return;
+    if (next === undefined || this.destroying || this.stagePending) return;
     if (this.round !== null && this.round.id <= next.afterRoundId) return;
     if (this.syncRound !== null && this.syncRound.id <= next.afterSyncId) return;
     if (next.logs.some((log) => this.cursorsPersisting.has(log))) return;
@@ -459,7 +457,6 @@ export class PartitionWriteCore<L, D extends HeldDispatch> {
       state.cursors.persistEnd();
       this.cursorsPersistTry(log);
     }
-    this.deletionsRelease();
   }
 
   private onShutdown(): void {
@@ -490,7 +487,6 @@ export class PartitionWriteCore<L, D extends HeldDispatch> {
     check(this.stagePending || this.held.length === 0 || this.appliedIndex === null || this.held[0]!.metaIndex > this.appliedIndex,
       'a held dispatch the replica can judge was not staged');
     check(this.unsyncedSeq === null || this.unsyncedSeq >= this.durableSeq, 'unreported seq at or below a durable one');
-    for (const log of this.unsynced) check(this.unsyncedRoundLogs.has(log), 'an unsynced log without unsynced records');
     for (const log of this.unsyncedRoundLogs) {
       const state = this.states.get(log)!;
       check(state.syncedOffset <= state.highWatermark, 'synced above the high watermark');
