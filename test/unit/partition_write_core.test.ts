@@ -56,7 +56,7 @@ t.test('a dispatch holding no records of this worker is reported durable after a
   const c = core();
   c.handle({ kind: 'replicaAdvanced', appliedIndex: 0 }, 0);
   t.same(produce(c, 4, [], 0), [{ kind: 'append', logs: [] }]);
-  t.same(c.handle({ kind: 'flushDone', logs: [] }, 0), [{ kind: 'durable', seqUpTo: 4 }]);
+  t.same(c.handle({ kind: 'flushDone', logs: [] }, 0), [{ kind: 'committed', logs: [] }, { kind: 'durable', seqUpTo: 4 }]);
 });
 
 t.test('the flush interval batches rounds and the sync interval delays the sync', async (t) => {
