@@ -171,6 +171,11 @@ export class PartitionWriteCore<L, D extends HeldDispatch> {
     return state !== undefined && state.syncedOffset < state.highWatermark;
   }
 
+  /** Whether the log was opened or has been staged to, and its topic not deleted since. */
+  holdsLog(log: L): boolean {
+    return this.states.has(log);
+  }
+
   cursorOffset(log: L, name: string): number | undefined {
     return this.states.get(log)?.cursors.offsetOf(name);
   }
@@ -494,7 +499,7 @@ export class PartitionWriteCore<L, D extends HeldDispatch> {
       const state = this.states.get(log);
       check(state === undefined || state.cursors.persistedMax <= state.syncedOffset, 'a cursor persisted above the synced offset');
     }
-    check(!this.drained || (this.round === null && this.syncRound === null), 'a round after the drain');
+    check(!this.drained || this.round === null, 'a flush or retention round after the drain');
   }
 }
 

@@ -38,6 +38,10 @@ export class SimLog {
     return this.nextOffsetValue;
   }
 
+  get flushInFlight(): boolean {
+    return this.flushing !== null;
+  }
+
   get stagedCount(): number {
     return this.staged.length + (this.flushing?.length ?? 0);
   }

@@ -14,7 +14,10 @@ import { SimLog, type IngressKey } from './partition_disk.js';
 
 const seedCount = 20;
 const stepsPerSeed = 3000;
-const partitionCount = 3;
+/** Partitions 0-2 are topic A's; partition 3 is topic B, deleted now and then and created again (a new topic id,
+ *  so a new log: a recreated topic never inherits old records). */
+const partitionCount = 4;
+const topicBPartition = 3;
 const retentionMs = 400;
 const cursorName = 'copy';
 
@@ -30,6 +33,8 @@ interface Entry {
   metaIndex: number;
   timestampMs: number;
   partitions: number[];
+  /** Which incarnation of topic B the entry's records for it belong to. */
+  topicBGeneration: number;
 }
 
 interface SimDispatch {
@@ -75,9 +80,13 @@ class Simulation {
   /** `${partition}:${offset}` -> the record a consumer saw there. */
   private readonly seen = new Map<string, IngressKey>();
   private flushing = false;
+  private topicBGeneration = 0;
+  /** Logs a sync round is syncing, and deleted logs: neither may be destroyed, nor named again, early. */
+  private readonly syncing = new Set<SimLog>();
+  private readonly deleted = new Set<SimLog>();
   private retaining = false;
   private drained = false;
-  readonly counts = { produced: 0, leased: 0, crashes: 0, durable: 0, syncs: 0, retained: 0, cursorPersists: 0, waits: 0 };
+  readonly counts = { produced: 0, leased: 0, crashes: 0, durable: 0, syncs: 0, retained: 0, cursorPersists: 0, waits: 0, deletions: 0 };
 
   constructor(readonly seed: number) {
     this.prng = new Prng(seed);
@@ -111,18 +120,14 @@ class Simulation {
     if (roll < 0.54) return this.cursorMove();
     if (roll < 0.56) return this.syncWait();
     if (roll < 0.563) return this.crash();
+    if (roll < 0.566) return this.topicBDelete();
     this.advance();
   }
 
   /** Worker start: opens every log at what survived, restores cursors, replays the ingress log. */
   private boot(): void {
     this.core = new PartitionWriteCore({ flushIntervalMs: this.prng.pick([0, 0, 5]), syncIntervalMs: this.prng.pick([0, 10, 30]), retentionCheckIntervalMs: 100 });
-    this.actors = this.logs.map((log) => new PartitionActor({
-      oldestOffset: log.oldestOffset,
-      highWatermark: log.highWatermark,
-      config: { visibilityTimeoutMs: 50, maxInFlightPerPartition: 20, maxAckedAheadPerPartition: 50 },
-      nonceSource: () => `n${this.nonce++}`,
-    }));
+    this.actors = this.logs.map((log) => this.actorNew(log));
     for (const log of this.logs) {
       for (const cursor of log.persistedCursors) check(cursor.offset <= log.highWatermark, `p${log.partition}: persisted cursor ${cursor.offset} above the recovered end ${log.highWatermark}`);
       this.handle({ kind: 'opened', log, highWatermark: log.highWatermark, cursors: log.persistedCursors });
@@ -132,12 +137,21 @@ class Simulation {
     this.handle({ kind: 'replicaAdvanced', appliedIndex: this.workerMetaIndex });
   }
 
+  private actorNew(log: SimLog): PartitionActor {
+    return new PartitionActor({
+      oldestOffset: log.oldestOffset,
+      highWatermark: log.highWatermark,
+      config: { visibilityTimeoutMs: 50, maxInFlightPerPartition: 20, maxAckedAheadPerPartition: 50 },
+      nonceSource: () => `n${this.nonce++}`,
+    });
+  }
+
   private produce(): void {
     if (this.prng.chance(0.1)) this.frontMetaIndex += 1;
     const entries: Entry[] = [];
     for (let n = this.prng.int(1, 3); n > 0; n--) {
       const partitions = Array.from({ length: this.prng.int(1, 4) }, () => this.prng.int(0, partitionCount - 1));
-      const entry: Entry = { seq: this.ingress.length, metaIndex: this.frontMetaIndex, timestampMs: this.nowMs, partitions };
+      const entry: Entry = { seq: this.ingress.length, metaIndex: this.frontMetaIndex, timestampMs: this.nowMs, partitions, topicBGeneration: this.topicBGeneration };
       this.ingress.push(entry);
       partitions.forEach((p, index) => this.expected[p]!.push({ seq: entry.seq, index }));
       entries.push(entry);
@@ -187,6 +201,8 @@ class Simulation {
   /** A fan-out copy cursor follows the committed records of one partition. */
   private cursorMove(): void {
     const log = this.prng.pick(this.logs);
+    // A recreated topic's log is new to the core until records are staged to it: nothing to follow yet.
+    if (!this.core.holdsLog(log)) return;
     const highWatermark = this.actors[log.partition]!.stats().highWatermark;
     const from = this.core.cursorOffset(log, cursorName) ?? log.oldestOffset;
     if (from > highWatermark) return;
@@ -246,6 +262,7 @@ class Simulation {
         return this.append(effect.logs);
       case 'committed':
         for (const position of effect.logs) {
+          check(!this.deleted.has(position.log), `p${position.log.partition}: committed to a deleted log`);
           check(position.highWatermark <= position.log.highWatermark, `p${position.log.partition}: committed past what is written`);
           this.actors[position.log.partition]!.handle({ kind: 'committed', highWatermark: position.highWatermark }, this.nowMs);
         }
@@ -258,7 +275,8 @@ class Simulation {
         for (const waiter of effect.waiters) {
           const waited = this.waiters.get(waiter);
           check(waited !== undefined, `waiter ${waiter} answered twice`);
-          check(waited.log.syncedOffset >= waited.highWatermark, `p${waited.log.partition}: a sync waiter woke at ${waited.log.syncedOffset} < ${waited.highWatermark}`);
+          // A deleted topic's log is never synced again; its waiter (an ack write that will be discarded) just goes on.
+          check(this.deleted.has(waited.log) || waited.log.syncedOffset >= waited.highWatermark, `p${waited.log.partition}: a sync waiter woke at ${waited.log.syncedOffset} < ${waited.highWatermark}`);
           this.waiters.delete(waiter);
         }
         return;
@@ -276,7 +294,7 @@ class Simulation {
         this.drained = true;
         return;
       case 'destroy':
-        throw new SimFailure('no topic is deleted in this simulation');
+        return this.destroy(effect.logs);
     }
   }
 
@@ -286,7 +304,8 @@ class Simulation {
       for (const entry of dispatch.entries) {
         entry.partitions.forEach((p, index) => {
           const log = this.logs[p]!;
-          // Already staged or stored: a replay stores nothing twice.
+          // A deleted topic's records are dropped (the replica no longer holds it); a replay stores nothing twice.
+          if (p === topicBPartition && entry.topicBGeneration !== this.topicBGeneration) return;
           if (log.holdsIngress(entry.seq, index)) return;
           log.stage({ seq: entry.seq, index }, entry.timestampMs);
           touched.add(log);
@@ -298,13 +317,16 @@ class Simulation {
 
   private append(logs: SimLog[]): void {
     check(!this.retaining, 'a flush round while a retention round runs');
+    for (const log of logs) check(!this.deleted.has(log), `p${log.partition}: a deleted log flushed`);
     this.flushing = true;
     for (const log of logs) log.flushBegin();
     this.later(this.prng.int(0, 4), 'flush', () => {
       this.flushing = false;
       for (const log of logs) {
         const rolledUpTo = this.prng.chance(0.1) ? this.prng.int(log.syncedOffset, log.highWatermark + log.stagedCount) : null;
-        for (const record of log.flushEnd(rolledUpTo)) this.writtenCheck(log, record.offset, record);
+        const written = log.flushEnd(rolledUpTo);
+        // A deleted topic's log may finish its last flush; what it holds no longer counts.
+        if (!this.deleted.has(log)) for (const record of written) this.writtenCheck(log, record.offset, record);
       }
       this.handle({ kind: 'flushDone', logs: logs.map((log) => ({ log, highWatermark: log.highWatermark, syncedOffset: log.syncedOffset })) });
     });
@@ -320,11 +342,14 @@ class Simulation {
   }
 
   private sync(logs: SimLog[]): void {
+    for (const log of logs) check(!this.deleted.has(log), `p${log.partition}: a deleted log synced`);
+    for (const log of logs) this.syncing.add(log);
     const upTo = logs.map((log) => log.highWatermark);
     // Slow sync: sometimes the disk takes far longer than the sync interval.
     const delayMs = this.prng.chance(0.05) ? this.prng.int(50, 300) : this.prng.int(0, 8);
     this.later(delayMs, 'sync', () => {
       logs.forEach((log, i) => log.syncTo(upTo[i]!));
+      for (const log of logs) this.syncing.delete(log);
       this.counts.syncs += 1;
       this.handle({ kind: 'syncDone', logs: logs.map((log) => ({ log, highWatermark: log.highWatermark, syncedOffset: log.syncedOffset })) });
     });
@@ -368,6 +393,28 @@ class Simulation {
     });
   }
 
+  /** Topic B is deleted: its log leaves at once, its records in flight are dropped, and a new topic B starts empty. */
+  private topicBDelete(): void {
+    const log = this.logs[topicBPartition]!;
+    this.deleted.add(log);
+    this.topicBGeneration += 1;
+    this.logs[topicBPartition] = new SimLog(topicBPartition);
+    this.expected[topicBPartition] = [];
+    this.durableCount[topicBPartition] = 0;
+    for (const id of [...this.seen.keys()]) if (id.startsWith(`${topicBPartition}:`)) this.seen.delete(id);
+    this.actors[topicBPartition] = this.actorNew(this.logs[topicBPartition]!);
+    this.handle({ kind: 'topicDeleted', topicId: `B${this.topicBGeneration - 1}`, logs: [log] });
+  }
+
+  private destroy(logs: SimLog[]): void {
+    for (const log of logs) {
+      check(this.deleted.has(log), `p${log.partition}: destroyed while its topic lives`);
+      check(!log.flushInFlight && !this.syncing.has(log), `p${log.partition}: destroyed during a round that writes it`);
+    }
+    this.counts.deletions += 1;
+    this.later(this.prng.int(1, 4), 'destroy', () => this.handle({ kind: 'destroyed' }));
+  }
+
   private persistCursors(log: SimLog, cursors: { name: string; offset: number }[]): void {
     for (const cursor of cursors) check(cursor.offset <= log.syncedOffset, `p${log.partition}: cursor ${cursor.offset} persisted above synced ${log.syncedOffset}`);
     this.later(this.prng.int(1, 6), 'cursors', () => {
@@ -387,6 +434,7 @@ class Simulation {
     this.waiters.clear();
     this.flushing = false;
     this.retaining = false;
+    this.syncing.clear();
     for (const log of this.logs) log.crash();
     this.durableCheck();
     for (const id of this.seen.keys()) {
