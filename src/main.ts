@@ -175,6 +175,7 @@ function startThreads(config: Config, dataDir: string, log: Logger, lifecycle: N
       workerIndex, workerCount, dataDir, segmentBytesMax: config['storage.segment_bytes'], metadataPort: channel.port2,
       retentionCheckIntervalMs: config['storage.retention_check_interval'], ackFlushIntervalMs: config['storage.ack_flush_interval'],
       flushIntervalMs: config['storage.partition_flush_interval'], syncIntervalMs: config['storage.partition_sync_interval'],
+      logLevel: config['log.level'],
     };
     return new Worker(new URL('../workers/partition_worker.js', import.meta.url), { workerData, transferList: [channel.port2] });
   });

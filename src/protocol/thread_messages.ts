@@ -182,6 +182,8 @@ export interface PartitionWorkerData {
   syncIntervalMs: number;
   /** Port on which FromMetadata messages arrive. */
   metadataPort: MessagePort;
+  /** config log.level: the worker logs pino JSON lines with component=partition-worker. */
+  logLevel: string;
 }
 
 /** workerData of the metadata thread. */

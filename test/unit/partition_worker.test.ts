@@ -35,7 +35,8 @@ const timestampSec = 1_700_000_100;
 /** One running worker and everything it has posted, in order. */
 class WorkerUnderTest {
   readonly inbox: FromWorker[] = [];
-  stderrText = '';
+  /** What the worker wrote: pino JSON lines on stdout, and anything on stderr. */
+  outputText = '';
   readonly exited: Promise<number>;
   private hasExited = false;
   private readonly metadata = new MessageChannel();
@@ -54,13 +55,16 @@ class WorkerUnderTest {
       ackFlushIntervalMs: 10,
       flushIntervalMs: 0,
       syncIntervalMs: opts.syncIntervalMs ?? 0,
+      logLevel: 'info',
     };
     this.worker = new Worker(new URL('../../workers/partition_worker.js', import.meta.url), {
       workerData,
       transferList: [this.metadata.port2],
+      stdout: true,
       stderr: true,
     });
-    this.worker.stderr.on('data', (chunk: Buffer) => (this.stderrText += chunk.toString()));
+    this.worker.stdout.on('data', (chunk: Buffer) => (this.outputText += chunk.toString()));
+    this.worker.stderr.on('data', (chunk: Buffer) => (this.outputText += chunk.toString()));
     this.worker.on('message', (msg: FromWorker) => {
       this.inbox.push(msg);
       for (const wake of this.waiters.splice(0)) wake();
@@ -312,7 +316,7 @@ t.test('a flush that cannot write ends the worker with a non-zero code', async (
   w.send(dispatch(5, [entry(1, topicA.id, [[0, 'a0']])]));
   t.equal(await w.exited, 1);
   t.same(w.inbox.filter((m) => m.kind === 'durable'), [], 'nothing was reported durable');
-  t.match(w.stderrText, /flush failed, exiting/);
+  t.match(w.outputText, /"component":"partition-worker".*"msg":"flush failed, exiting"/);
 });
 
 async function waitForAbsent(path: string): Promise<void> {
@@ -473,7 +477,7 @@ t.test('a topic deleted while a flush round writes it: the worker forgets its lo
   await sleep(300);
   w.send(dispatch(2, [entry(2, topicA.id, [[0, 'a0']])]));
   const read = await Promise.race([w.read(topicA.id, 0, 0), w.exited.then((code) => ({ kind: `exited ${code}` }))]);
-  t.equal(read.kind, 'readResult', `the worker still answers (${w.stderrText.slice(0, 300)})`);
+  t.equal(read.kind, 'readResult', `the worker still answers (${w.outputText.slice(0, 300)})`);
   await w.durable(2);
-  t.equal(w.stderrText, '', 'and reported no failure');
+  t.equal(w.outputText, '', 'and reported no failure');
 });
