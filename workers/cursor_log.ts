@@ -51,6 +51,8 @@ export interface CursorStore {
 
 export class CursorLog implements CursorStore {
   private writing = false;
+  /** The last write asked for, settled either way: the next one starts after it. */
+  private queue: Promise<void> = Promise.resolve();
   /** Set when a write fails: the file's state is unknown then, and the caller fail-stops. */
   private failed = false;
   private closed = false;
@@ -108,8 +110,16 @@ export class CursorLog implements CursorStore {
     return [...this.cursors.keys()];
   }
 
-  /** Appends the updates as one frame and fdatasyncs it: they are durable together when this resolves. */
-  async write(updates: CursorUpdates): Promise<void> {
+  /** Appends the updates as one frame and fdatasyncs it: they are durable together when this resolves. Writes of
+   *  the partition's users (the read path's ack cursor, the write core's cursor table) queue behind each other, so
+   *  frames reach the file in the order the writes were asked for. */
+  write(updates: CursorUpdates): Promise<void> {
+    const turn = this.queue.then(() => this.writeNow(updates));
+    this.queue = turn.catch(() => undefined);
+    return turn;
+  }
+
+  private async writeNow(updates: CursorUpdates): Promise<void> {
     assert(!this.writing, 'one cursor log write at a time');
     assert(!this.closed, 'write on a closed cursor log');
     assert(!this.failed, 'write after a failed cursor log write');
@@ -137,7 +147,9 @@ export class CursorLog implements CursorStore {
     }
   }
 
+  /** Closes after the writes already asked for. */
   async close(): Promise<void> {
+    await this.queue;
     assert(!this.writing, 'close during a cursor log write');
     if (this.closed) return;
     this.closed = true;

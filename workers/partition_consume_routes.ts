@@ -13,6 +13,7 @@ import type { AckLog, AckState } from './ack_log.js';
 import type { ActorConfig, HeldLease, Lease } from './partition_actor.js';
 import { ParkedTakes, type TakeRequest } from './parked_takes.js';
 import { PartitionReadPath } from './partition_read_path.js';
+import type { PartitionCursorLogs } from './partition_cursor_logs.js';
 import type { PartitionTable } from './partition_table.js';
 import type { PartitionLog } from './segment_log.js';
 
@@ -43,6 +44,8 @@ export interface ConsumeHost {
   shuttingDown(): boolean;
   /** Resolves once every record the log holds now is synced. */
   syncedNow(log: PartitionLog): Promise<void>;
+  /** The partition's cursor logs, which the ack state is written to. */
+  readonly cursorLogs: PartitionCursorLogs<PartitionLog>;
   post(msg: FromWorker, transfer?: ArrayBuffer[]): void;
   failStop(what: string, err: unknown): never;
 }
@@ -236,6 +239,7 @@ export class ConsumeRoutes {
       onAvailable: (count) => this.availableAdd(key.topicId, count),
       syncedNow: () => this.host.syncedNow(log),
       onFatal: (what, err) => this.host.failStop(what, err),
+      cursorLog: () => this.host.cursorLogs.of(log),
     });
     this.readPaths.set(log, path);
     return path;
@@ -276,13 +280,12 @@ export class ConsumeRoutes {
   topicForget(topicId: string, logs: readonly PartitionLog[]): () => Promise<void> {
     for (const take of this.parked.removeTopic(topicId)) this.answerTaken(take, []);
     const paths = logs.map((log) => this.readPaths.get(log)).filter((p) => p !== undefined);
-    const restored = logs.map((log) => this.restoredAcks.get(log)).filter((r) => r !== undefined);
     for (const log of logs) {
       this.readPaths.delete(log);
       this.restoredAcks.delete(log);
     }
     return async () => {
-      await Promise.all([...paths.map((path) => path.discard()), ...restored.map((r) => r.log.close())]);
+      await Promise.all(paths.map((path) => path.discard()));
     };
   }
 
@@ -290,7 +293,6 @@ export class ConsumeRoutes {
   async close(): Promise<void> {
     await Promise.all([...this.readPaths.values()].map((path) => path.close()));
     this.readPaths.clear();
-    await Promise.all([...this.restoredAcks.values()].map((restored) => restored.log.close()));
     this.restoredAcks.clear();
   }
 

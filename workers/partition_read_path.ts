@@ -5,6 +5,7 @@
 // closed when the partition's topic is deleted or the worker shuts down.
 import { randomBytes } from 'node:crypto';
 import { AckLog, type AckState } from './ack_log.js';
+import type { CursorStore } from './cursor_log.js';
 import { PartitionActor, type ActorConfig, type HeldLease, type Lease, type PartitionCommand, type PartitionEffect, type SettleMode, type SettleStatus } from './partition_actor.js';
 import type { SegmentStore } from './segment_store.js';
 
@@ -15,6 +16,8 @@ export interface ReadPathHooks {
   syncedNow(): Promise<void>;
   /** An ack log write failed: disk state unknown, the worker stops (fail-stop). */
   onFatal(what: string, err: unknown): void;
+  /** The partition's cursor log, shared with the write core's cursors; the worker opens and closes it. */
+  cursorLog(): Promise<CursorStore>;
 }
 
 /** Nonces come in blocks of random bytes, turned into hex text in one call: one crypto call and one conversion serve
@@ -111,7 +114,6 @@ export class PartitionReadPath {
     if (this.ackFlushTimer !== null) clearTimeout(this.ackFlushTimer);
     while (this.ackWriting !== null) await this.ackWriting;
     if (this.ackDirty) await this.ackWrite();
-    await this.ackLog?.close();
   }
 
   /** Closes without persisting: the topic was deleted and its directory goes away. */
@@ -121,7 +123,6 @@ export class PartitionReadPath {
     if (this.timer !== null) clearTimeout(this.timer);
     if (this.ackFlushTimer !== null) clearTimeout(this.ackFlushTimer);
     while (this.ackWriting !== null) await this.ackWriting;
-    await this.ackLog?.close();
   }
 
   private run(command: PartitionCommand): PartitionEffect[] {
@@ -180,7 +181,7 @@ export class PartitionReadPath {
     // ack state ahead of the partition (a lost unsynced tail would be stored again, but only after the acks load).
     await this.hooks.syncedNow();
     // The partition directory exists: acks only name delivered offsets, which a flush stored there.
-    this.ackLog ??= (await AckLog.open(this.log.dir)).log;
+    this.ackLog ??= AckLog.over(await this.hooks.cursorLog(), this.log.dir).log;
     await this.ackLog.write(state);
   }
 }

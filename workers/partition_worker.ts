@@ -12,8 +12,8 @@ import { assertNever, type FromMetadata, type FromWorker, type PartitionWorkerDa
 import type { MetadataState, TopicRecord } from '../src/protocol/metadata_types.js';
 import { checkedFrameBodies } from '../src/util/frame.js';
 import { createLogger, type Logger } from '../src/util/log.js';
-import { AckLog } from './ack_log.js';
 import { ConsumeRoutes, type ConsumeHost } from './partition_consume_routes.js';
+import { PartitionCursorLogs } from './partition_cursor_logs.js';
 import { PartitionWriteCore, type LogPosition, type WriteCommand, type WriteEffect, type WriteTimer } from './partition_write_core.js';
 import { PartitionTable, type ReplicaChange } from './partition_table.js';
 import { PartitionLog } from './segment_log.js';
@@ -30,6 +30,7 @@ class PartitionWorker implements ConsumeHost {
   readonly table: PartitionTable;
   private readonly core: PartitionWriteCore<PartitionLog, Dispatch>;
   private readonly routes: ConsumeRoutes;
+  readonly cursorLogs = new PartitionCursorLogs<PartitionLog>();
   private readonly timers: Record<WriteTimer, NodeJS.Timeout | null> = { flush: null, sync: null, retention: null };
   private readonly syncWaiters = new Map<number, () => void>();
   private nextSyncWaiter = 1;
@@ -62,9 +63,10 @@ class PartitionWorker implements ConsumeHost {
       for (let job = jobs.pop(); job !== undefined; job = jobs.pop()) {
         const dir = this.table.dirOf(job.topicId, job.partition);
         const log = await PartitionLog.open({ dir, segmentBytesMax: this.data.segmentBytesMax });
-        this.routes.restore(log, await AckLog.open(dir));
+        const restored = await this.cursorLogs.restore(log);
+        this.routes.restore(log, restored.acks);
         this.table.logSet(job.topicId, job.partition, log);
-        this.run({ kind: 'opened', log, highWatermark: log.highWatermark, cursors: [] });
+        this.run({ kind: 'opened', log, highWatermark: log.highWatermark, cursors: restored.cursors });
       }
     };
     await Promise.all(Array.from({ length: startOpenConcurrency }, opener));
@@ -166,8 +168,7 @@ class PartitionWorker implements ConsumeHost {
       case 'destroy':
         return this.complete(`delete of topic ${effect.topicId}`, this.destroy(effect.topicId, effect.logs), () => ({ kind: 'destroyed' }));
       case 'persistCursors':
-        // Nothing on this worker sets a cursor yet: the first user (fan-out copy) brings the cursor log with it.
-        return this.failStop('cursor persist', new Error('no cursor log is wired to the partition worker'));
+        return this.complete('cursor persist', this.cursorLogs.persist(effect.log, effect.cursors), () => ({ kind: 'cursorsPersisted', log: effect.log }));
       case 'schedule':
         return this.timerArm(effect.timer, effect.atMs);
       case 'cancel':
@@ -290,6 +291,7 @@ class PartitionWorker implements ConsumeHost {
     const readPathsClose = this.retiring.shift();
     assert(readPathsClose !== undefined, `destroy of topic ${topicId} without its read paths`);
     await readPathsClose();
+    await this.cursorLogs.close(logs);
     await Promise.all(logs.map((log) => log.destroy()));
     await this.table.topicDirRemoveIfEmpty(topicId);
   }
@@ -297,6 +299,7 @@ class PartitionWorker implements ConsumeHost {
   private async shutdownClose(): Promise<void> {
     // Read paths first: their last ack state is written while the logs are still open.
     await this.routes.close();
+    await this.cursorLogs.closeAll();
     this.logsClosedFlag = true;
     const logs = this.table.removeAll();
     await Promise.all(logs.map((log) => log.close()));
