@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import type { Logger } from 'pino';
 import { messageJsonPrefix, messageJsonText } from '../src/protocol/message_json.js';
 import { forEachJoinedHandle, formatReceiptHandle, handleSeparator } from '../src/protocol/receipt_handle.js';
-import type { FromWorker, PartitionStatsView, SettleMode, StoredRecordView, ToWorker } from '../src/protocol/thread_messages.js';
+import type { FromWorker, PartitionLagView, PartitionStatsView, SettleMode, StoredRecordView, ToWorker } from '../src/protocol/thread_messages.js';
 import type { TopicRecord } from '../src/protocol/metadata_types.js';
 import type { AckLog, AckState } from './ack_log.js';
 import type { ActorConfig, HeldLease, Lease } from './partition_actor.js';
@@ -160,8 +160,9 @@ export class ConsumeRoutes {
         let handles = '';
         let count = 0;
         perPartition.forEach((records, i) => {
-          const { partition, leases: partitionLeases } = taken[i]!;
+          const { partition, path, leases: partitionLeases } = taken[i]!;
           const prefix = messageJsonPrefix(topicName, partition);
+          const countBefore = count;
           records.forEach((record, k) => {
             // Retention deleted it between the lease and the read: the lease is gone with it.
             if (typeof record === 'string') return;
@@ -171,6 +172,7 @@ export class ConsumeRoutes {
             handles += separator + handle;
             count += 1;
           });
+          path.handedOut(count - countBefore);
         });
         this.host.post({ kind: 'taken', reqId: msg.reqId, count, messagesJson, handles });
       },
@@ -189,10 +191,10 @@ export class ConsumeRoutes {
   }
 
   onLags(reqId: number): void {
-    const lags: { topicId: string; partition: number; lag: number }[] = [];
+    const lags: PartitionLagView[] = [];
     for (const [log, path] of this.readPaths) {
       const key = this.host.table.keyOf(log);
-      if (key !== undefined) lags.push({ topicId: key.topicId, partition: key.partition, lag: path.lag() });
+      if (key !== undefined) lags.push({ topicId: key.topicId, partition: key.partition, lag: path.lag(), consumed: path.consumed });
     }
     this.host.post({ kind: 'lagsResult', reqId, lags });
   }

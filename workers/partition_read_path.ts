@@ -47,6 +47,7 @@ export class PartitionReadPath {
   private ackFlushTimer: NodeJS.Timeout | null = null;
   private ackWriting: Promise<void> | null = null;
   private closed = false;
+  private consumedCount = 0;
 
   constructor(
     private readonly log: SegmentStore,
@@ -100,6 +101,16 @@ export class PartitionReadPath {
 
   lag(): number {
     return this.actor.lag();
+  }
+
+  /** Messages of this partition handed out under a lease since start (svc_messages_consumed_total). */
+  get consumed(): number {
+    return this.consumedCount;
+  }
+
+  /** A consume answer carries this many of the partition's leased records. */
+  handedOut(count: number): void {
+    this.consumedCount += count;
   }
 
   /** The leased records: a consumer that keeps up gets them from the log's in-memory tail, without a file read. */

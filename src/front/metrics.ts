@@ -4,6 +4,7 @@
 import { Counter, Gauge, Registry } from 'prom-client';
 import type { PartitionWorkers } from './dispatch.js';
 import type { MetadataReplica } from './metadata_replica.js';
+import type { PartitionLagView } from '../protocol/thread_messages.js';
 
 export class Metrics {
   readonly registry = new Registry();
@@ -16,6 +17,39 @@ export class Metrics {
   constructor(replica: MetadataReplica, workers: PartitionWorkers) {
     this.registerCounters();
     this.registerGauges(replica, workers);
+    this.registerPartitionSeries(replica, workers);
+  }
+
+  /** The series the partition workers count, by topic and partition: one 'lags' request per worker serves a whole
+   *  scrape (both collectors run in it at once and share the request in flight). */
+  private registerPartitionSeries(replica: MetadataReplica, workers: PartitionWorkers): void {
+    let inFlight: Promise<{ name: string; view: PartitionLagView }[]> | null = null;
+    const report = (): Promise<{ name: string; view: PartitionLagView }[]> => {
+      inFlight ??= partitionReport(replica, workers).finally(() => (inFlight = null));
+      return inFlight;
+    };
+    new Gauge({
+      name: 'svc_consumer_lag_messages',
+      help: 'High watermark minus committed frontier (messages not yet acked), by topic and partition.',
+      labelNames: ['topic', 'partition'],
+      registers: [this.registry],
+      async collect() {
+        this.reset();
+        for (const { name, view } of await report()) this.labels(name, String(view.partition)).set(view.lag);
+      },
+    });
+    new Counter({
+      name: 'svc_messages_consumed_total',
+      help: 'Messages handed out under a lease on this node since it started, by topic and partition.',
+      labelNames: ['topic', 'partition'],
+      registers: [this.registry],
+      async collect() {
+        this.reset();
+        for (const { name, view } of await report()) {
+          if (view.consumed > 0) this.labels(name, String(view.partition)).inc(view.consumed);
+        }
+      },
+    });
   }
 
   /** The series counted on the hot paths, read from their maps at scrape time. */
@@ -61,24 +95,6 @@ export class Metrics {
       registers: [this.registry],
       collect() {
         this.set(self.ingressFailed);
-      },
-    });
-    new Gauge({
-      name: 'svc_consumer_lag_messages',
-      help: 'High watermark minus committed frontier (messages not yet acked), by topic and partition.',
-      labelNames: ['topic', 'partition'],
-      registers: [this.registry],
-      async collect() {
-        this.reset();
-        const names = new Map([...replica.state.topics.values()].map((t) => [t.id, t.name]));
-        const replies = await Promise.all(Array.from({ length: workers.count }, (_, i) => workers.request(i, { kind: 'lags' })));
-        for (const reply of replies) {
-          if (reply.kind !== 'lagsResult') continue;
-          for (const { topicId, partition, lag } of reply.lags) {
-            const name = names.get(topicId);
-            if (name !== undefined) this.labels(name, String(partition)).set(lag);
-          }
-        }
       },
     });
     new Gauge({
@@ -139,4 +155,19 @@ export class Metrics {
   forgetTopic(topic: string): void {
     this.produced.delete(topic);
   }
+}
+
+/** Every worker's partition counters, named by the topics this node's metadata copy still holds. */
+async function partitionReport(replica: MetadataReplica, workers: PartitionWorkers): Promise<{ name: string; view: PartitionLagView }[]> {
+  const names = new Map([...replica.state.topics.values()].map((t) => [t.id, t.name]));
+  const replies = await Promise.all(Array.from({ length: workers.count }, (_, i) => workers.request(i, { kind: 'lags' })));
+  const named: { name: string; view: PartitionLagView }[] = [];
+  for (const reply of replies) {
+    if (reply.kind !== 'lagsResult') continue;
+    for (const view of reply.lags) {
+      const name = names.get(view.topicId);
+      if (name !== undefined) named.push({ name, view });
+    }
+  }
+  return named;
 }

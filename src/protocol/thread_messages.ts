@@ -106,6 +106,16 @@ export interface PartitionStatsView {
   oldestSegmentAtSec?: number;
 }
 
+/** One partition's consume counters as a worker reports them for a metrics scrape. */
+export interface PartitionLagView {
+  topicId: string;
+  partition: number;
+  /** High watermark minus the acked frontier. */
+  lag: number;
+  /** Messages handed out under a lease since the worker started (svc_messages_consumed_total). */
+  consumed: number;
+}
+
 export type ToWorker =
   /** Front -> worker: one synced ingress group (frames exactly as written to the ingress log). The
    *  worker stores the records of the partitions it owns, once each (it skips (seq, index) pairs it
@@ -133,8 +143,8 @@ export type ToWorker =
   /** Front -> worker: the client that asked for these leases went away: end them now (as a nack). No answer.
    *  handles: as for 'settle'. */
   | { kind: 'release'; topicId: string; handles: string }
-  /** Front -> worker: consumer lag of every partition this worker has a read path for (metrics scrape).
-   *  Answered by 'lagsResult'. */
+  /** Front -> worker: consumer lag, and messages handed out under a lease since start, of every partition this
+   *  worker has a read path for (metrics scrape). Answered by 'lagsResult'. */
   | { kind: 'lags'; reqId: number }
   /** Front -> worker: finish what was dispatched, sync, close files; answered by 'closed'. */
   | { kind: 'shutdown' };
@@ -154,7 +164,7 @@ export type FromWorker =
   /** statuses[i] answers the i-th handle of the 'settle'; its buffer is transferred. */
   | { kind: 'settledResult'; reqId: number; statuses: Uint16Array }
   /** lag = high watermark - frontier (spec §4 metrics svc_consumer_lag_messages). */
-  | { kind: 'lagsResult'; reqId: number; lags: { topicId: string; partition: number; lag: number }[] }
+  | { kind: 'lagsResult'; reqId: number; lags: PartitionLagView[] }
   /** Worker -> front, unasked: messages of these topics became deliverable (commit, lease expiry, nack, freed cap);
    *  the front wakes up to count long-poll waiters per topic. Losing one only delays a waiter to its wait's end.
    *  Sent only when the node has several workers: with one, every long poll parks on it (protocol/README.md). */

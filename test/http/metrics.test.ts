@@ -1,5 +1,6 @@
 // Goal: /metrics (spec §4 Health and metrics, §5.4): needs credentials on the API port, answers Prometheus text
-// with the svc_* series this node keeps, and consumer lag is high watermark minus the acked frontier.
+// with the svc_* series this node keeps, consumer lag is high watermark minus the acked frontier, and consumed
+// counts every message handed out under a lease (a redelivery again, a replay never).
 // Method: black box on a started node; produce, consume and ack, then scrape.
 import t from 'tap';
 import { startNodeFor } from '../helpers/node.js';
@@ -44,7 +45,30 @@ t.test('produced counts, consumer lag and the ingress latch', async (t) => {
   const text = await scrape();
   t.equal(sample(text, 'svc_messages_produced_total', 'topic="m1",partition="1"'), 3);
   t.equal(sample(text, 'svc_consumer_lag_messages', 'topic="m1",partition="1"'), 2, 'three committed, one acked');
+  t.equal(sample(text, 'svc_messages_consumed_total', 'topic="m1",partition="1"'), 1, 'one message handed out under a lease');
   t.match(text, /\nsvc_ingress_wal_failed 0\n/);
   t.match(text, /\nsvc_topics_total 1\n/);
   t.match(text, /svc_http_requests_total\{route="\/v1\/topics\/\{topic\}\/produce",method="POST",status="202"\} 3/);
+});
+
+t.test('consumed counts each hand-out under a lease: batches and redeliveries, never a replay', async (t) => {
+  const client = { ...auth, 'x-svc-client': 't' };
+  t.equal((await fetch(`${node.url}/v1/topics`, { method: 'POST', headers: json, body: JSON.stringify({ name: 'm2' }) })).status, 201);
+  for (let i = 0; i < 2; i++) {
+    t.equal((await fetch(`${node.url}/v1/topics/m2/produce?partition=0`, { method: 'POST', headers: json, body: `{"i":${i}}` })).status, 202);
+  }
+  let handles: string[] = [];
+  for (let attempt = 0; attempt < 50 && handles.length < 2; attempt++) {
+    const res = await fetch(`${node.url}/v1/topics/m2/consume?partition=0&max=2&wait=100ms`, { headers: client });
+    if (res.status === 200) handles = handles.concat(((await res.json()) as { messages: { receipt_handle: string }[] }).messages.map((m) => m.receipt_handle));
+  }
+  t.equal(handles.length, 2, 'both messages leased');
+  t.equal(sample(await scrape(), 'svc_messages_consumed_total', 'topic="m2",partition="0"'), 2);
+  const nack = await fetch(`${node.url}/v1/topics/m2/ack?extend=0&receipt_handle=${handles[0]}`, { method: 'POST', headers: client });
+  t.equal(nack.status, 204);
+  const again = await fetch(`${node.url}/v1/topics/m2/consume?partition=0&wait=1s`, { headers: auth });
+  t.equal(again.status, 200, 'the nacked message is delivered again');
+  const replay = await fetch(`${node.url}/v1/topics/m2/consume?partition=0&offset=0`, { headers: auth });
+  t.equal(replay.status, 200, 'a replay reads the record');
+  t.equal(sample(await scrape(), 'svc_messages_consumed_total', 'topic="m2",partition="0"'), 3, 'the redelivery counts, the replay does not');
 });
