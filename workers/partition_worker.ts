@@ -16,6 +16,7 @@ import { ConsumeRoutes, type ConsumeHost } from './partition_consume_routes.js';
 import { PartitionCursorLogs } from './partition_cursor_logs.js';
 import { PartitionWriteCore, type LogPosition, type WriteCommand, type WriteEffect, type WriteTimer } from './partition_write_core.js';
 import { PartitionTable, type ReplicaChange } from './partition_table.js';
+import { sealedHandlesOnCloseFailure } from './sealed_handles.js';
 import { PartitionLog } from './segment_log.js';
 
 type Dispatch = Extract<ToWorker, { kind: 'dispatch' }>;
@@ -51,6 +52,7 @@ class PartitionWorker implements ConsumeHost {
     this.workerCount = data.workerCount;
     this.ackFlushIntervalMs = data.ackFlushIntervalMs;
     this.logger = createLogger(data.logLevel, process.stdout).child({ component: 'partition-worker', worker: data.workerIndex });
+    sealedHandlesOnCloseFailure((dir, err) => this.logger.warn({ err, dir }, 'sealed segment handles: close failed'));
     this.table = new PartitionTable(data);
     this.core = new PartitionWriteCore(data);
     this.routes = new ConsumeRoutes(this);

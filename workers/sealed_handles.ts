@@ -68,6 +68,15 @@ interface Entry {
 }
 
 const entries = new Map<string, Entry>();
+/** Where a failed close is reported: the partition worker's logger once it set one (sealedHandlesOnCloseFailure). */
+let closeFailureReport = (dir: string, err: unknown): void => {
+  process.stderr.write(`sealed segment handles of ${dir}: close failed: ${String(err)}\n`);
+};
+
+/** The thread's logger takes the report of a failed close (a close failure loses nothing; it is only logged). */
+export function sealedHandlesOnCloseFailure(report: (dir: string, err: unknown) => void): void {
+  closeFailureReport = report;
+}
 
 function keyOf(dir: string, baseOffset: number): string {
   return segmentPath(dir, baseOffset, 'log');
@@ -145,5 +154,5 @@ function closeIfUnused(entry: Entry): void {
   entry.opened.then(
     (files) => Promise.all([files.idx.handle.close(), files.log.handle.close()]),
     () => undefined,
-  ).catch((err: unknown) => process.stderr.write(`sealed segment handles of ${entry.dir}: close failed: ${String(err)}\n`));
+  ).catch((err: unknown) => closeFailureReport(entry.dir, err));
 }
