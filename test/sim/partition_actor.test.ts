@@ -15,6 +15,7 @@ import {
   type PartitionEffect,
 } from '../../workers/partition_actor.js';
 import { Prng } from '../helpers/prng.js';
+import { seededRuns } from '../helpers/seeded_runs.js';
 
 const seedCount = 20;
 const stepsPerSeed = 4000;
@@ -446,37 +447,10 @@ class Simulation {
   }
 }
 
-function envInt(name: string): number | undefined {
-  const text = process.env[name];
-  if (text === undefined || text === '') return undefined;
-  const value = Number(text);
-  if (!Number.isSafeInteger(value)) throw new Error(`${name}=${text} is not an integer`);
-  return value;
-}
-
-const replaySeed = envInt('SEED');
-const steps = envInt('STEPS') ?? stepsPerSeed;
-const seeds = replaySeed !== undefined ? [replaySeed] : Array.from({ length: seedCount }, (_, i) => i + 1);
-
-for (const seed of seeds) {
-  t.test(`seed ${seed}`, async (t) => {
-    try {
-      const result = new Simulation(seed).run(steps);
-      t.ok(result.highWatermark > 0, `SEED=${seed}: hw ${result.highWatermark}, ${JSON.stringify(result.counts)}`);
-    } catch (error) {
-      const message = error instanceof Error ? error.message : String(error);
-      const stepsEnv = steps === stepsPerSeed ? '' : ` STEPS=${steps}`;
-      process.stderr.write(`${message}\nreplay: SEED=${seed}${stepsEnv} npx tap dist/test/sim/partition_actor.test.js\n`);
-      t.fail(message);
-    }
-  });
-}
-
-t.test('one seed gives one trace', async (t) => {
-  const seed = replaySeed ?? 7;
-  const first = new Simulation(seed).run(Math.min(steps, 1000));
-  const second = new Simulation(seed).run(Math.min(steps, 1000));
-  t.equal(first.traceHash, second.traceHash, `SEED=${seed}: the same seed replays the same trace`);
-  const other = new Simulation(seed + 1).run(Math.min(steps, 1000));
-  t.not(other.traceHash, first.traceHash, 'another seed takes another path');
+seededRuns(t, {
+  file: 'dist/test/sim/partition_actor.test.js',
+  seedCount,
+  stepsPerSeed,
+  simulate: (seed, steps) => new Simulation(seed).run(steps),
+  check: (t, seed, result) => t.ok(result.highWatermark > 0, `SEED=${seed}: hw ${result.highWatermark}, ${JSON.stringify(result.counts)}`),
 });

@@ -10,6 +10,7 @@ import { createHash, type Hash } from 'node:crypto';
 import { PartitionActor, type Lease } from '../../workers/partition_actor.js';
 import { PartitionWriteCore, type WriteCommand, type WriteEffect, type WriteTimer } from '../../workers/partition_write_core.js';
 import { Prng } from '../helpers/prng.js';
+import { seededRuns } from '../helpers/seeded_runs.js';
 import { SimLog, type IngressKey } from './partition_disk.js';
 
 const seedCount = 20;
@@ -495,37 +496,11 @@ function describe(item: Effect | WriteCommand<SimLog, SimDispatch>): string {
   });
 }
 
-function envInt(name: string): number | undefined {
-  const text = process.env[name];
-  if (text === undefined || text === '') return undefined;
-  const value = Number(text);
-  if (!Number.isSafeInteger(value)) throw new Error(`${name}=${text} is not an integer`);
-  return value;
-}
-
-const replaySeed = envInt('SEED');
-const steps = envInt('STEPS') ?? stepsPerSeed;
-const seeds = replaySeed !== undefined ? [replaySeed] : Array.from({ length: seedCount }, (_, i) => i + 1);
-
-for (const seed of seeds) {
-  t.test(`seed ${seed}`, async (t) => {
-    try {
-      const result = new Simulation(seed).run(steps);
-      t.ok(result.counts.durable > 0 && result.counts.leased > 0, `SEED=${seed}: ${JSON.stringify(result.counts)}`);
-    } catch (error) {
-      const stack = error instanceof Error ? (error.stack ?? error.message) : String(error);
-      const stepsEnv = steps === stepsPerSeed ? '' : ` STEPS=${steps}`;
-      process.stderr.write(`SEED=${seed}: ${stack}\nreplay: SEED=${seed}${stepsEnv} npx tap dist/test/sim/partition_sim.test.js\n`);
-      t.fail(`SEED=${seed}: ${stack.split('\n')[0]}`);
-    }
-  });
-}
-
-t.test('one seed gives one trace', async (t) => {
-  const seed = replaySeed ?? 7;
-  const first = new Simulation(seed).run(Math.min(steps, 1000));
-  const second = new Simulation(seed).run(Math.min(steps, 1000));
-  t.equal(first.traceHash, second.traceHash, `SEED=${seed}: the same seed replays the same trace`);
-  const other = new Simulation(seed + 1).run(Math.min(steps, 1000));
-  t.not(other.traceHash, first.traceHash, 'another seed takes another path');
+seededRuns(t, {
+  file: 'dist/test/sim/partition_sim.test.js',
+  seedCount,
+  stepsPerSeed,
+  simulate: (seed, steps) => new Simulation(seed).run(steps),
+  check: (t, seed, result) => t.ok(result.counts.durable > 0 && result.counts.leased > 0, `SEED=${seed}: ${JSON.stringify(result.counts)}`),
+  describe: (error) => (error instanceof Error ? (error.stack ?? error.message) : String(error)),
 });
