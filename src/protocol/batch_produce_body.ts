@@ -55,7 +55,9 @@ export function parseBatchBodyParsed(body: Uint8Array, partitions: number, limit
     if (field !== 'messages') return refuse({ id: 'unknownField', args: [field] });
   }
   const messages = (document as { messages?: unknown }).messages;
-  if (!Array.isArray(messages)) return refuse({ id: 'invalid', args: ['messages', `required, an array of 1 to ${limits.messagesMax} messages`] });
+  if (!Array.isArray(messages)) {
+    return refuse({ id: 'invalid', args: ['messages', `required, an array of 1 to ${limits.messagesMax} messages`] });
+  }
   if (messages.length === 0) return refuse({ id: 'invalid', args: ['messages', 'must hold at least 1 message'] });
   if (messages.length > limits.messagesMax) return refuse({ id: 'invalid', args: ['messages', `at most ${limits.messagesMax} messages`] });
   const spans = findPayloadSpans(body);
