@@ -41,6 +41,10 @@ export const errors = {
   partitionsNotGrown: (current: number) => new BrokerError(400, `partitions: must be larger than the current count ${current}`),
   /** 400 instead of 413 on user and attach-child routes (spec §8). */
   bodyTooLargeAs400: (bytesMax: number) => new BrokerError(400, `body: larger than ${bytesMax} bytes`),
+  /** 400: message index of a batch produce breaks a rule (spec §4 batch: the first failing message decides). */
+  messageInvalid: (index: number, rule: string) => new BrokerError(400, `message ${index}: ${rule}`),
+  /** 400: a gzip or zstd batch body that does not decode (v3.2.0). */
+  undecodableBody: (encoding: string) => new BrokerError(400, `body: undecodable ${encoding} content`),
   // 401, 403 ------------------------------------------------------------------------------------------------
   /** 401: missing or wrong credentials (spec §5.1). */
   unauthorized: () => new BrokerError(401, 'missing or wrong credentials', { 'WWW-Authenticate': 'Basic realm="svc"' }),
@@ -89,6 +93,10 @@ export const errors = {
   // 413, 415 ------------------------------------------------------------------------------------------------
   /** 413: body over the route's cap (spec §8). */
   bodyTooLarge: (bytesMax: number) => new BrokerError(413, `body: larger than ${bytesMax} bytes`),
+  /** 413: a compressed batch body that decodes past the cap (spec §8: 16 MiB as sent and decoded). */
+  decodedTooLarge: (bytesMax: number) => new BrokerError(413, `body: larger than ${bytesMax} bytes decoded`),
+  /** 413: message index of a batch produce has a payload over the cap (spec §8 Single message payload). */
+  messageTooLarge: (index: number) => new BrokerError(413, `message ${index}: message too large`),
   /** 415: spec §5.6, no accepted content type and no X-Svc-Client. */
   unsupportedContentType: () =>
     new BrokerError(415, 'Content-Type must be application/json or application/octet-stream, or send X-Svc-Client'),
@@ -116,9 +124,8 @@ export const errors = {
   authenticationUnavailable: () => new BrokerError(500, 'authentication unavailable'),
   /** 500: the node could not do what was asked. */
   internal: (message = 'internal error') => new BrokerError(500, message),
-  /** 500, 503 or 4xx decided on a partition worker or pool thread ('failed' of thread_messages.ts, BatchParse):
-   *  those threads send a status and text, not yet an id of this catalog. */
-  threadFailure: (status: ErrorStatus, message: string) => new BrokerError(status, message),
+  /** 500: a partition worker could not read a record it holds (a read or a consume; the worker logs why). */
+  partitionUnreadable: () => new BrokerError(500, 'partition unreadable'),
   /** 501: a route whose work comes in a later release of this codebase. */
   notImplemented: () => new BrokerError(501, 'not implemented'),
   // 503 -----------------------------------------------------------------------------------------------------
@@ -126,6 +133,8 @@ export const errors = {
   batchBudgetFull: () => new BrokerError(503, 'batch body budget full, retry', retryAfter1),
   /** 503: graceful shutdown under way. */
   shuttingDown: () => new BrokerError(503, 'node shutting down', retryAfter1),
+  /** 503 without Retry-After: the partition worker is shutting down (its logs closed, or a parked take ended). */
+  partitionWorkerShuttingDown: () => new BrokerError(503, 'partition worker shutting down'),
   /** 503 without Retry-After: /healthz or /readyz not ready; the reason says why (spec §4 Health and metrics). */
   notReady: (reason: string) => new BrokerError(503, reason),
   /** 503: the partition lives on another node (no forwarding in this release; spec §7 partition owner down). */
@@ -184,6 +193,16 @@ export const metadataRefusalIds = [
   'stoppedUnconfirmed', 'membershipChangeRefused',
 ] as const satisfies readonly ErrorId[];
 export type MetadataRefusal = Refusal<(typeof metadataRefusalIds)[number]>;
+
+/** The ids a partition worker refuses a request with (its 'failed' answer, thread_messages.ts). */
+export const workerRefusalIds = ['partitionUnreadable', 'partitionWorkerShuttingDown'] as const satisfies readonly ErrorId[];
+export type WorkerRefusal = Refusal<(typeof workerRefusalIds)[number]>;
+
+/** The ids a batch produce body is refused with, on the front thread or a pool thread (BatchParse). */
+export const batchRefusalIds = [
+  'invalidJson', 'invalid', 'unknownField', 'messageInvalid', 'messageTooLarge', 'decodedTooLarge', 'undecodableBody',
+] as const satisfies readonly ErrorId[];
+export type BatchRefusal = Refusal<(typeof batchRefusalIds)[number]>;
 
 /** The refusal of another thread as the front answers it. */
 export function refusalError(refusal: Refusal): BrokerError {

@@ -75,7 +75,7 @@ export class ConsumeRoutes {
       (result) => this.readAnswer(msg.reqId, result),
       (err: unknown) => {
         this.host.logger.error({ err, topicId: msg.topicId, partition: msg.partition, offset: msg.offset }, 'read failed');
-        this.host.post({ kind: 'failed', reqId: msg.reqId, status: 500, error: 'partition unreadable' });
+        this.host.post({ kind: 'failed', reqId: msg.reqId, refusal: { id: 'partitionUnreadable', args: [] } });
       },
     );
   }
@@ -179,7 +179,7 @@ export class ConsumeRoutes {
       (err: unknown) => {
         this.host.logger.error({ err, topicId: msg.topicId }, 'read for consume failed');
         for (const t of taken) t.path.settle(t.leases, 'nack');
-        this.host.post({ kind: 'failed', reqId: msg.reqId, status: 500, error: 'partition unreadable' });
+        this.host.post({ kind: 'failed', reqId: msg.reqId, refusal: { id: 'partitionUnreadable', args: [] } });
       },
     );
   }
@@ -299,7 +299,7 @@ export class ConsumeRoutes {
   }
 
   private postShuttingDown(reqId: number): void {
-    this.host.post({ kind: 'failed', reqId, status: 503, error: 'partition worker shutting down' });
+    this.host.post({ kind: 'failed', reqId, refusal: { id: 'partitionWorkerShuttingDown', args: [] } });
   }
 }
 

@@ -2,7 +2,7 @@
 // tracks how far each has made it durable (so the ingress log can drop what every owner holds), and
 // carries request/reply messages (read, stats) with request ids. One instance per node.
 import type { Worker } from 'node:worker_threads';
-import { errors, type BrokerError, type ErrorStatus } from '../errors.js';
+import { refusalError, type BrokerError } from '../errors.js';
 import { workerForPartition } from '../protocol/ownership.js';
 import { assertNever, type FromWorker, type ToWorker } from '../protocol/thread_messages.js';
 
@@ -156,5 +156,5 @@ export class PartitionWorkers {
 
 /** Turns a worker's 'failed' answer into the error the handler throws. */
 export function workerFailure(reply: Reply): BrokerError | null {
-  return reply.kind === 'failed' ? errors.threadFailure(reply.status as ErrorStatus, reply.error) : null;
+  return reply.kind === 'failed' ? refusalError(reply.refusal) : null;
 }

@@ -1,5 +1,5 @@
 // A piscina task: decode (gzip, zstd) and parse a batch produce body that is too big to parse on the front
-// thread (over 1 MiB, or compressed). Runs on a pool thread; the front thread takes the records back.
+// thread (over 1 MiB, or compressed). Runs on a pool thread; the front thread takes the records, or a refusal, back.
 import { gunzip } from 'node:zlib';
 import { DecompressStream } from 'zstd-napi';
 import { parseBatchBody, type BatchLimits, type BatchParse } from '../protocol/batch_produce_body.js';
@@ -23,8 +23,8 @@ export default async function runBatchTask(task: BatchTask): Promise<BatchParse>
   try {
     body = await decode(task.body, task.encoding, task.decodedBytesMax);
   } catch (error) {
-    if (error instanceof DecodedTooLarge) return { ok: false, status: 413, error: `body: larger than ${task.decodedBytesMax} bytes decoded` };
-    return { ok: false, status: 400, error: `body: undecodable ${task.encoding} content` };
+    if (error instanceof DecodedTooLarge) return { ok: false, refusal: { id: 'decodedTooLarge', args: [task.decodedBytesMax] } };
+    return { ok: false, refusal: { id: 'undecodableBody', args: [task.encoding] } };
   }
   return parseBatchBody(body, task.partitions, task.limits);
 }

@@ -1,7 +1,9 @@
 // Parses and checks a batch produce body (spec §4 POST .../produce/batch, §8) into ingress records, all or
 // none: the first failing message decides the answer, prefixed `message <i>:`. Pure; runs on the front
-// thread for bodies up to 1 MiB and on a pool thread for bigger or compressed ones.
+// thread for bodies up to 1 MiB and on a pool thread for bigger or compressed ones. A failure is a refusal of the
+// error catalog (src/errors.ts), plain data that crosses the pool's port; the front answers refusalError of it.
 import { isUtf8 } from 'node:buffer';
+import type { BatchRefusal } from '../errors.js';
 import { PayloadKind, type IngressRecord } from './ingress_frame.js';
 import { findPayloadSpans, type Span } from './json_spans.js';
 import { lastStringEscaped, scanNumber, scanString, scanValue, skipJsonSpace } from './json_scan.js';
@@ -15,7 +17,7 @@ export interface BatchLimits {
 
 export type BatchParse =
   | { ok: true; records: IngressRecord[] }
-  | { ok: false; status: number; error: string };
+  | { ok: false; refusal: BatchRefusal };
 
 /** Records whose partition is still to be chosen by the node (no pin, no key) carry this partition. */
 export const partitionUnassigned = -1;
@@ -44,18 +46,20 @@ export function parseBatchBodyParsed(body: Uint8Array, partitions: number, limit
   try {
     document = JSON.parse(utf8.decode(body));
   } catch {
-    return fail(400, 'body: invalid JSON');
+    return refuse({ id: 'invalidJson', args: [] });
   }
   if (typeof document !== 'object' || document === null || Array.isArray(document)) {
-    return fail(400, 'body: must be a JSON object with messages');
+    return refuse({ id: 'invalid', args: ['body', 'must be a JSON object with messages'] });
   }
   for (const field of Object.keys(document)) {
-    if (field !== 'messages') return fail(400, `${field}: unknown field`);
+    if (field !== 'messages') return refuse({ id: 'unknownField', args: [field] });
   }
   const messages = (document as { messages?: unknown }).messages;
-  if (!Array.isArray(messages)) return fail(400, 'messages: required, an array of 1 to ' + limits.messagesMax + ' messages');
-  if (messages.length === 0) return fail(400, 'messages: must hold at least 1 message');
-  if (messages.length > limits.messagesMax) return fail(400, `messages: at most ${limits.messagesMax} messages`);
+  if (!Array.isArray(messages)) {
+    return refuse({ id: 'invalid', args: ['messages', `required, an array of 1 to ${limits.messagesMax} messages`] });
+  }
+  if (messages.length === 0) return refuse({ id: 'invalid', args: ['messages', 'must hold at least 1 message'] });
+  if (messages.length > limits.messagesMax) return refuse({ id: 'invalid', args: ['messages', `at most ${limits.messagesMax} messages`] });
   const spans = findPayloadSpans(body);
   const records: IngressRecord[] = new Array(messages.length);
   for (let i = 0; i < messages.length; i++) {
@@ -66,7 +70,10 @@ export function parseBatchBodyParsed(body: Uint8Array, partitions: number, limit
   return { ok: true, records };
 }
 
-/** One message, or the text of its error ("413 " marks a size error). */
+/** parseMessage's answer for a payload over the cap: 413, where every other rule it checks answers 400. */
+const payloadTooLarge = 'message too large';
+
+/** One message, or the rule it breaks (payloadTooLarge for a size error). */
 function parseMessage(
   message: unknown,
   body: Uint8Array,
@@ -96,7 +103,7 @@ function parseMessage(
     payloadKind = PayloadKind.Json;
   }
   if (payload.byteLength === 0) return 'payload: must not be empty';
-  if (payload.byteLength > limits.payloadBytesMax) return '413 message too large';
+  if (payload.byteLength > limits.payloadBytesMax) return payloadTooLarge;
 
   const keyEncoding = fields.key_encoding;
   let key: Uint8Array | null = null;
@@ -132,12 +139,12 @@ export function partitionForKey(key: Uint8Array, partitions: number): number {
   return fnv1a32(key) % partitions;
 }
 
-function fail(status: number, error: string): BatchParse {
-  return { ok: false, status, error };
+function refuse(refusal: BatchRefusal): BatchParse {
+  return { ok: false, refusal };
 }
 
-function messageFailure(index: number, error: string): BatchParse {
-  return fail(error.startsWith('413 ') ? 413 : 400, `message ${index}: ${error.replace(/^413 /, '')}`);
+function messageFailure(index: number, rule: string): BatchParse {
+  return refuse(rule === payloadTooLarge ? { id: 'messageTooLarge', args: [index] } : { id: 'messageInvalid', args: [index, rule] });
 }
 
 /** A message as JSON.parse would give its fields (payload only as far as parseMessage reads it), and its payload's

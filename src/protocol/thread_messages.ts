@@ -3,7 +3,7 @@
 // Uint8Array whose ArrayBuffer is in the transfer list. Orderings are written down in README.md here.
 import type { MetadataCommand, MetadataState } from './metadata_types.js';
 import type { ForgetReply } from './peer_messages.js';
-import type { MetadataRefusal } from '../errors.js';
+import type { MetadataRefusal, WorkerRefusal } from '../errors.js';
 import type { MessagePort } from 'node:worker_threads';
 import type { PayloadKind } from './ingress_frame.js';
 
@@ -169,8 +169,9 @@ export type FromWorker =
    *  the front wakes up to count long-poll waiters per topic. Losing one only delays a waiter to its wait's end.
    *  Sent only when the node has several workers: with one, every long poll parks on it (protocol/README.md). */
   | { kind: 'available'; topics: { topicId: string; count: number }[] }
-  /** Worker -> front: a request failed on the worker (status decided there: 500 unreadable, ...). */
-  | { kind: 'failed'; reqId: number; status: number; error: string }
+  /** Worker -> front: a request refused on the worker, as a catalog id and its arguments (src/errors.ts): the
+   *  front answers refusalError of it. */
+  | { kind: 'failed'; reqId: number; refusal: WorkerRefusal }
   /** Worker -> front: started; all partitions found on disk are open. */
   | { kind: 'ready' }
   | { kind: 'closed' };

@@ -2,6 +2,7 @@
 // payloads are kept byte for byte. Method: the pure parser on hand-written bodies; no node, no disk.
 import t from 'tap';
 import { parseBatchBody, partitionUnassigned, partitionForKey } from '../../src/protocol/batch_produce_body.js';
+import { refusalError } from '../../src/errors.js';
 import { findPayloadSpans } from '../../src/protocol/json_spans.js';
 import { PayloadKind } from '../../src/protocol/ingress_frame.js';
 import { classifyPayload, decodeBase64 } from '../../src/protocol/payload.js';
@@ -66,14 +67,17 @@ t.test('every failure names its message and nothing is returned', async (t) => {
     const parsed = parseBatchBody(enc(JSON.stringify(body)), 3, limits);
     t.notOk(parsed.ok, JSON.stringify(body).slice(0, 80));
     if (!parsed.ok) {
-      t.equal(parsed.status, status);
-      t.match(parsed.error, error);
+      const answered = refusalError(parsed.refusal);
+      t.equal(answered.status, status);
+      t.match(answered.message, error);
     }
   }
   const big = parseBatchBody(enc(JSON.stringify({ messages: [{ payload: 1 }, { payload: 'x'.repeat(2000) }] })), 3, { messagesMax: 1000, payloadBytesMax: 1000 });
-  t.same(big, { ok: false, status: 413, error: 'message 1: message too large' });
+  t.same(big, { ok: false, refusal: { id: 'messageTooLarge', args: [1] } });
+  if (!big.ok) t.same([refusalError(big.refusal).status, refusalError(big.refusal).message], [413, 'message 1: message too large']);
   const notJson = parseBatchBody(enc('{"messages":'), 3, limits);
-  t.same(notJson, { ok: false, status: 400, error: 'body: invalid JSON' });
+  t.same(notJson, { ok: false, refusal: { id: 'invalidJson', args: [] } });
+  if (!notJson.ok) t.equal(refusalError(notJson.refusal).message, 'body: invalid JSON');
 });
 
 t.test('payload classification and base64', async (t) => {

@@ -1,13 +1,14 @@
 // Goal: the error catalog (src/errors.ts) is the one complete list of the API's error answers: every entry is
-// documented, answers a status of spec §7's table, and the ids the metadata thread refuses with all name entries and
-// cross a port intact. Method: read the catalog's source for doc comments, call every entry, scan the metadata
-// thread's sources for the refusal ids they use; the @ts-expect-error lines fail the build if a refusal with the
-// wrong arguments compiled.
+// documented, answers a status of spec §7's table, and the ids the metadata thread, the partition workers and the
+// batch body parser (front or pool thread) refuse with all name entries and cross a port intact. Method: read the
+// catalog's source for doc comments, call every entry, scan each refusing thread's sources for the refusal ids they
+// use; the @ts-expect-error lines fail the build if a refusal with the wrong arguments compiled.
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import t from 'tap';
 import {
-  BrokerError, errors, metadataRefusalIds, refusalError, specErrorStatuses, type ErrorId, type MetadataRefusal, type Refusal,
+  BrokerError, batchRefusalIds, errors, metadataRefusalIds, refusalError, specErrorStatuses, workerRefusalIds,
+  type BatchRefusal, type ErrorId, type MetadataRefusal, type Refusal, type WorkerRefusal,
 } from '../../src/errors.js';
 
 const sourceRoot = new URL('../../../', import.meta.url);
@@ -34,15 +35,12 @@ t.test('every catalog entry has a doc comment right above it', async (t) => {
 t.test('every entry answers a status of spec §7, and only 404, 405 and 431 are plain text', async (t) => {
   const allowed: readonly number[] = specErrorStatuses;
   for (const id of ids) {
-    // threadFailure passes on a status another thread chose; its type admits only spec statuses.
-    if (id === 'threadFailure') continue;
     const error = sample(id);
     t.ok(error instanceof BrokerError, `${id} makes a BrokerError`);
     t.ok(allowed.includes(error.status), `${id} answers ${error.status}, a spec §7 status`);
     if (error.plainText) t.ok([404, 405, 431].includes(error.status), `${id} is plain text only as spec §7 says`);
   }
   t.equal(errors.authenticationUnavailable().status, 500, 'authentication unavailable is a 500 (spec §7 500 causes)');
-  t.equal(errors.threadFailure(503, 'partition worker shutting down').status, 503);
 });
 
 t.test('the metadata ids name catalog entries and cross a port as plain data', async (t) => {
@@ -56,20 +54,51 @@ t.test('the metadata ids name catalog entries and cross a port as plain data', a
   t.same(refusalError({ id: 'leaderUnreachable', args: [] }).headers, { 'Retry-After': '2' }, 'the catalog decides Retry-After');
 });
 
-t.test('every refusal id written in the metadata thread sources is a metadata id', async (t) => {
-  const dirs = ['src/raft/metadata', 'src/raft/shell'];
+t.test('the worker and batch ids name catalog entries with the texts the API answers', async (t) => {
+  for (const id of [...workerRefusalIds, ...batchRefusalIds]) t.type(errors[id], 'function', `${id} is a catalog entry`);
+  const worker: WorkerRefusal = { id: 'partitionWorkerShuttingDown', args: [] };
+  const shutdown = refusalError(structuredClone(worker));
+  t.same([shutdown.status, shutdown.message, shutdown.headers], [503, 'partition worker shutting down', {}]);
+  const unreadable = refusalError({ id: 'partitionUnreadable', args: [] });
+  t.same([unreadable.status, unreadable.message], [500, 'partition unreadable']);
+  const batch: BatchRefusal = { id: 'messageTooLarge', args: [7] };
+  const tooLarge = refusalError(structuredClone(batch));
+  t.same([tooLarge.status, tooLarge.message], [413, 'message 7: message too large']);
+  const decoded = refusalError({ id: 'decodedTooLarge', args: [16] });
+  t.same([decoded.status, decoded.message], [413, 'body: larger than 16 bytes decoded']);
+  const undecodable = refusalError({ id: 'undecodableBody', args: ['zstd'] });
+  t.same([undecodable.status, undecodable.message], [400, 'body: undecodable zstd content']);
+  const invalidMessage = refusalError({ id: 'messageInvalid', args: [2, 'payload: required'] });
+  t.same([invalidMessage.status, invalidMessage.message], [400, 'message 2: payload: required']);
+});
+
+/** The refusal ids written as literals in these source files, or in the .ts files under these directories. */
+async function refusalIdsIn(paths: string[]): Promise<Set<string>> {
   const used = new Set<string>();
-  for (const dir of dirs) {
-    const entries = await readdir(new URL(dir, sourceRoot), { recursive: true });
-    for (const name of entries.filter((e) => e.endsWith('.ts'))) {
-      const text = await readFile(new URL(join(dir, name), sourceRoot), 'utf8');
+  for (const path of paths) {
+    const files = path.endsWith('.ts')
+      ? [path]
+      : (await readdir(new URL(path, sourceRoot), { recursive: true })).filter((e) => e.endsWith('.ts')).map((e) => join(path, e));
+    for (const file of files) {
+      const text = await readFile(new URL(file, sourceRoot), 'utf8');
       for (const match of text.matchAll(/\{ id: '(\w+)', args: \[/g)) used.add(match[1]!);
       for (const match of text.matchAll(/id: code === 'unreachable' \? '(\w+)' : '(\w+)'/g)) used.add(match[1]!).add(match[2]!);
     }
   }
-  t.ok(used.size >= 10, `found the refusal literals (${used.size})`);
-  const metadataIds: readonly string[] = metadataRefusalIds;
-  for (const id of used) t.ok(metadataIds.includes(id), `${id} is in metadataRefusalIds`);
+  return used;
+}
+
+t.test('every refusal id written in a refusing thread\'s sources is in its id list', async (t) => {
+  const threads: [string, string[], readonly string[], number][] = [
+    ['metadataRefusalIds', ['src/raft/metadata', 'src/raft/shell'], metadataRefusalIds, 10],
+    ['workerRefusalIds', ['workers'], workerRefusalIds, 2],
+    ['batchRefusalIds', ['src/protocol/batch_produce_body.ts', 'src/pool/batch_task.ts'], batchRefusalIds, 7],
+  ];
+  for (const [list, paths, ids, least] of threads) {
+    const used = await refusalIdsIn(paths);
+    t.ok(used.size >= least, `${list}: found the refusal literals (${used.size})`);
+    for (const id of used) t.ok(ids.includes(id), `${id} is in ${list}`);
+  }
 });
 
 t.test('a refusal with the wrong arguments does not compile', async (t) => {
@@ -81,5 +110,11 @@ t.test('a refusal with the wrong arguments does not compile', async (t) => {
   const unknown: Refusal = { id: 'noSuchError', args: [] };
   // @ts-expect-error invalidJson is not an id the metadata thread refuses with
   const notMetadata: MetadataRefusal = { id: 'invalidJson', args: [] };
-  t.ok([wrongType, tooFew, unknown, notMetadata].length === 4);
+  // @ts-expect-error a partition worker does not refuse with invalidJson
+  const notWorker: WorkerRefusal = { id: 'invalidJson', args: [] };
+  // @ts-expect-error the batch parser does not refuse with partitionUnreadable
+  const notBatch: BatchRefusal = { id: 'partitionUnreadable', args: [] };
+  // @ts-expect-error messageTooLarge takes the message's index
+  const noIndex: BatchRefusal = { id: 'messageTooLarge', args: [] };
+  t.ok([wrongType, tooFew, unknown, notMetadata, notWorker, notBatch, noIndex].length === 7);
 });

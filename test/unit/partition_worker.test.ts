@@ -199,6 +199,11 @@ function dispatch(metaIndex: number, entries: IngressEntry[]): ToWorker {
   return { kind: 'dispatch', metaIndex, frames: buffer.subarray(0, framesBytes), lastSeq: entries.at(-1)!.seq };
 }
 
+/** A read answer's status, or the refusal id of a 'failed' one. */
+function readStatus(result: Extract<FromWorker, { kind: 'readResult' | 'failed' }>): string {
+  return result.kind === 'readResult' ? result.status : result.refusal.id;
+}
+
 function recordText(t: Test, result: Extract<FromWorker, { kind: 'readResult' | 'failed' }>): { payload: string; key: string | null } {
   t.equal(result.kind === 'readResult' && result.status, 'ok');
   const record = (result as { record: StoredRecordView }).record;
@@ -224,7 +229,7 @@ t.test('stores, reads, dedupes a replay, restarts and deletes', async (t) => {
   t.same(recordText(t, await w.read(topicA.id, 0, 1)), { payload: 'a2', key: null });
   t.same(recordText(t, await w.read(topicA.id, 1, 0)), { payload: 'a1', key: 'k1' });
   t.same(recordText(t, await w.read(topicA.id, 2, 0)), { payload: 'a3', key: 'k3' });
-  t.equal((await w.read(topicA.id, 0, 2)).status, 'past_end');
+  t.equal(readStatus(await w.read(topicA.id, 0, 2)), 'past_end');
   t.same(await readdir(join(dataDir, 'topics')), [topicA.id], 'records of an unknown topic are dropped');
   t.same((await readdir(join(dataDir, 'topics', topicA.id))).sort(), ['0', '1', '2'], 'partition 7 is beyond the count');
 
@@ -252,13 +257,13 @@ t.test('stores, reads, dedupes a replay, restarts and deletes', async (t) => {
   again.send(dispatch(5, [...entriesA, entry(4, topicA.id, [[0, 'a4']])]));
   await again.durable(4);
   t.same(recordText(t, await again.read(topicA.id, 0, 2)), { payload: 'a4', key: null }, 'only the new record after a restart');
-  t.equal((await again.read(topicA.id, 0, 3)).status, 'past_end');
+  t.equal(readStatus(await again.read(topicA.id, 0, 3)), 'past_end');
 
   again.metadataSend({ kind: 'committed', entries: [{ index: 6, command: { type: 'topic.delete', name: topicA.name, id: topicA.id } }] });
   await waitForAbsent(join(dataDir, 'topics', topicA.id));
   t.same(await readdir(join(dataDir, 'topics')), []);
   t.same(await again.stats(topicA.id, [0]), [{ index: 0, segments: 0, oldestOffset: 0, nextOffset: 0, highWatermark: 0, sizeBytes: 0 }]);
-  t.equal((await again.read(topicA.id, 0, 0)).status, 'past_end');
+  t.equal(readStatus(await again.read(topicA.id, 0, 0)), 'past_end');
   again.send(dispatch(6, [entry(5, topicA.id, [[0, 'after delete']])]));
   await again.durable(5);
   await t.rejects(stat(join(dataDir, 'topics', topicA.id)), { code: 'ENOENT' }, 'a deleted topic takes no records');
@@ -303,7 +308,7 @@ t.test('a record that fails its check on disk answers failed 500', async (t) => 
   bytes[dataEnd - 2] = bytes[dataEnd - 2]! ^ 0xff;
   await writeFile(segment, bytes);
   const result = await w.read(topicA.id, 0, 1);
-  t.same(result, { kind: 'failed', reqId: (result as { reqId: number }).reqId, status: 500, error: 'partition unreadable' });
+  t.same(result, { kind: 'failed', reqId: (result as { reqId: number }).reqId, refusal: { id: 'partitionUnreadable', args: [] } });
   t.same(recordText(t, await w.read(topicA.id, 0, 0)), { payload: 'a0', key: null }, 'other records still read');
 });
 
@@ -416,7 +421,7 @@ t.test('a lost unsynced tail is stored again at the same offsets when the ingres
   await second.take('available');
   const after = await Promise.all([0, 1, 2, 3, 4].map(async (o) => recordText(t, await second.read(topicA.id, p, o)).payload));
   t.same(after, before, 'every offset names the record it named before the loss');
-  t.equal((await second.read(topicA.id, p, 5)).status, 'past_end', 'nothing stored twice');
+  t.equal(readStatus(await second.read(topicA.id, p, 5)), 'past_end', 'nothing stored twice');
   t.equal(await second.shutdown(), 0);
   t.ok(second.inbox.some((m) => m.kind === 'durable' && m.seqUpTo === 3), 'a clean shutdown syncs and reports durable');
 });
@@ -463,7 +468,7 @@ t.test('a parked take waits on the worker: the flush that brings records answers
   w.send({ kind: 'take', reqId: 915, topicId: topicA.id, partitions: [p!], max: 1, park: true });
   w.send({ kind: 'shutdown' });
   const refused = await w.take('failed', (m) => m.reqId === 915);
-  t.equal(refused.status, 503, 'shutdown answers a parked take 503');
+  t.same(refused.refusal, { id: 'partitionWorkerShuttingDown', args: [] }, 'shutdown answers a parked take 503');
   await w.take('closed');
 });
 

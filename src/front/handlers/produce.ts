@@ -3,7 +3,7 @@
 // goes to the partition workers in the background. Front thread; routes.ts names these handlers, after server.ts
 // looked the topic up and checked the produce grant.
 import { limits } from '../../config.js';
-import { errors, type BrokerError, type ErrorStatus } from '../../errors.js';
+import { errors, refusalError, type BrokerError } from '../../errors.js';
 import { PayloadKind, type IngressEntry, type IngressRecord } from '../../protocol/ingress_frame.js';
 import { localPartitions, noLocalPartition, requireLocalPartition } from '../partition_owners.js';
 import { parseBatchBody, partitionForKey, partitionUnassigned, type BatchParse } from '../../protocol/batch_produce_body.js';
@@ -208,7 +208,7 @@ export async function onProduceBatch(ctx: RequestContext, s: RouteServices): Pro
     };
     parsed = (await s.workPool.run(task)) as BatchParse;
   }
-  if (!parsed.ok) throw errors.threadFailure(parsed.status as ErrorStatus, parsed.error);
+  if (!parsed.ok) throw refusalError(parsed.refusal);
   // The topic may have been deleted or grown while the pool worked; a deleted one is 404 now.
   const current = s.replica.topic(topic.name);
   if (current.id !== topic.id) throw errors.topicNotFound(topic.name);
