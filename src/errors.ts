@@ -20,6 +20,11 @@ export class BrokerError extends Error {
   }
 }
 
+/** A status that came from elsewhere (another node), held to spec §7's error statuses: anything else is a 500. */
+function errorStatusOr500(status: number): ErrorStatus {
+  return status >= 400 && (specErrorStatuses as readonly number[]).includes(status) ? (status as ErrorStatus) : 500;
+}
+
 /** Spec §7/§8: a 503 the client may retry at once, or after a second. */
 const retryAfter1 = { 'Retry-After': '1' } as const;
 /** Spec §7: leader unreachable, and committed but unconfirmed, both carry Retry-After: 2. */
@@ -173,6 +178,10 @@ export const errors = {
   /** 503 without Retry-After: new partitions' owners were not placed (a new leader still applying); retry. */
   partitionsNotPlaced: (topic: string) =>
     new BrokerError(503, `partitions: owners of the new partitions of topic ${topic} were not placed; retry`),
+  /** Any status: a refusal the leader on another node decided, relayed as it came in the wire shape every 3.2
+   *  release shares (src/protocol/peer_messages.ts PeerRefusal), with the leader's text and Retry-After. */
+  peerRefusal: (status: ErrorStatus, message: string, retryAfterSeconds?: number) =>
+    new BrokerError(errorStatusOr500(status), message, retryAfterSeconds === undefined ? {} : { 'Retry-After': String(retryAfterSeconds) }),
   /** 503 without Retry-After: an owner placed for a partition was forgotten before the entry applied; retry. */
   ownerNotMember: (owner: number) => new BrokerError(503, `partition owner ${owner} is not a cluster member; retry`),
 } as const;
@@ -190,7 +199,7 @@ export const metadataRefusalIds = [
   'memberNotFound', 'memberOwnsPartitions', 'memberAlive', 'forgetBreaksQuorum', 'userExists', 'userNotFound',
   'rootNotDeletable', 'rootGrantsFixed', 'metadataLogUnavailable', 'noLeader', 'leaderUnreachable',
   'leaderUnreachableMaybeCommitted', 'committedUnconfirmed', 'noLiveNode', 'leadershipChanged', 'changeUnconfirmed',
-  'stoppedUnconfirmed', 'membershipChangeRefused',
+  'stoppedUnconfirmed', 'membershipChangeRefused', 'peerRefusal',
 ] as const satisfies readonly ErrorId[];
 export type MetadataRefusal = Refusal<(typeof metadataRefusalIds)[number]>;
 

@@ -26,6 +26,21 @@ export type ProposeReply =
   /** refusal: a catalog id of src/errors.ts; the front answers its status, text and Retry-After. */
   | { ok: false; refusal: MetadataRefusal };
 
+/** A refusal as it crosses nodes: the wire shape every 3.2 release reads (status, text, Retry-After seconds), so
+ *  nodes of two releases still understand each other's replies during a rolling upgrade (spec §9). The catalog id
+ *  stays on the node that refused; src/raft/shell/peer_replies.ts converts both ways. */
+export interface PeerRefusal {
+  status: number;
+  error: string;
+  retryAfterSeconds?: number;
+}
+
+/** The answer to a forwarded 'propose' on the wire. */
+export type PeerProposeReply = { ok: true; index: number; term: number } | ({ ok: false } & PeerRefusal);
+
+/** The answer to a forwarded 'forget' on the wire: 204 when forgotten. */
+export type PeerForgetReply = { status: 204 } | PeerRefusal;
+
 export type JoinReply = { ok: true } | { ok: false; error: string };
 
 /** ok: forgotten (204); else a catalog id of src/errors.ts, answered with its status, text and Retry-After. */

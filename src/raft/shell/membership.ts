@@ -14,6 +14,7 @@ import type { ForgetReply, JoinReply, PeerMessage, PeerRequest, ProposeReply } f
 import type { ApplyOutcome } from './apply_waiters.js';
 import type { Liveness } from './liveness.js';
 import { applyFailure, forgetForwardTimeoutMs, forwardTimeoutMs } from './proposal_outcomes.js';
+import { forgetReplyFromPeer } from './peer_replies.js';
 import { refusalText, type MetadataRefusal } from '../../errors.js';
 import type { ChannelEndpoint } from '../../transport/channel.js';
 
@@ -179,7 +180,7 @@ export class Membership {
     if (status.role !== 'leader') {
       if (status.leader === 0 || this.host.transport === null) return refused({ id: 'noLeader', args: [] });
       try {
-        return (await this.host.transport.request(status.leader, { kind: 'forget', id } satisfies PeerRequest, forgetForwardTimeoutMs)) as ForgetReply;
+        return forgetReplyFromPeer(await this.host.transport.request(status.leader, { kind: 'forget', id } satisfies PeerRequest, forgetForwardTimeoutMs));
       } catch {
         return refused({ id: 'leaderUnreachable', args: [] });
       }

@@ -23,6 +23,7 @@ import { ApplyWaiters } from './apply_waiters.js';
 import { Liveness } from './liveness.js';
 import { Membership } from './membership.js';
 import { applyFailure, forwardTimeoutMs, proposalTimeoutMs } from './proposal_outcomes.js';
+import { proposeReplyFromPeer, proposeReplyToPeer, forgetReplyToPeer } from './peer_replies.js';
 import type { MetadataRefusal } from '../../errors.js';
 import type { SqliteRaftStorage } from './storage_sqlite.js';
 import type { ChannelEndpoint } from '../../transport/channel.js';
@@ -168,11 +169,11 @@ export class MetadataShell {
     const request = raw as PeerRequest;
     switch (request?.kind) {
       case 'propose':
-        return this.proposeAsLeader(request.command);
+        return this.proposeAsLeader(request.command).then(proposeReplyToPeer);
       case 'join':
         return this.membership.onJoinRequest(request);
       case 'forget':
-        return this.membership.forget(request.id);
+        return this.membership.forget(request.id).then(forgetReplyToPeer);
       case 'commitIndex': {
         const status = this.core.status();
         const reply: CommitIndexReply = status.role === 'leader' ? { ok: true, commit: status.commit } : { ok: false, error: 'not the leader' };
@@ -319,7 +320,7 @@ export class MetadataShell {
     const leader = status.leader;
     this.transport.request(leader, { kind: 'propose', command } satisfies PeerRequest, forwardTimeoutMs).then(
       (raw) => {
-        const reply = raw as ProposeReply;
+        const reply = proposeReplyFromPeer(raw);
         if (!reply.ok) return fail(reply.refusal);
         // Committed on the leader: answered once this replica applied it too.
         this.waiters.wait(reply.index, reply.term, this.appliedIndex, Date.now() + proposalTimeoutMs, (outcome) => {
@@ -377,7 +378,7 @@ export class MetadataShell {
     if (status.leader === 0 || this.transport === null) return Promise.resolve({ ok: false, refusal: { id: 'noLeader', args: [] } });
     return this.transport
       .request(status.leader, { kind: 'propose', command } satisfies PeerRequest, forwardTimeoutMs)
-      .then((raw) => raw as ProposeReply, (): ProposeReply => ({ ok: false, refusal: { id: 'leaderUnreachable', args: [] } }));
+      .then(proposeReplyFromPeer, (): ProposeReply => ({ ok: false, refusal: { id: 'leaderUnreachable', args: [] } }));
   }
 
   // ------------------------------------------------------------------------------------------------
