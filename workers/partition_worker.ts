@@ -264,7 +264,7 @@ class PartitionWorker implements ConsumeHost {
 
   private syncWaiterWake(waiter: number): void {
     const wake = this.syncWaiters.get(waiter);
-    assert(wake !== undefined, `sync waiter ${waiter} woken twice`);
+    if (wake === undefined) assert.fail(`sync waiter ${waiter} woken twice`);
     this.syncWaiters.delete(waiter);
     wake();
   }

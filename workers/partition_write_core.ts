@@ -111,7 +111,13 @@ interface Deletion<L> {
 class WriteCoreError extends Error {}
 
 function check(condition: boolean, message: string): asserts condition {
-  if (!condition) throw new WriteCoreError(`partition write core: ${message}`);
+  if (!condition) fail(message);
+}
+
+/** For checks whose message interpolates values: written `if (!cond) fail(...)` so the text is built only on failure
+ *  (a command runs per dispatch and per round, and a template literal per check would run each time). */
+function fail(message: string): never {
+  throw new WriteCoreError(`partition write core: ${message}`);
 }
 
 export class PartitionWriteCore<L, D extends HeldDispatch> {
@@ -153,8 +159,8 @@ export class PartitionWriteCore<L, D extends HeldDispatch> {
   }
 
   handle(cmd: WriteCommand<L, D>, nowMs: number): WriteEffect<L, D>[] {
-    check(Number.isFinite(nowMs), `nowMs ${nowMs}`);
-    check(!this.stagePending || cmd.kind === 'staged', `${cmd.kind} while a stage effect is unanswered`);
+    if (!Number.isFinite(nowMs)) fail(`nowMs ${nowMs}`);
+    if (this.stagePending && cmd.kind !== 'staged') fail(`${cmd.kind} while a stage effect is unanswered`);
     this.nowMs = Math.max(this.nowMs, nowMs);
     this.effects = [];
     this.apply(cmd);
@@ -229,7 +235,7 @@ export class PartitionWriteCore<L, D extends HeldDispatch> {
 
   private onOpened(log: L, highWatermark: number, cursors: readonly CursorEntry[]): void {
     check(!this.states.has(log), 'a log opened twice');
-    check(Number.isSafeInteger(highWatermark) && highWatermark >= 0, `opened at ${highWatermark}`);
+    if (!Number.isSafeInteger(highWatermark) || highWatermark < 0) fail(`opened at ${highWatermark}`);
     const state = this.stateNew(highWatermark, cursors);
     this.states.set(log, state);
   }
@@ -251,7 +257,7 @@ export class PartitionWriteCore<L, D extends HeldDispatch> {
 
   private onStaged(seqUpTo: number, logs: Iterable<L>): void {
     check(this.stagePending, 'staged without a stage effect');
-    check(this.uncoveredSeq === null || seqUpTo >= this.uncoveredSeq, `staged seq ${seqUpTo} goes back`);
+    if (this.uncoveredSeq !== null && seqUpTo < this.uncoveredSeq) fail(`staged seq ${seqUpTo} goes back`);
     this.stagePending = false;
     for (const log of logs) {
       if (!this.states.has(log)) this.states.set(log, this.stateNew(0, []));
@@ -287,8 +293,8 @@ export class PartitionWriteCore<L, D extends HeldDispatch> {
   /** A flush moves the high watermark (and the synced offset: a roll syncs the sealed segment). A sync moves only the
    *  synced offset, up to the high watermark of the last flushDone: a flush still running may have written more. */
   private positionApply(position: LogPosition<L>, state: LogState, fromFlush: boolean): void {
-    check(position.highWatermark >= state.highWatermark, `high watermark ${position.highWatermark} went back`);
-    check(position.syncedOffset <= position.highWatermark, `synced ${position.syncedOffset} above written`);
+    if (position.highWatermark < state.highWatermark) fail(`high watermark ${position.highWatermark} went back`);
+    if (position.syncedOffset > position.highWatermark) fail(`synced ${position.syncedOffset} above written`);
     if (fromFlush) state.highWatermark = position.highWatermark;
     state.syncedOffset = Math.max(state.syncedOffset, Math.min(position.syncedOffset, state.highWatermark));
     let dropped = 0;
@@ -324,12 +330,12 @@ export class PartitionWriteCore<L, D extends HeldDispatch> {
 
   /** The walk over the logs with unsynced records runs once per report (a round), not once per command. */
   private durableEmit(seqUpTo: number): void {
-    check(seqUpTo >= this.durableSeq, `durable ${seqUpTo} after ${this.durableSeq}`);
+    if (seqUpTo < this.durableSeq) fail(`durable ${seqUpTo} after ${this.durableSeq}`);
     for (const log of this.unsyncedRoundLogs) {
       const state = this.states.get(log)!;
       check(state.syncedOffset < state.highWatermark, 'a log listed unsynced with everything synced');
       const oldest = state.unsyncedRounds[0];
-      check(oldest === undefined || oldest.seqUpTo > seqUpTo, `durable ${seqUpTo} while records of ${oldest?.seqUpTo} are unsynced`);
+      if (oldest !== undefined && oldest.seqUpTo <= seqUpTo) fail(`durable ${seqUpTo} while records of ${oldest?.seqUpTo} are unsynced`);
     }
     this.durableSeq = seqUpTo;
     this.effects.push({ kind: 'durable', seqUpTo });
@@ -436,9 +442,9 @@ export class PartitionWriteCore<L, D extends HeldDispatch> {
 
   private onCursorSet(log: L, name: string, offset: number): void {
     const state = this.states.get(log);
-    check(state !== undefined, `cursor ${name} of an unknown log`);
-    check(Number.isSafeInteger(offset) && offset >= 0, `cursor ${name} at ${offset}`);
-    check(offset <= state.highWatermark, `cursor ${name} at ${offset} above the high watermark ${state.highWatermark}`);
+    if (state === undefined) fail(`cursor ${name} of an unknown log`);
+    if (!Number.isSafeInteger(offset) || offset < 0) fail(`cursor ${name} at ${offset}`);
+    if (offset > state.highWatermark) fail(`cursor ${name} at ${offset} above the high watermark ${state.highWatermark}`);
     state.cursors.set(name, offset);
     this.cursorsPersistTry(log);
   }
