@@ -1,12 +1,19 @@
 // The durable ack state of one partition (frontier and acked set), kept as the cursor "ack" of the partition's
 // cursor log (cursor_log.ts), which also reads the acks.log a directory written before cursor logs holds. Runs on
-// the partition worker thread that owns the partition; partition_worker.ts opens it, partition_read_path.ts writes
-// it. Lifecycle: open (recovery), then one write at a time, then close.
+// the partition worker thread that owns the partition; partition_cursor_logs.ts opens the cursor log and closes it,
+// partition_read_path.ts writes the ack state through it. open and close serve a partition's ack state alone.
+
 import { ackCursorDecode, ackCursorEncode, ackCursorName, CursorLog, type CursorStore } from './cursor_log.js';
 import type { AckState } from './lease_table.js';
 
 /** The lowest unacked offset and the offsets acked above it, strictly ascending (the lease table's shape). */
 export type { AckState };
+
+/** A partition's ack state as found at start, and the log its read path writes the next one to. */
+export interface RestoredAcks {
+  log: AckLog;
+  state: AckState | null;
+}
 
 export class AckLog {
   private constructor(
@@ -16,12 +23,12 @@ export class AckLog {
 
   /** Opens the partition's cursor log (the directory may not exist yet) and returns the ack state it holds, or
    *  null when it holds none. */
-  static async open(partitionDir: string, opts: { bytesMax?: number } = {}): Promise<{ log: AckLog; state: AckState | null }> {
+  static async open(partitionDir: string, opts: { bytesMax?: number } = {}): Promise<RestoredAcks> {
     return AckLog.over(await CursorLog.open(partitionDir, opts), partitionDir);
   }
 
   /** The ack state kept in cursors (a memory cursor log in the simulation); where names them in errors. */
-  static over(cursors: CursorStore, where: string): { log: AckLog; state: AckState | null } {
+  static over(cursors: CursorStore, where: string): RestoredAcks {
     const cursor = cursors.get(ackCursorName);
     const state = cursor === null ? null : ackCursorDecode(cursor, `${where} cursor ${ackCursorName}`);
     return { log: new AckLog(cursors), state };

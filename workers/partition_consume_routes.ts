@@ -1,5 +1,5 @@
 // The consume side of a partition worker (runs on its thread, called only from the worker's port loop): reads,
-// stats, takes (and long polls parked here), settles, releases and lags, routed to each partition's
+// stats, takes (and long polls parked here), settles, releases and partition counters, routed to each partition's
 // PartitionReadPath, built the first time the partition is committed to, consumed or settled. The write side
 // (partition_worker.ts and its pure write core) tells it of new high watermarks, retention and deleted topics.
 // Lifecycle: built at worker start; close() at shutdown writes the last ack states.
@@ -7,9 +7,9 @@ import assert from 'node:assert/strict';
 import type { Logger } from 'pino';
 import { messageJsonPrefix, messageJsonText } from '../src/protocol/message_json.js';
 import { forEachJoinedHandle, formatReceiptHandle, handleSeparator } from '../src/protocol/receipt_handle.js';
-import type { FromWorker, PartitionLagView, PartitionStatsView, SettleMode, StoredRecordView, ToWorker } from '../src/protocol/thread_messages.js';
+import type { FromWorker, PartitionCountersView, PartitionStatsView, SettleMode, StoredRecordView, ToWorker } from '../src/protocol/thread_messages.js';
 import type { TopicRecord } from '../src/protocol/metadata_types.js';
-import type { AckLog, AckState } from './ack_log.js';
+import type { RestoredAcks } from './ack_log.js';
 import type { ActorConfig, HeldLease, Lease } from './partition_actor.js';
 import { ParkedTakes, type TakeRequest } from './parked_takes.js';
 import { PartitionReadPath } from './partition_read_path.js';
@@ -26,11 +26,6 @@ interface Leased {
   partition: number;
   path: PartitionReadPath;
   leases: Lease[];
-}
-/** An ack log found at start, until the partition's read path takes it over. */
-export interface RestoredAcks {
-  log: AckLog;
-  state: AckState | null;
 }
 
 /** What the consume side needs of the worker: its partition table, its port and its fail-stop. */
@@ -190,13 +185,13 @@ export class ConsumeRoutes {
     this.host.post({ kind: 'settledResult', reqId: msg.reqId, statuses }, [statuses.buffer as ArrayBuffer]);
   }
 
-  onLags(reqId: number): void {
-    const lags: PartitionLagView[] = [];
+  onCounters(reqId: number): void {
+    const counters: PartitionCountersView[] = [];
     for (const [log, path] of this.readPaths) {
       const key = this.host.table.keyOf(log);
-      if (key !== undefined) lags.push({ topicId: key.topicId, partition: key.partition, lag: path.lag(), consumed: path.consumed });
+      if (key !== undefined) counters.push({ topicId: key.topicId, partition: key.partition, lag: path.lag(), consumed: path.consumed });
     }
-    this.host.post({ kind: 'lagsResult', reqId, lags });
+    this.host.post({ kind: 'countersResult', reqId, counters });
   }
 
   onRelease(msg: ReleaseRequest): void {

@@ -3,14 +3,14 @@
 // of named cursors (fan-out copy, remote link and partition-move cursors). Runs on the partition worker thread; the
 // worker shell opens a partition's log at start or on first use, and closes it when the topic is deleted or the
 // worker shuts down, after both writers are done.
-import { AckLog } from './ack_log.js';
+import { AckLog, type RestoredAcks } from './ack_log.js';
 import type { CursorEntry } from './partition_cursors.js';
 import { ackCursorName, CursorLog } from './cursor_log.js';
 import type { SegmentStore } from './segment_store.js';
 
 /** What a partition's cursor log held at start, split by writer. */
 export interface RestoredCursors {
-  acks: ReturnType<typeof AckLog.over>;
+  acks: RestoredAcks;
   /** The write core's named cursors: every cursor but the ack state. */
   cursors: CursorEntry[];
 }

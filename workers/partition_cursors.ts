@@ -23,21 +23,9 @@ export class PartitionCursors {
     this.persistedOffsetMax = this.offsetMax();
   }
 
-  get size(): number {
-    return this.offsets.size;
-  }
-
   /** Whether a persist is wanted and none is in flight. */
   get persistWanted(): boolean {
     return this.changed && !this.persisting;
-  }
-
-  get persistInFlight(): boolean {
-    return this.persisting;
-  }
-
-  get idle(): boolean {
-    return !this.changed && !this.persisting;
   }
 
   get persistedMax(): number {

@@ -95,8 +95,8 @@ class PartitionWorker implements ConsumeHost {
         return this.routes.onSettle(msg);
       case 'release':
         return this.routes.onRelease(msg);
-      case 'lags':
-        return this.routes.onLags(msg.reqId);
+      case 'counters':
+        return this.routes.onCounters(msg.reqId);
       case 'shutdown':
         if (this.shuttingDownFlag) return;
         this.shuttingDownFlag = true;

@@ -2,7 +2,7 @@
 // replica can judge them, flush rounds (records written, then visible), sync rounds (fdatasync, then 'durable'),
 // retention rounds, topic deletion, shutdown drain and each partition's cursor table. handle(command, nowMs) returns
 // the effects the shell (partition_worker.ts) performs in order; the shell feeds completions back as commands. Runs
-// on the partition worker thread, called only from its port loop. No clock, timers, I/O or awaits: generic over L,
+// on the partition worker thread, called by its shell from the port loop, timers and I/O completions. No clock, timers, I/O or awaits: generic over L,
 // the shell's handle for one partition's log, which the core only compares by identity.
 import { PartitionCursors, type CursorEntry } from './partition_cursors.js';
 

@@ -2,7 +2,8 @@
 // the other): segments <baseOffset>.log (frames [u32 len][u32 crc32][record], segment_record.ts) and their dense .idx
 // (segment_index.ts), under the directory partition_dirs.ts names. Tests can fail its append, sync, roll and
 // recovery truncate through fault_points.ts. Runs on the partition worker
-// thread that owns the partition; only partition_worker.ts calls it. Lifecycle: open (recovery) or
+// thread that owns the partition; only that worker's modules (partition_worker.ts, partition_table.ts, the consume
+// routes and read paths) call it. Lifecycle: open (recovery) or
 // createEmpty, then stage/flush/sync/read/retain in any order (one flush or retain at a time; a sync may run beside
 // a flush, and what would close its handle waits for it), then close or destroy. flush() writes and moves
 // highWatermark, so readers see records once they are in the page cache; sync() fdatasyncs them

@@ -136,7 +136,7 @@ export class PartitionWorkers {
       case 'statsResult':
       case 'taken':
       case 'settledResult':
-      case 'lagsResult':
+      case 'countersResult':
       case 'failed': {
         const resolve = this.pending.get(message.reqId);
         this.pending.delete(message.reqId);

@@ -4,7 +4,7 @@
 import { Counter, Gauge, Registry } from 'prom-client';
 import type { PartitionWorkers } from './dispatch.js';
 import type { MetadataReplica } from './metadata_replica.js';
-import type { PartitionLagView } from '../protocol/thread_messages.js';
+import type { PartitionCountersView } from '../protocol/thread_messages.js';
 
 export class Metrics {
   readonly registry = new Registry();
@@ -20,11 +20,11 @@ export class Metrics {
     this.registerPartitionSeries(replica, workers);
   }
 
-  /** The series the partition workers count, by topic and partition: one 'lags' request per worker serves a whole
+  /** The series the partition workers count, by topic and partition: one 'counters' request per worker serves a whole
    *  scrape (both collectors run in it at once and share the request in flight). */
   private registerPartitionSeries(replica: MetadataReplica, workers: PartitionWorkers): void {
-    let inFlight: Promise<{ name: string; view: PartitionLagView }[]> | null = null;
-    const report = (): Promise<{ name: string; view: PartitionLagView }[]> => {
+    let inFlight: Promise<{ name: string; view: PartitionCountersView }[]> | null = null;
+    const report = (): Promise<{ name: string; view: PartitionCountersView }[]> => {
       inFlight ??= partitionReport(replica, workers).finally(() => (inFlight = null));
       return inFlight;
     };
@@ -158,13 +158,13 @@ export class Metrics {
 }
 
 /** Every worker's partition counters, named by the topics this node's metadata copy still holds. */
-async function partitionReport(replica: MetadataReplica, workers: PartitionWorkers): Promise<{ name: string; view: PartitionLagView }[]> {
+async function partitionReport(replica: MetadataReplica, workers: PartitionWorkers): Promise<{ name: string; view: PartitionCountersView }[]> {
   const names = new Map([...replica.state.topics.values()].map((t) => [t.id, t.name]));
-  const replies = await Promise.all(Array.from({ length: workers.count }, (_, i) => workers.request(i, { kind: 'lags' })));
-  const named: { name: string; view: PartitionLagView }[] = [];
+  const replies = await Promise.all(Array.from({ length: workers.count }, (_, i) => workers.request(i, { kind: 'counters' })));
+  const named: { name: string; view: PartitionCountersView }[] = [];
   for (const reply of replies) {
-    if (reply.kind !== 'lagsResult') continue;
-    for (const view of reply.lags) {
+    if (reply.kind !== 'countersResult') continue;
+    for (const view of reply.counters) {
       const name = names.get(view.topicId);
       if (name !== undefined) named.push({ name, view });
     }

@@ -107,7 +107,7 @@ export interface PartitionStatsView {
 }
 
 /** One partition's consume counters as a worker reports them for a metrics scrape. */
-export interface PartitionLagView {
+export interface PartitionCountersView {
   topicId: string;
   partition: number;
   /** High watermark minus the acked frontier. */
@@ -144,8 +144,8 @@ export type ToWorker =
    *  handles: as for 'settle'. */
   | { kind: 'release'; topicId: string; handles: string }
   /** Front -> worker: consumer lag, and messages handed out under a lease since start, of every partition this
-   *  worker has a read path for (metrics scrape). Answered by 'lagsResult'. */
-  | { kind: 'lags'; reqId: number }
+   *  worker has a read path for (metrics scrape). Answered by 'countersResult'. */
+  | { kind: 'counters'; reqId: number }
   /** Front -> worker: finish what was dispatched, sync, close files; answered by 'closed'. */
   | { kind: 'shutdown' };
 
@@ -164,7 +164,7 @@ export type FromWorker =
   /** statuses[i] answers the i-th handle of the 'settle'; its buffer is transferred. */
   | { kind: 'settledResult'; reqId: number; statuses: Uint16Array }
   /** lag = high watermark - frontier (spec §4 metrics svc_consumer_lag_messages). */
-  | { kind: 'lagsResult'; reqId: number; lags: PartitionLagView[] }
+  | { kind: 'countersResult'; reqId: number; counters: PartitionCountersView[] }
   /** Worker -> front, unasked: messages of these topics became deliverable (commit, lease expiry, nack, freed cap);
    *  the front wakes up to count long-poll waiters per topic. Losing one only delays a waiter to its wait's end.
    *  Sent only when the node has several workers: with one, every long poll parks on it (protocol/README.md). */

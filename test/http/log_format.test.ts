@@ -62,6 +62,8 @@ t.test('generated password on stderr, stdout all JSON lines', async (t) => {
     }
   }
   t.pass(`${lines.length} stdout lines, each a JSON record`);
+  const banner = /\nRoot admin created\. Log in as user "admin" with password: \S+\n\(saved to [^\n]*\)\n\n/;
+  t.equal(stderr.replace(banner, ''), '', 'stderr holds the banner and nothing else: every thread logs JSON on stdout');
 });
 
 function envWithout(name: string): NodeJS.ProcessEnv {
