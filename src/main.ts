@@ -17,7 +17,7 @@ import type { NodeLifecycle } from './front/handlers/health.js';
 import { IngressLog } from './front/ingress_log.js';
 import { MetadataReplica } from './front/metadata_replica.js';
 import { Metrics } from './front/metrics.js';
-import { FrontServer } from './front/server.js';
+import { FrontServer, ListenRefused } from './front/server.js';
 import type { FrontServices } from './front/services.js';
 import type { BcryptTask } from './pool/bcrypt_task.js';
 import type { ClusterThreadConfig, MetadataThreadData, PartitionWorkerData, ToMetadata } from './protocol/thread_messages.js';
@@ -74,7 +74,8 @@ async function main(): Promise<void> {
   const loginHint = loneNode ? await rootAdmin() : null;
 
   const server = new FrontServer(uws, services, lifecycle, authPool);
-  const port = await server.listen(config['node.host'], config['node.port']);
+  // A port another process holds ends the start here, before anything is answered (issue 27 point 2).
+  const port = await exitUnless(() => server.listen(config['node.host'], config['node.port']), (error) => error instanceof ListenRefused, 1);
   lifecycle.startupDone = true;
   announceApiAddress(cluster, metadataThread, port);
   log.info({ port, host: config['node.host'], dataDir, nodeId, workers: workers.count }, 'listening');

@@ -21,6 +21,12 @@ import { apiRoutes, metricsRoutes, type HandlerResult, type RouteEntry } from '.
 import type { FrontServices, RouteServices } from './services.js';
 
 type uWSModule = typeof import('uWebSockets.js');
+/** LIBUS_LISTEN_EXCLUSIVE_PORT of uWS's ListenOptions: bind without SO_REUSEPORT. The native module takes
+ *  (host, port, options, cb), which its typings leave out. */
+const listenExclusivePort = 1;
+/** A listener could not bind: the node refuses to start (main.ts prints the message and exits 1). */
+export class ListenRefused extends Error {}
+type ListenWithOptions = (host: string, port: number, options: number, cb: (socket: us_listen_socket | false) => void) => TemplatedApp;
 
 /** Spec §5.6: a charset or other parameter after the type is fine. */
 const acceptedContentTypes = new Set(['application/json', 'application/octet-stream']);
@@ -81,11 +87,14 @@ export class FrontServer {
     return apiPort;
   }
 
+  /** Binds without SO_REUSEPORT (uWS's default would share the port): a second node started on a port already
+   *  taken must refuse to start, not split the connections between two brokers with different data. */
   private listenApp(app: TemplatedApp, host: string, port: number): Promise<number> {
     return new Promise((resolve, reject) => {
-      app.listen(host, port, (socket) => {
+      const listen = app.listen as unknown as ListenWithOptions;
+      listen.call(app, host, port, listenExclusivePort, (socket) => {
         if (socket === false) {
-          reject(new Error(`cannot listen on ${host}:${port}`));
+          reject(new ListenRefused(`cannot listen on ${host}:${port}: the port is in use (or the address is not this host's)`));
           return;
         }
         this.listenSockets.push(socket);
