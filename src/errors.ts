@@ -36,6 +36,9 @@ export const errors = {
   invalid: (field: string, rule: string) => new BrokerError(400, `${field}: ${rule}`),
   /** 400: the request as a whole is malformed (no field to name). */
   badRequest: (message: string) => new BrokerError(400, message),
+  /** 400: the message's framing is ambiguous (RFC 9112 §6.3: Content-Length given twice with different values);
+   *  answered before any route, and the connection closes. */
+  badFraming: (rule: string) => new BrokerError(400, rule),
   /** 400: the body is not one JSON text. */
   invalidJson: () => new BrokerError(400, 'body: invalid JSON'),
   /** 400: a body field the route does not know (spec §7: bodies are strict). */

@@ -129,6 +129,12 @@ export class FrontServer {
       this.writeEarly(res, errors.headersTooLarge(), 'unmatched', method, hasBody);
       return;
     }
+    const framingFault = scan.framingFault;
+    if (framingFault !== null) {
+      // Nothing of the body is read or stored, and the connection closes: the next bytes cannot be framed.
+      this.writeEarly(res, errors.badFraming(framingFault), 'unmatched', method, true);
+      return;
+    }
     const match = routes.match(method, path);
     if (match.kind === 'not_found') {
       this.writeEarly(res, errors.routeNotFound(), 'unmatched', method, hasBody);
@@ -282,6 +288,9 @@ class HeaderScan {
   bytes = 0;
   contentLength: number | null = null;
   chunked = false;
+  /** Why the message's framing cannot be trusted (RFC 9112 §6.3), or null: set by the scan, read before any route. */
+  framingFault: string | null = null;
+  private contentLengthSeen = false;
   private authorization = '';
   private contentType = '';
   private contentEncoding = '';
@@ -292,19 +301,33 @@ class HeaderScan {
     switch (name) {
       case 'authorization': this.authorization = value; break;
       case 'content-type': this.contentType = value; break;
-      case 'content-length': this.contentLength = decimalOrNull(value); break;
+      case 'content-length': this.contentLengthVisit(value); break;
       case 'content-encoding': this.contentEncoding = value; break;
       case 'x-svc-client': this.svcClient = value; break;
       case 'transfer-encoding': this.chunked = true; break;
     }
   };
 
+  /** RFC 9112 §6.3: two lengths that differ leave the message's end unknown; a proxy and this node could then split
+   *  the bytes into different requests (request smuggling). uWS itself closes the connection, unanswered, on a length
+   *  that is not a decimal and on a length beside Transfer-Encoding (test/http/framing.test.ts), so those never
+   *  reach here. */
+  private contentLengthVisit(value: string): void {
+    const length = decimalOrNull(value);
+    if (this.contentLengthSeen && length !== this.contentLength) this.framingFault = 'Content-Length: given twice with different values';
+    this.contentLengthSeen = true;
+    this.contentLength = length;
+  }
+
   /** Before a request's forEach. The header fields need no reset: the previous request's take() emptied them. */
   start(requestLineBytes: number): void {
     this.bytes = requestLineBytes;
     this.contentLength = null;
     this.chunked = false;
+    this.framingFault = null;
+    this.contentLengthSeen = false;
   }
+
 
   /** The scanned headers; the scan lets go of them, so it keeps no credential until the next request (the
    *  authenticator keeps the last one it checked, docs/decisions.md). */
