@@ -116,7 +116,8 @@ export async function bcryptHash(pool: Piscina, password: string, cost: number):
 }
 
 export function parseBasic(authorization: string): { username: string; password: string } | null {
-  const match = /^Basic +([A-Za-z0-9+/=]+) *$/i.exec(authorization);
+  // Strict base64 (RFC 7617, RFC 4648 §4): padding only at the end, so bytes after it do not decode to the same user.
+  const match = /^Basic +((?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}(?:==)?|[A-Za-z0-9+/]{3}=?)?) *$/i.exec(authorization);
   if (match === null) return null;
   const decoded = Buffer.from(match[1]!, 'base64').toString('utf8');
   const colon = decoded.indexOf(':');

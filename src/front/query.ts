@@ -29,7 +29,8 @@ export class Query {
     const text = this.get(name);
     if (text === undefined) return undefined;
     const value = /^-?\d+$/.test(text) ? Number(text) : NaN;
-    if (!Number.isSafeInteger(value) || value < min || value > max) {
+    // '-0' is not how any integer is written (it would pass as 0 below).
+    if (!Number.isSafeInteger(value) || Object.is(value, -0) || value < min || value > max) {
       throw errors.invalid(name, rule ?? `must be an integer from ${min} to ${max}`);
     }
     return value;

@@ -135,6 +135,10 @@ export class FrontServer {
       this.writeEarly(res, errors.badFraming(framingFault), 'unmatched', method, true);
       return;
     }
+    if (scan.headerFault !== null) {
+      this.writeEarly(res, errors.badRequest(scan.headerFault), 'unmatched', method, hasBody);
+      return;
+    }
     const match = routes.match(method, path);
     if (match.kind === 'not_found') {
       this.writeEarly(res, errors.routeNotFound(), 'unmatched', method, hasBody);
@@ -291,6 +295,9 @@ class HeaderScan {
   /** Why the message's framing cannot be trusted (RFC 9112 §6.3), or null: set by the scan, read before any route. */
   framingFault: string | null = null;
   private contentLengthSeen = false;
+  /** A header given in a way that makes the request malformed (answered 400 before any route), or null. */
+  headerFault: string | null = null;
+  private authorizationSeen = false;
   private authorization = '';
   private contentType = '';
   private contentEncoding = '';
@@ -299,7 +306,7 @@ class HeaderScan {
   readonly visit = (name: string, value: string): void => {
     this.bytes += name.length + value.length + 4;
     switch (name) {
-      case 'authorization': this.authorization = value; break;
+      case 'authorization': this.authorizationVisit(value); break;
       case 'content-type': this.contentType = value; break;
       case 'content-length': this.contentLengthVisit(value); break;
       case 'content-encoding': this.contentEncoding = value; break;
@@ -312,6 +319,14 @@ class HeaderScan {
    *  the bytes into different requests (request smuggling). uWS itself closes the connection, unanswered, on a length
    *  that is not a decimal and on a length beside Transfer-Encoding (test/http/framing.test.ts), so those never
    *  reach here. */
+  /** RFC 9110 §11.6.2: Authorization holds one credential; two fields make the request malformed, whichever a
+   *  proxy or this node would pick. */
+  private authorizationVisit(value: string): void {
+    if (this.authorizationSeen) this.headerFault = 'Authorization: given more than once';
+    this.authorizationSeen = true;
+    this.authorization = value;
+  }
+
   private contentLengthVisit(value: string): void {
     const length = decimalOrNull(value);
     if (this.contentLengthSeen && length !== this.contentLength) this.framingFault = 'Content-Length: given twice with different values';
@@ -326,6 +341,8 @@ class HeaderScan {
     this.chunked = false;
     this.framingFault = null;
     this.contentLengthSeen = false;
+    this.headerFault = null;
+    this.authorizationSeen = false;
   }
 
 
