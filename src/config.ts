@@ -22,6 +22,9 @@ export const limits = {
   request_body_bytes_max: 1 * MiB,
   /** Bytes, as sent and as decoded. Spec §8 Batch produce body (v3.2.0): over it 413. */
   batch_produce_body_bytes_max: 16 * MiB,
+  /** Bytes of a body over its cap that the node reads and drops before it answers 413 (400 on user routes), so a
+   *  client still sending can read the answer (spec §8); past it the node answers and closes at once. */
+  body_drain_bytes_max: 64 * MiB,
   /** Messages. Spec §8 Messages per batch produce (v3.2.0): over it 400. */
   batch_produce_messages_max: 1000,
   /** Bytes of one message payload. Spec §8 Single message payload: over it 413 (`message <i>: message too large`). */

@@ -2,6 +2,7 @@
 // 1 MiB, a share of the node's batch body budget (http.max_batch_body_bytes_in_flight). Reading starts
 // synchronously in the uWS handler, because uWS drops data that arrives before onData is attached.
 import type { HttpResponse } from 'uWebSockets.js';
+import { limits } from '../config.js';
 import { BrokerError, errors } from '../errors.js';
 import type { BodyRule } from './routes.js';
 import { grownOwnBytes, unzeroedOwnBytes } from '../util/owned_bytes.js';
@@ -55,6 +56,12 @@ export class BodyReader {
   private donePromise: Promise<Uint8Array> | null = null;
   /** The body went to its listener as uWS's own chunk, which is gone now. */
   private handedInPlace = false;
+  /** Set once the answer is decided while the client still sends: the rest is counted and dropped, then this runs. */
+  private drainWaiter: (() => void) | null = null;
+  /** Refused for its size: its answer waits for the rest of the body (drainThen), where other early answers (a full
+   *  budget, 401, 404) are written at once and close, so a load-shedding refusal costs no reading. */
+  oversize = false;
+  private drainedBytes = 0;
   /** What has arrived so far: the first `received` bytes of `buffer`; null until a chunk is copied. */
   private buffer: Uint8Array | null = null;
   private received = 0;
@@ -76,9 +83,7 @@ export class BodyReader {
     if (failed !== null) {
       // Answer without reading: the caller closes the connection so the rest of the body is never parsed.
       this.fail(failed);
-      res.onData((_chunk, isLast) => {
-        if (isLast) this.receiving = false;
-      });
+      res.onData((chunk, isLast) => this.onDropped(chunk.byteLength, isLast));
       return;
     }
     res.onData((chunk, isLast) => this.onChunk(chunk, isLast));
@@ -102,6 +107,28 @@ export class BodyReader {
   abort(): void {
     this.receiving = false;
     this.fail(errors.clientGone());
+    this.drained();
+  }
+
+  /** A body refused for its size while the client still sends: what is left of it is read and dropped (up to
+   *  limits.body_drain_bytes_max), then `then` runs, so a client that sends its whole body before it reads, as
+   *  Node's fetch does, reads the answer instead of a reset. `receiving` then says whether the drain was cut short. */
+  drainThen(then: () => void): void {
+    this.buffer = null;
+    this.drainWaiter = then;
+    if (!this.receiving) this.drained();
+  }
+
+  private onDropped(bytes: number, isLast: boolean): void {
+    this.drainedBytes += bytes;
+    if (isLast) this.receiving = false;
+    if (!this.receiving || this.drainedBytes > limits.body_drain_bytes_max) this.drained();
+  }
+
+  private drained(): void {
+    const then = this.drainWaiter;
+    this.drainWaiter = null;
+    then?.();
   }
 
   /** Gives back the budget share; called once when the request is answered. */
@@ -111,6 +138,7 @@ export class BodyReader {
   }
 
   private onChunk(chunk: ArrayBuffer, isLast: boolean): void {
+    if (this.drainWaiter !== null) return this.onDropped(chunk.byteLength, isLast);
     if (this.failure === null) {
       const bytes = new Uint8Array(chunk);
       // Exactly the length checked against the cap and the budget before the first byte came; anything else is copied
@@ -146,6 +174,7 @@ export class BodyReader {
   }
 
   private tooLarge(): BrokerError {
+    this.oversize = true;
     return this.rule.oversizeStatus === 400 ? errors.bodyTooLargeAs400(this.rule.bytesMax) : errors.bodyTooLarge(this.rule.bytesMax);
   }
 

@@ -255,11 +255,24 @@ export class FrontServer {
     ctx.finish();
     this.services.metrics.countRequest(pattern, ctx.method, ctx.aborted ? 499 : reply.status);
     if (ctx.aborted) return;
-    // An answer given while the client still sends its body closes the connection, so the unread rest of
+    const body = ctx.bodyReader;
+    if (body !== undefined && body.receiving && body.oversize) {
+      body.drainThen(() => this.finishAfterDrain(res, ctx, reply));
+      return;
+    }
+    // Any other answer given while the client still sends its body closes the connection, so the unread rest of
     // the body is never taken for the next request.
-    const close = ctx.bodyReader?.receiving === true;
+    const close = body?.receiving === true;
     if (corked) this.corkedWriter.write(res, reply, close);
     else writeReply(res, reply, close);
+  }
+
+  /** A 413 (400 on user routes) decided while the client was still sending: written once the rest of the body was
+   *  dropped, so a client that sends its whole body before it reads (Node's fetch) reads it (spec §8). If the drain
+   *  was cut short (limits.body_drain_bytes_max) the connection closes after it. */
+  private finishAfterDrain(res: HttpResponse, ctx: RequestContext, reply: Reply): void {
+    if (ctx.aborted) return;
+    this.corkedWriter.write(res, reply, ctx.bodyReader?.receiving === true);
   }
 
   /** Answers before any handler ran (431, 404, 405, 503 shutting down). */

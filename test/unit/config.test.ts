@@ -100,6 +100,7 @@ t.test('limits keep their spec values', async (t) => {
   t.strictSame(limits, {
     request_body_bytes_max: 1_048_576,
     batch_produce_body_bytes_max: 16_777_216,
+    body_drain_bytes_max: 67_108_864,
     batch_produce_messages_max: 1000,
     payload_bytes_max: 1_048_576,
     batch_ack_body_bytes_max: 65_536,
