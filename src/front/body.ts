@@ -81,7 +81,8 @@ export class BodyReader {
       return;
     }
     if (failed !== null) {
-      // Answer without reading: the caller closes the connection so the rest of the body is never parsed.
+      // Answered without reading it: a size refusal drops the rest before its answer (drainThen), any other closes
+      // the connection after answering, so the rest is never parsed as a request.
       this.fail(failed);
       res.onData((chunk, isLast) => this.onDropped(chunk.byteLength, isLast));
       return;
