@@ -1,9 +1,8 @@
 // The durable ack state of one partition (frontier and acked set), kept as the cursor "ack" of the partition's
 // cursor log (cursor_log.ts), which also reads the acks.log a directory written before cursor logs holds. Runs on
 // the partition worker thread that owns the partition; partition_cursor_logs.ts opens the cursor log and closes it,
-// partition_read_path.ts writes the ack state through it. open and close serve a partition's ack state alone.
-
-import { ackCursorDecode, ackCursorEncode, ackCursorName, CursorLog, type CursorStore } from './cursor_log.js';
+// partition_read_path.ts writes the ack state through it.
+import { ackCursorDecode, ackCursorEncode, ackCursorName, type CursorStore } from './cursor_log.js';
 import type { AckState } from './lease_table.js';
 
 /** The lowest unacked offset and the offsets acked above it, strictly ascending (the lease table's shape). */
@@ -21,12 +20,6 @@ export class AckLog {
     readonly cursors: CursorStore,
   ) {}
 
-  /** Opens the partition's cursor log (the directory may not exist yet) and returns the ack state it holds, or
-   *  null when it holds none. */
-  static async open(partitionDir: string, opts: { bytesMax?: number } = {}): Promise<RestoredAcks> {
-    return AckLog.over(await CursorLog.open(partitionDir, opts), partitionDir);
-  }
-
   /** The ack state kept in cursors (a memory cursor log in the simulation); where names them in errors. */
   static over(cursors: CursorStore, where: string): RestoredAcks {
     const cursor = cursors.get(ackCursorName);
@@ -37,9 +30,5 @@ export class AckLog {
   /** Writes the ack state and fdatasyncs it; it is durable when this resolves. */
   async write(state: AckState): Promise<void> {
     await this.cursors.write([[ackCursorName, ackCursorEncode(state)]]);
-  }
-
-  async close(): Promise<void> {
-    await this.cursors.close();
   }
 }

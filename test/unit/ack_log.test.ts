@@ -8,8 +8,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Packr } from 'msgpackr';
 import { encodeFrame } from '../../src/util/frame.js';
-import { AckLog, type AckState } from '../../workers/ack_log.js';
-import { MemoryCursorLog } from '../../workers/cursor_log.js';
+import { AckLog, type AckState, type RestoredAcks } from '../../workers/ack_log.js';
+import { CursorLog, MemoryCursorLog } from '../../workers/cursor_log.js';
 
 /** A partition directory that does not exist yet, as for a partition with no records. */
 async function tempPartitionDir(t: Test): Promise<string> {
@@ -18,10 +18,10 @@ async function tempPartitionDir(t: Test): Promise<string> {
   return join(dir, 'topics', '0123456789abcdef', '0');
 }
 
-async function reopen(t: Test, dir: string): Promise<{ log: AckLog; state: AckState | null }> {
-  const opened = await AckLog.open(dir);
-  t.teardown(() => opened.log.close());
-  return opened;
+async function reopen(t: Test, dir: string): Promise<RestoredAcks> {
+  const cursors = await CursorLog.open(dir);
+  t.teardown(() => cursors.close());
+  return AckLog.over(cursors, dir);
 }
 
 function snapshot(frontier: number): AckState {
@@ -35,7 +35,7 @@ t.test('an absent partition directory opens empty and is created by the first wr
   await t.rejects(stat(dir), { code: 'ENOENT' }, 'open creates nothing');
   await log.write({ frontier: 0, acked: [] });
   t.same(await readdir(dir), ['cursors.log']);
-  await log.close();
+  await log.cursors.close();
   t.same((await reopen(t, dir)).state, { frontier: 0, acked: [] });
 });
 
@@ -45,7 +45,7 @@ t.test('reopen returns the last state written, beside the partition\'s other cur
   for (let frontier = 0; frontier < 5; frontier++) await log.write(snapshot(frontier));
   await log.cursors.write([['fanout:x', { offset: 2, state: null }]]);
   await log.write({ frontier: 10, acked: [11, 12, 40, 1_000_000] });
-  await log.close();
+  await log.cursors.close();
   const again = await reopen(t, dir);
   t.same(again.state, { frontier: 10, acked: [11, 12, 40, 1_000_000] });
   t.same(again.log.cursors.get('fanout:x'), { offset: 2, state: null });
@@ -58,7 +58,7 @@ t.test('only valid states are written', async (t) => {
   await t.rejects(log.write({ frontier: 5, acked: [5] }), /not above 5/, 'the frontier is unacked');
   await t.rejects(log.write({ frontier: 5, acked: [8, 7] }), /not above 8/);
   await t.rejects(log.write({ frontier: -1, acked: [] }), /frontier -1 invalid/);
-  await log.close();
+  await log.cursors.close();
   await t.rejects(log.write(snapshot(2)), /closed/);
   t.same((await reopen(t, dir)).state, snapshot(1));
 });
@@ -72,7 +72,7 @@ t.test('a directory written by the ack log before cursor logs restores its ack s
   const { log, state } = await reopen(t, dir);
   t.same(state, snapshot(8));
   await log.write(snapshot(9));
-  await log.close();
+  await log.cursors.close();
   t.same(await readdir(dir), ['cursors.log'], 'the first write migrated acks.log');
   t.same((await reopen(t, dir)).state, snapshot(9));
 });
