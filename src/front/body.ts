@@ -58,9 +58,7 @@ export class BodyReader {
   private handedInPlace = false;
   /** Set once the answer is decided while the client still sends: the rest is counted and dropped, then this runs. */
   private drainWaiter: (() => void) | null = null;
-  /** Refused for its size: its answer waits for the rest of the body (drainThen), where other early answers (a full
-   *  budget, 401, 404) are written at once and close, so a load-shedding refusal costs no reading. */
-  oversize = false;
+  private refusedForSize = false;
   private drainedBytes = 0;
   /** What has arrived so far: the first `received` bytes of `buffer`; null until a chunk is copied. */
   private buffer: Uint8Array | null = null;
@@ -109,6 +107,12 @@ export class BodyReader {
     this.receiving = false;
     this.fail(errors.clientGone());
     this.drained();
+  }
+
+  /** Refused for its size: its answer waits for the rest of the body (drainThen), where other early answers (a full
+   *  budget, 401, 404) are written at once and close, so a load-shedding refusal costs no reading. */
+  get oversize(): boolean {
+    return this.refusedForSize;
   }
 
   /** A body refused for its size while the client still sends: what is left of it is read and dropped (up to
@@ -175,7 +179,7 @@ export class BodyReader {
   }
 
   private tooLarge(): BrokerError {
-    this.oversize = true;
+    this.refusedForSize = true;
     return this.rule.oversizeStatus === 400 ? errors.bodyTooLargeAs400(this.rule.bytesMax) : errors.bodyTooLarge(this.rule.bytesMax);
   }
 

@@ -26,8 +26,8 @@ export default async function runBatchTask(task: BatchTask): Promise<BatchParse>
   return parseBatchBody(body, task.partitions, task.limits);
 }
 
-function decode(body: Uint8Array, encoding: BodyEncoding, bytesMax: number): Promise<Uint8Array> {
-  if (encoding === 'identity') return Promise.resolve(body);
+async function decode(body: Uint8Array, encoding: BodyEncoding, bytesMax: number): Promise<Uint8Array> {
+  if (encoding === 'identity') return body;
   if (encoding === 'gzip') {
     return new Promise((resolve, reject) => {
       gunzip(body, { maxOutputLength: bytesMax }, (error, result) => {
@@ -36,9 +36,5 @@ function decode(body: Uint8Array, encoding: BodyEncoding, bytesMax: number): Pro
       });
     });
   }
-  try {
-    return Promise.resolve(zstdDecodeBounded(body, bytesMax));
-  } catch (error) {
-    return Promise.reject(error);
-  }
+  return zstdDecodeBounded(body, bytesMax);
 }
