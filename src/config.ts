@@ -199,7 +199,7 @@ export const settings = {
   /** Least severe log level written (pino levels). Flag --log-level. */
   'log.level': enumSetting(['fatal', 'error', 'warn', 'info', 'debug', 'trace'], 'info'),
   /** Bytes of a request's header block. Spec §8 Request headers: over it 431 (plain text). At most 96 KiB: this
-   *  uWS build resets, without an answer, any block past about 126 KiB, so a higher limit could not be answered. */
+   *  uWS build resets, without an answer, any block past about 124 KiB, so a higher limit could not be answered. */
   'http.max_header_bytes': intSetting(64 * KiB, 4 * KiB, 96 * KiB),
   /** Longest consume long-poll (ms once resolved). Spec §8 Consume wait, NOTES 4: a longer `wait` is clamped
    *  and X-Svc-Wait-Clamped carries the value used. */

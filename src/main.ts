@@ -26,12 +26,6 @@ import { DataDirLockedError, lockDataDir } from './util/data_dir_lock.js';
 import { createLogger, type Logger } from './util/log.js';
 import { refusalText } from './errors.js';
 
-/** uWS must let through header blocks over http.max_header_bytes so the handler can answer 431: past its own buffer
- *  uWS resets the connection without an answer. Measured with this build: it never takes more than about 126 KiB
- *  whatever it is given, and under CPU load a buffer of only max + 64 KiB still reset most 66-70 KiB blocks (a block
- *  split across reads), while 1 MiB of room answered every block up to ~126 KiB (docs/decisions.md). */
-const uwsHeaderSlackBytes = 1024 * 1024;
-
 async function main(): Promise<void> {
   const loaded = await configOrExit();
   if (loaded.help !== undefined) {
@@ -45,7 +39,6 @@ async function main(): Promise<void> {
   const lock = await exitUnless(() => lockDataDir(dataDir), (error) => error instanceof DataDirLockedError, 1);
   const cluster = await exitUnless(async () => clusterThreadConfig(config, await loadNodeId(dataDir, config['cluster.node_id'])), () => true, 2);
   const nodeId = cluster.nodeId;
-  process.env.UWS_HTTP_MAX_HEADERS_SIZE = String(config['http.max_header_bytes'] + uwsHeaderSlackBytes);
   const uws = (await import('uWebSockets.js')).default;
 
   const lifecycle: NodeLifecycle = { startupDone: false, shuttingDown: false };

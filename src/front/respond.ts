@@ -40,14 +40,19 @@ export function plainReply(status: number, text: string, headers?: Record<string
   return { status, body: text, contentType: textType, headers };
 }
 
-/** Writes a reply; must run inside res.cork when called after an await (the caller corks). */
-export function writeReply(res: HttpResponse, reply: Reply, closeConnection = false): void {
+/** Writes a reply; must run inside res.cork when called after an await (the caller corks). The answer to a HEAD
+ *  has no body and no Content-Length (RFC 9110 §8.6 lets it omit one): this uWS build writes nothing at all when
+ *  endWithoutBody gets any argument, so the connection stays open even where another answer would close it; uWS's
+ *  parser frames a HEAD's body by its own length whether or not it is read. */
+export function writeReply(res: HttpResponse, reply: Reply, closeConnection = false, head = false): void {
   res.writeStatus(statusLine(reply.status));
   if (reply.contentType !== undefined && reply.body !== undefined) res.writeHeader('Content-Type', reply.contentType);
   if (reply.headers !== undefined) {
     for (const name in reply.headers) res.writeHeader(name, reply.headers[name]!);
   }
-  if (reply.body === undefined) {
+  if (head) {
+    res.endWithoutBody();
+  } else if (reply.body === undefined) {
     // An empty end() writes Content-Length: 0. endWithoutBody() is not used: this uWS build then writes a
     // garbage Content-Length on a 204, and clients wait for a body that never comes.
     res.end(undefined, closeConnection);

@@ -14,7 +14,7 @@ import type { deferred, RequestContext } from './request_context.js';
 import type { Reply } from './respond.js';
 import type { RouteServices } from './services.js';
 
-export type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+export type Method = 'GET' | 'HEAD' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 export type HandlerResult = Reply | typeof deferred | Promise<Reply | typeof deferred>;
 /** A handler answers by returning a Reply, a promise of one, or `deferred` and then ctx.respond / ctx.fail. */
 export type Handler = (ctx: RequestContext, services: RouteServices) => HandlerResult;
@@ -63,6 +63,15 @@ const bodyBatchProduce: BodyRule = { bytesMax: limits.batch_produce_body_bytes_m
 
 type Row = [Method, string, Handler, RouteGrant, BodyRule?];
 
+/** Health answers HEAD as GET without a body (RFC 9110 §9.3.2), for load balancers that check with HEAD; no other
+ *  route does, since HEAD of a consume would lease messages (docs/decisions.md "HEAD"). */
+const healthRows: Row[] = [
+  ['GET', '/healthz', health.onHealthz, 'public'],
+  ['HEAD', '/healthz', health.onHealthz, 'public'],
+  ['GET', '/readyz', health.onReadyz, 'public'],
+  ['HEAD', '/readyz', health.onReadyz, 'public'],
+];
+
 /** Rows in the order of spec §4; a row is [method, pattern, handler, grant, body rule]. */
 const apiRows: Row[] = [
   ['POST', '/v1/topics', topics.onCreateTopic, 'topic.create', body1MiB],
@@ -96,16 +105,14 @@ const apiRows: Row[] = [
   ['PATCH', '/v1/remotes/{name}', later.onRemote, 'remote', bodyRemotes],
   ['DELETE', '/v1/remotes/{name}', later.onRemote, 'remote'],
   ['POST', '/v1/remotes/{name}/test', later.onRemote, 'remote', bodyRemotes],
-  ['GET', '/healthz', health.onHealthz, 'public'],
-  ['GET', '/readyz', health.onReadyz, 'public'],
+  ...healthRows,
   // Answers 404 when http.metrics_addr serves the metrics instead (health.onApiMetrics).
   ['GET', '/metrics', health.onApiMetrics, 'metrics'],
 ];
 
 /** The routes of http.metrics_addr, when set: health and metrics, no credentials. */
 const metricsRows: Row[] = [
-  ['GET', '/healthz', health.onHealthz, 'public'],
-  ['GET', '/readyz', health.onReadyz, 'public'],
+  ...healthRows,
   ['GET', '/metrics', health.onMetrics, 'public'],
 ];
 

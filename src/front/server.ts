@@ -117,8 +117,8 @@ export class FrontServer {
     const path = req.getUrl();
     const rawQuery = req.getQuery() ?? '';
     const scan = this.headerScan;
-    // Request line and terminating CRLFs count too; uWS itself allows more (UWS_HTTP_MAX_HEADERS_SIZE is set
-    // above http.max_header_bytes at load), so the spec's 431 is decided here.
+    // Request line and terminating CRLFs count too. uWS hands over any block that reached it in one read (up to
+    // about 124 KiB), so the spec's 431 is decided here (docs/decisions.md "Header blocks and uWS").
     scan.start(method.length + path.length + rawQuery.length + 16);
     req.forEach(scan.visit);
     const headers = scan.take();
@@ -263,8 +263,9 @@ export class FrontServer {
     // Any other answer given while the client still sends its body closes the connection, so the unread rest of
     // the body is never taken for the next request.
     const close = body?.receiving === true;
-    if (corked) this.corkedWriter.write(res, reply, close);
-    else writeReply(res, reply, close);
+    const head = ctx.method === 'HEAD';
+    if (corked) this.corkedWriter.write(res, reply, close, head);
+    else writeReply(res, reply, close, head);
   }
 
   /** A 413 (400 on user routes) decided while the client was still sending: written once the rest of the body was
@@ -272,14 +273,15 @@ export class FrontServer {
    *  was cut short (limits.body_drain_bytes_max) the connection closes after it. */
   private finishAfterDrain(res: HttpResponse, ctx: RequestContext, reply: Reply): void {
     if (ctx.aborted) return;
-    this.corkedWriter.write(res, reply, ctx.bodyReader?.receiving === true);
+    this.corkedWriter.write(res, reply, ctx.bodyReader?.receiving === true, false);
   }
 
   /** Answers before any handler ran (431, 404, 405, 503 shutting down). */
   private writeEarly(res: HttpResponse, error: BrokerError, route: string, method: string, hasBody: boolean): void {
     this.services.metrics.countRequest(route, method, error.status);
     // A body we never read must not be taken for the next request: close after answering.
-    writeReply(res, error.plainText ? plainReply(error.status, error.message, error.headers) : errorReply(error), hasBody);
+    writeReply(res, error.plainText ? plainReply(error.status, error.message, error.headers) : errorReply(error), hasBody,
+      method === 'HEAD');
   }
 }
 
@@ -389,12 +391,14 @@ class CorkedWriter {
   private res: HttpResponse | null = null;
   private reply: Reply | null = null;
   private close = false;
-  private readonly writeCorked = (): void => writeReply(this.res!, this.reply!, this.close);
+  private head = false;
+  private readonly writeCorked = (): void => writeReply(this.res!, this.reply!, this.close, this.head);
 
-  write(res: HttpResponse, reply: Reply, close: boolean): void {
+  write(res: HttpResponse, reply: Reply, close: boolean, head: boolean): void {
     this.res = res;
     this.reply = reply;
     this.close = close;
+    this.head = head;
     try {
       res.cork(this.writeCorked);
     } finally {

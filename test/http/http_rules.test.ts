@@ -242,9 +242,9 @@ t.test('default http.max_header_bytes is 64 KiB', async (t) => {
   const plain = await startNodeFor(t);
   const client = new Client(plain.url, plain.auth);
   t.equal((await client.get('/v1/topics', { headers: { 'x-big': 'x'.repeat(10 * 1024) } })).status, 200, '10 KB header is fine');
-  // uWS may reset a large header block split across reads under heavy CPU load, with no answer at all, on either
-  // side of the limit (docs/decisions.md "431 and uWS"): such an attempt is tried again after a pause, so that the
-  // retries do not fall in the same busy moment of the machine; any answer must be the right one.
+  // uWS closes a block over 4 KiB that reached it in more than one read, with no answer, on either side of the limit
+  // (docs/decisions.md "Header blocks and uWS"): such an attempt is tried again after a pause, so that the retries do
+  // not fall in the same busy moment of the machine; any answer must be the right one.
   const attemptsMax = 4;
   const answered = async (label: string, xBigBytes: number): Promise<Awaited<ReturnType<typeof rawRequest>> | undefined> => {
     const request = `GET /v1/topics HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: ${plain.auth}\r\nX-Big: ${'x'.repeat(xBigBytes)}\r\nConnection: close\r\n\r\n`;
