@@ -63,6 +63,16 @@ export const limits = {
   error_text_bytes_max: 2048,
   /** Bytes of one schema document. Spec §8 Schema document: over it 400. */
   schema_doc_bytes_max: 256 * KiB,
+  /** Levels of objects and arrays in a schema document. Spec §8 Schema document: deeper is 400. */
+  schema_doc_depth_max: 64,
+  /** Versions in one topic's schema history. Spec §8 Schema versions per topic: the next one is 409. */
+  schema_versions_max: 1000,
+  /** Bytes of one topic's schema history. Spec §8 Stored schema history (v3.1.0): past it 409. */
+  schema_topic_history_bytes_max: 4 * MiB,
+  /** Bytes of every topic's schema history in the cluster (each child's copy counted). Spec §8: past it 409. */
+  schema_cluster_history_bytes_max: 256 * MiB,
+  /** Levels of objects and arrays in a payload checked against a schema. Spec §8 (v3.1.0): deeper is 400. */
+  schema_payload_depth_max: 256,
   /** Bytes of a body on the remotes routes (and reencrypt-remotes). Spec §7 413, §8: over it 413. */
   remotes_body_bytes_max: 128 * KiB,
   /** Milliseconds (365 days) of a delay child's fanout_delay_ms. Spec §8 Delay child delay: over it 400. */

@@ -94,6 +94,18 @@ export const errors = {
   /** 409: forget whose removal from the voters could break quorum (spec §7 409). */
   forgetBreaksQuorum: (id: number, aliveCount: number, remainingCount: number) =>
     new BrokerError(409, `forgetting member ${id} could break quorum: ${aliveCount} of the remaining ${remainingCount} voters are alive`),
+  /** 409: schema_base_version is not the topic's current version (spec §4 PATCH). */
+  schemaBaseVersionMismatch: (current: number, given: number) =>
+    new BrokerError(409, `schema_base_version: ${given} is not the current version ${current}`),
+  /** 409: the topic holds schema_versions_max versions (spec §8). */
+  schemaVersionsFull: (versionsMax: number) => new BrokerError(409, `schema: the topic holds ${versionsMax} versions, the most it may`),
+  /** 409: the topic's schema history would pass its byte budget (spec §8, v3.1.0). */
+  schemaTopicBudget: (bytesMax: number) => new BrokerError(409, `schema: the topic's schema history would pass ${bytesMax} bytes`),
+  /** 409: the cluster's schema histories would pass their byte budget (spec §8, v3.1.0). */
+  schemaClusterBudget: (bytesMax: number) => new BrokerError(409, `schema: the cluster's schema histories would pass ${bytesMax} bytes`),
+  /** 409: another schema version was registered between the compatibility check and the write, twice in a row
+   *  (spec §7 409: topic changed since it was read). */
+  schemaChangedUnderRequest: (name: string) => new BrokerError(409, `topic ${name} changed while the request ran, twice in a row; retry`),
   /** 410: replay of an offset below the oldest kept one (spec §4 Consume). */
   offsetAgedOut: (offset: number) => new BrokerError(410, `offset ${offset} aged out by retention`),
   /** 410: the lease of a receipt handle is gone (spec §3 Lease, §7 410). */
@@ -200,7 +212,8 @@ export type Refusal<K extends ErrorId = ErrorId> = K extends ErrorId ? { id: K; 
 export const metadataRefusalIds = [
   'topicExists', 'topicNameConflict', 'topicNotFound', 'partitionsNotGrown', 'partitionsNotPlaced', 'ownerNotMember',
   'memberNotFound', 'memberOwnsPartitions', 'memberAlive', 'forgetBreaksQuorum', 'userExists', 'userNotFound',
-  'rootNotDeletable', 'rootGrantsFixed', 'metadataLogUnavailable', 'noLeader', 'leaderUnreachable',
+  'rootNotDeletable', 'rootGrantsFixed', 'schemaBaseVersionMismatch', 'schemaVersionsFull', 'schemaTopicBudget',
+  'schemaClusterBudget', 'schemaChangedUnderRequest', 'metadataLogUnavailable', 'noLeader', 'leaderUnreachable',
   'leaderUnreachableMaybeCommitted', 'committedUnconfirmed', 'noLiveNode', 'leadershipChanged', 'changeUnconfirmed',
   'stoppedUnconfirmed', 'membershipChangeRefused', 'peerRefusal',
 ] as const satisfies readonly ErrorId[];

@@ -5,6 +5,7 @@ import type { ForgetReply } from '../protocol/peer_messages.js';
 import type { Worker } from 'node:worker_threads';
 import { errors, refusalError } from '../errors.js';
 import type { MetadataCommand, MetadataState, TopicRecord } from '../protocol/metadata_types.js';
+import { currentSchemaOf } from '../raft/metadata/schemas.js';
 import { applyCommand, emptyMetadataState, type ApplyResult } from '../raft/metadata/state.js';
 import { assertNever, type ClusterStatus, type CommittedEntry, type FromMetadata, type MemberView, type ToMetadata } from '../protocol/thread_messages.js';
 
@@ -71,6 +72,11 @@ export class MetadataReplica {
     const topic = this.state.topics.get(name);
     if (topic === undefined) throw errors.topicNotFound(name);
     return topic;
+  }
+
+  /** The topic's current schema version and its canonical document text (version 0 and null without a schema). */
+  schemaOf(topic: TopicRecord): { version: number; document: string | null } {
+    return currentSchemaOf(this.state, topic.id);
   }
 
   onApplied(listener: AppliedListener): void {

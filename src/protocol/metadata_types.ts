@@ -75,8 +75,29 @@ export interface MetadataState {
   credentialVersionLast: number;
   /** Keyed by member id. Every partition owner is a member (applyCommand refuses others). */
   members: Map<number, MemberRecord>;
-  // Seams (issue 26): schemas (#28), fan-out links (#30) and remotes add their maps here, each applied by its own
-  // module under src/raft/metadata and encoded by snapshot.ts.
+  /** Keyed by topic id: each topic's schema history (spec §2 Schema history); absent while it has no schema. */
+  schemas: Map<string, SchemaHistory>;
+  // Seams (issue 26): fan-out links (#30) and remotes add their maps here, each applied by its own module under
+  // src/raft/metadata and encoded by snapshot.ts.
+}
+
+/** A topic's schema versions, oldest first: documents[i] is version i + 1, as canonical JSON text (the form that
+ *  is compared, counted against the byte budgets and sent back; src/schema/canonical.ts). */
+export interface SchemaHistory {
+  documents: string[];
+  /** UTF-8 bytes of all documents (spec §8: 4 MiB per topic, 256 MiB per cluster). */
+  bytes: number;
+}
+
+/** A new schema version a PATCH registers (spec §3 Schema version). */
+export interface SchemaChange {
+  /** Canonical JSON text of the new version. */
+  document: string;
+  /** The version the front proved the document compatible with; another version current at apply refuses the
+   *  change (schemaChangedUnderRequest) so nothing is registered unchecked. */
+  checkedAgainst: number;
+  /** schema_base_version, when the request gave one: another current version is 409. */
+  baseVersion?: number;
 }
 
 /** Topic settings a PATCH may change; absent fields keep their value. Applied in spec order. */
@@ -85,6 +106,8 @@ export interface TopicChanges {
   maxInFlightPerPartition?: number;
   maxAckedAheadPerPartition?: number;
   partitions?: number;
+  /** Applied last (spec §4 PATCH: retention, caps, partitions, schema). */
+  schema?: SchemaChange;
   /** Owners of the partitions added by a growing `partitions`, filled by the leader's shell (placement.ts
    *  fillOwners): newOwners[i] owns partition (partitions - newOwners.length + i). When another growth was applied
    *  between the placement and this entry, only the tail for the partitions still missing is used. */
@@ -94,7 +117,7 @@ export interface TopicChanges {
 /** A change proposed to the metadata log. Each variant is applied by applyCommand (src/raft/metadata/state.ts). */
 export type MetadataCommand =
   /** POST /v1/topics: the front validated fields and filled defaults, id and createdAtSec. */
-  | { type: 'topic.create'; topic: TopicCreateRecord }
+  | { type: 'topic.create'; topic: TopicCreateRecord; schema?: string }
   /** PATCH /v1/topics/{topic}: groups applied one at a time, earlier groups stay on a later failure. */
   | { type: 'topic.update'; name: string; id: string; changes: TopicChanges }
   /** DELETE /v1/topics/{topic}: workers remove the files once they apply it. */
@@ -115,5 +138,5 @@ export type MetadataCommand =
   | { type: 'member.add'; member: MemberRecord }
   /** Forget a member: 404 when unknown, 409 while it owns partitions (they must move off first). */
   | { type: 'member.forget'; id: number };
-// Seams (issue 26): the commands of schemas (#28: 'schema.*'), fan-out links (#30: 'link.*') and remotes
-// ('remote.*') join this union, and applyCommand's switch delegates each prefix to its module.
+// Seams (issue 26): the commands of fan-out links (#30: 'link.*') and remotes ('remote.*') join this union, and
+// applyCommand's switch delegates each prefix to its module. Schemas ride on topic.create and topic.update.

@@ -5,7 +5,7 @@
 // Runs on: the metadata thread (encode and decode); the bytes may cross nodes (InstallSnapshot).
 
 import { Packr } from 'msgpackr';
-import type { Grant, GrantAction, MemberRecord, MetadataState, TopicRecord, UserRecord } from '../../protocol/metadata_types.js';
+import type { Grant, GrantAction, MemberRecord, MetadataState, SchemaHistory, TopicRecord, UserRecord } from '../../protocol/metadata_types.js';
 
 /** Bumped on any change to the encoded shape; decode refuses every other value. A topic's targetOwners did not
  *  bump it: it is left out while equal to owners (always, until partition moves exist), so the bytes stay those of
@@ -18,7 +18,8 @@ const topicKeys = ['name', 'id', 'partitions', 'retentionMs', 'visibilityTimeout
 const userKeys = ['username', 'passwordHash', 'credentialVersion', 'grants', 'root', 'createdAtMs', 'updatedAtMs'] as const;
 const memberKeys = ['id', 'apiAddress', 'internalAddress', 'addedAtMs'] as const;
 const grantKeys = ['action', 'patterns'] as const;
-const topLevelKeys = ['format', 'credentialVersionLast', 'members', 'topics', 'users'] as const;
+const topLevelKeys = ['format', 'credentialVersionLast', 'members', 'topics', 'users', 'schemas'] as const;
+const schemaHistoryKeys = ['topicId', 'documents'] as const;
 const grantActions: readonly GrantAction[] = ['produce', 'consume', 'create', 'admin'];
 
 /** Encodes the whole state. Throws when a record holds a field this format does not know, so a field added to a
@@ -29,9 +30,15 @@ export function encodeMetadataSnapshot(state: MetadataState): Uint8Array {
   const users = [...state.users.values()]
     .sort((a, b) => byCodeUnit(a.username, b.username))
     .map((user) => ({ ...ordered('user', user, userKeys), grants: user.grants.map((g) => ordered('grant', g, grantKeys)) }));
-  const body = { format: metadataSnapshotFormat, credentialVersionLast: state.credentialVersionLast, members, topics, users };
+  const body: Record<string, unknown> = { format: metadataSnapshotFormat, credentialVersionLast: state.credentialVersionLast, members, topics, users };
+  // Left out while empty, as targetOwners is, so a state without schemas keeps the bytes older nodes read.
+  if (state.schemas.size > 0) body.schemas = encodeSchemas(state.schemas);
   // pack's answer may share the packr's buffer; the snapshot outlives the next pack, so it gets its own bytes.
   return new Uint8Array(packr.pack(body));
+}
+
+function encodeSchemas(schemas: ReadonlyMap<string, SchemaHistory>): Record<string, unknown>[] {
+  return [...schemas.entries()].sort(([a], [b]) => byCodeUnit(a, b)).map(([topicId, history]) => ({ topicId, documents: [...history.documents] }));
 }
 
 function encodeTopic(topic: TopicRecord): Record<string, unknown> {
@@ -60,6 +67,7 @@ export function decodeMetadataSnapshot(bytes: Uint8Array): MetadataState {
     users: new Map(),
     credentialVersionLast: integer(top.credentialVersionLast, 'credentialVersionLast', 0),
     members: new Map(),
+    schemas: new Map(),
   };
   for (const [i, raw] of array(top.members, 'members').entries()) {
     const member = decodeMember(raw, `members[${i}]`);
@@ -82,7 +90,23 @@ export function decodeMetadataSnapshot(bytes: Uint8Array): MetadataState {
     }
     state.users.set(user.username, user);
   }
+  decodeSchemas(top.schemas, state);
   return state;
+}
+
+function decodeSchemas(raw: unknown, state: MetadataState): void {
+  if (raw === undefined) return;
+  const topicIds = new Set([...state.topics.values()].map((topic) => topic.id));
+  for (const [i, entry] of array(raw, 'schemas').entries()) {
+    const where = `schemas[${i}]`;
+    const h = object(entry, where, schemaHistoryKeys);
+    const id = topicId(h.topicId, `${where}.topicId`);
+    if (!topicIds.has(id)) throw problem(`${where}: topic ${id} is not in the snapshot`);
+    if (state.schemas.has(id)) throw problem(`${where}: topic ${id} appears twice`);
+    const documents = array(h.documents, `${where}.documents`).map((d, v) => string(d, `${where}.documents[${v}]`));
+    if (documents.length === 0) throw problem(`${where}: no versions`);
+    state.schemas.set(id, { documents, bytes: documents.reduce((sum, d) => sum + Buffer.byteLength(d), 0) });
+  }
 }
 
 function decodeMember(raw: unknown, where: string): MemberRecord {

@@ -5,9 +5,11 @@
 import type { MetadataRefusal } from '../../errors.js';
 import type { MetadataState, TopicChanges, TopicCreateRecord, TopicRecord } from '../../protocol/metadata_types.js';
 import { addPartitionOwners, assertOwners, ownerNotMember, targetOwnersOf } from './placement.js';
+import { applySchemaChange, deleteSchemaHistory, firstSchemaRefusal, registerFirstSchema } from './schemas.js';
 import type { ApplyResult } from './state.js';
 
-export function applyTopicCreate(state: MetadataState, topic: TopicCreateRecord): ApplyResult {
+/** A create with a schema registers it as version 1 (spec §3), all or nothing. */
+export function applyTopicCreate(state: MetadataState, topic: TopicCreateRecord, schema?: string): ApplyResult {
   // The leader's shell always fills owners (placement.ts fillOwners) before proposing: a wrong count is a bug.
   assertOwners(topic.owners, topic.partitions, `topic.create ${topic.name}`);
   const existing = state.topicNamesLower.get(topic.name.toLowerCase());
@@ -19,14 +21,17 @@ export function applyTopicCreate(state: MetadataState, topic: TopicCreateRecord)
   const targetOwners = targetOwnersOf(topic);
   const gone = ownerNotMember(state, topic.owners) ?? ownerNotMember(state, targetOwners);
   if (gone !== undefined) return gone;
+  const schemaRefused = schema === undefined ? undefined : firstSchemaRefusal(state, schema);
+  if (schemaRefused !== undefined) return { ok: false, refusal: schemaRefused };
   const stored: TopicRecord = { ...topic, owners: [...topic.owners], targetOwners };
+  if (schema !== undefined) registerFirstSchema(state, stored.id, schema);
   state.topics.set(stored.name, stored);
   state.topicNamesLower.set(stored.name.toLowerCase(), stored.name);
   return { ok: true, topic: copyTopic(stored) };
 }
 
-/** Spec §4 PATCH: the groups apply in order (retention, caps, partitions); a refused group leaves the earlier ones
- *  applied, on every replica alike. */
+/** Spec §4 PATCH: the groups apply in order (retention, caps, partitions, schema); a refused group leaves the earlier
+ *  ones applied, on every replica alike. */
 export function applyTopicUpdate(state: MetadataState, name: string, id: string, changes: TopicChanges): ApplyResult {
   const topic = state.topics.get(name);
   if (topic === undefined || topic.id !== id) return { ok: false, refusal: { id: 'topicNotFound', args: [name] } };
@@ -55,7 +60,10 @@ export function applyTopicUpdate(state: MetadataState, name: string, id: string,
     addPartitionOwners(topic, newOwners);
     topic.partitions = changes.partitions;
   }
-  // Seam (issue 26): the schema group (#28) applies after partitions, in schemas.ts.
+  if (changes.schema !== undefined) {
+    const refusal = applySchemaChange(state, name, id, changes.schema);
+    if (refusal !== undefined) return { ok: false, refusal };
+  }
   return { ok: true, topic: copyTopic(topic) };
 }
 
@@ -64,6 +72,7 @@ export function applyTopicDelete(state: MetadataState, name: string, id: string)
   if (topic === undefined || topic.id !== id) return { ok: false, refusal: { id: 'topicNotFound', args: [name] } };
   state.topics.delete(name);
   state.topicNamesLower.delete(name.toLowerCase());
+  deleteSchemaHistory(state, topic.id);
   return { ok: true, deletedTopicId: topic.id };
 }
 

@@ -1,0 +1,66 @@
+// Schema histories in the metadata state machine (spec §2 Schema history, §3 Schema version, §8 limits): version 1
+// with a topic's create, version N+1 with the schema group of a PATCH, the history gone with its topic. The front
+// proved the document valid and compatible before proposing (src/schema/); this module only re-checks what could
+// have changed since: the current version and the budgets. Pure; runs wherever applyCommand runs.
+
+import { limits } from '../../config.js';
+import type { MetadataRefusal } from '../../errors.js';
+import type { MetadataState, SchemaChange, SchemaHistory } from '../../protocol/metadata_types.js';
+
+/** The refusal a new document of these bytes meets in this history, if any (spec §8, §7 409). */
+function budgetRefusal(state: MetadataState, history: SchemaHistory | undefined, documentBytes: number): MetadataRefusal | undefined {
+  const versions = history?.documents.length ?? 0;
+  if (versions >= limits.schema_versions_max) return { id: 'schemaVersionsFull', args: [limits.schema_versions_max] };
+  if ((history?.bytes ?? 0) + documentBytes > limits.schema_topic_history_bytes_max) {
+    return { id: 'schemaTopicBudget', args: [limits.schema_topic_history_bytes_max] };
+  }
+  if (schemaBytesInCluster(state) + documentBytes > limits.schema_cluster_history_bytes_max) {
+    return { id: 'schemaClusterBudget', args: [limits.schema_cluster_history_bytes_max] };
+  }
+  return undefined;
+}
+
+export function schemaBytesInCluster(state: MetadataState): number {
+  let bytes = 0;
+  for (const history of state.schemas.values()) bytes += history.bytes;
+  return bytes;
+}
+
+/** Checks a create's version 1; the caller registers it with registerFirstSchema once the topic itself is in. */
+export function firstSchemaRefusal(state: MetadataState, document: string): MetadataRefusal | undefined {
+  return budgetRefusal(state, undefined, Buffer.byteLength(document));
+}
+
+export function registerFirstSchema(state: MetadataState, topicId: string, document: string): void {
+  state.schemas.set(topicId, { documents: [document], bytes: Buffer.byteLength(document) });
+}
+
+/** The schema group of a PATCH: undefined when version N+1 was registered, else the refusal. */
+export function applySchemaChange(state: MetadataState, name: string, topicId: string, change: SchemaChange): MetadataRefusal | undefined {
+  const history = state.schemas.get(topicId);
+  const current = history?.documents.length ?? 0;
+  if (change.baseVersion !== undefined && change.baseVersion !== current) {
+    return { id: 'schemaBaseVersionMismatch', args: [current, change.baseVersion] };
+  }
+  if (change.checkedAgainst !== current) return { id: 'schemaChangedUnderRequest', args: [name] };
+  const documentBytes = Buffer.byteLength(change.document);
+  const refused = budgetRefusal(state, history, documentBytes);
+  if (refused !== undefined) return refused;
+  if (history === undefined) state.schemas.set(topicId, { documents: [change.document], bytes: documentBytes });
+  else {
+    history.documents.push(change.document);
+    history.bytes += documentBytes;
+  }
+  return undefined;
+}
+
+export function deleteSchemaHistory(state: MetadataState, topicId: string): void {
+  state.schemas.delete(topicId);
+}
+
+/** The current version and its document, or version 0 and null without a schema. */
+export function currentSchemaOf(state: MetadataState, topicId: string): { version: number; document: string | null } {
+  const documents = state.schemas.get(topicId)?.documents;
+  if (documents === undefined || documents.length === 0) return { version: 0, document: null };
+  return { version: documents.length, document: documents[documents.length - 1]! };
+}
