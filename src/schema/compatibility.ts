@@ -22,7 +22,7 @@ export type { Refusal } from './checker.js';
 export type Compatibility = { compatible: true } | ({ compatible: false } & Refusal);
 
 /** Proof steps per check: enough for any realistic pair of schemas; past it the change is refused, not guessed. */
-export const proofStepsMax = 50_000;
+export const proofStepsMax = 20_000;
 /** Document descents per proof path; schemas nest at most 64 levels (spec 8), recursion closes far sooner. */
 const proofDepthMax = 256;
 

@@ -103,8 +103,14 @@ export function valueType(value: unknown): TypeToken {
 }
 
 /** The types a schema node alone admits, from `type`, `const` and `enum`. */
-export function nodeTypes(node: SchemaNode): Set<TypeToken> {
-  if (node.schema === false) return new Set();
+export function nodeTypes(node: SchemaNode): ReadonlySet<TypeToken> {
+  if (!isObject(node.schema)) return node.schema === false ? new Set() : new Set(allTypes);
+  return computeNodeTypes(node);
+}
+
+const typesCache = new WeakMap<Flat, ReadonlySet<TypeToken>>();
+
+function computeNodeTypes(node: SchemaNode): Set<TypeToken> {
   let out = new Set<TypeToken>(allTypes);
   const keep = (allowed: Set<TypeToken>): void => { out = new Set([...out].filter((t) => allowed.has(t))); };
   const declared = typeTokens(keyword(node, 'type'));
@@ -119,7 +125,16 @@ export function nodeTypes(node: SchemaNode): Set<TypeToken> {
 }
 
 /** The types the facts admit; a `not` holding only `type` takes its types away. */
-export function typesOf(flat: Flat): Set<TypeToken> {
+export function typesOf(flat: Flat): ReadonlySet<TypeToken> {
+  let known = typesCache.get(flat);
+  if (known === undefined) {
+    known = computeTypes(flat);
+    typesCache.set(flat, known);
+  }
+  return known;
+}
+
+function computeTypes(flat: Flat): Set<TypeToken> {
   if (flat.unsat) return new Set();
   let out = new Set<TypeToken>(allTypes);
   for (const node of flat.nodes) {
