@@ -12,6 +12,7 @@ import { optionalInteger, optionalString, parseJsonObject } from '../json_body.j
 import { jsonReply, type Reply } from '../respond.js';
 import { routeTopic, type RequestContext } from '../request_context.js';
 import type { RouteServices } from '../services.js';
+import { firstSchemaText, schemaChangeFor, schemaField, schemaFields, schemaHistoryReply } from '../topic_schema.js';
 import { partitionStatsJson, placeholderStatsJson, topicJson } from '../topic_view.js';
 
 const topicNamePattern = /^[A-Za-z0-9._-]+$/;
@@ -61,16 +62,14 @@ function topicToCreate(ctx: RequestContext, s: RouteServices, name: string, body
   }
   const maxInFlight = cap(body, 'max_in_flight_per_partition', limits.max_in_flight_per_partition_default);
   const maxAckedAhead = cap(body, 'max_acked_ahead_per_partition', limits.max_acked_ahead_per_partition_default);
-  if (body.schema !== undefined && body.schema !== true && (typeof body.schema !== 'object' || body.schema === null || Array.isArray(body.schema))) {
-    throw errors.invalid('schema', 'must be a JSON object or true');
-  }
+  schemaField(body);
   const parent = optionalString(body, 'parent');
   optionalInteger(body, 'fanout_delay_ms', 0, limits.fanout_delay_ms_max);
   if (body.fanout_delay_ms !== undefined && parent === undefined) throw errors.invalid('fanout_delay_ms', 'only with parent');
-  // Fan-out and schemas land in their own issues; everything else was checked first.
+  // Fan-out lands in its own issue; everything else was checked first.
   // Spec §4: a missing parent is 404 whatever else the request holds.
   if (parent !== undefined && !s.replica.state.topics.has(parent)) throw errors.parentNotFound(parent);
-  if (parent !== undefined || body.schema !== undefined) throw errors.notImplemented();
+  if (parent !== undefined) throw errors.notImplemented();
   return {
     name,
     id: randomBytes(8).toString('hex'),
@@ -89,9 +88,11 @@ export async function onCreateTopic(ctx: RequestContext, s: RouteServices): Prom
   const body = parseJsonObject(await ctx.body(), createFields);
   const topic = topicToCreate(ctx, s, checkedName(ctx, body), body);
   if (ctx.user !== undefined) topic.owner = ctx.user.username;
-  const result = await s.replica.propose({ type: 'topic.create', topic });
+  const document = schemaField(body);
+  const schema = document === undefined ? undefined : await firstSchemaText(s, document);
+  const result = await s.replica.propose({ type: 'topic.create', topic, ...(schema === undefined ? {} : { schema }) });
   if (!result.ok) throw refusalError(result.refusal);
-  return jsonReply(201, topicJson(result.topic!, false));
+  return jsonReply(201, { ...topicJson(result.topic!, false), ...schemaFields(s, result.topic!) });
 }
 
 export function onListTopics(ctx: RequestContext, s: RouteServices): Reply {
@@ -144,7 +145,7 @@ export async function onGetTopic(ctx: RequestContext, s: RouteServices): Promise
   });
   return jsonReply(200, {
     ...topicJson(topic, true),
-    schema_version: 0,
+    ...schemaFields(s, topic),
     partition_stats: statsJson,
     ...(remote.length > 0 ? { partial: true } : {}),
   });
@@ -180,7 +181,7 @@ function topicChanges(s: RouteServices, topic: TopicRecord, body: Record<string,
     const partitions = optionalInteger(body, 'partitions', 1, partitionsMax, `must be larger than the current count and at most ${partitionsMax}`);
     if (partitions !== undefined && partitions <= topic.partitions) throw errors.partitionsNotGrown(topic.partitions);
     if (partitions !== undefined) changes.partitions = partitions;
-    if (body.schema === null) throw errors.invalid('schema', 'must not be null (a schema cannot be removed)');
+    schemaField(body);
     optionalInteger(body, 'schema_base_version', 0, Number.MAX_SAFE_INTEGER);
     if (body.schema_base_version !== undefined && body.schema === undefined) throw errors.invalid('schema_base_version', 'only with schema');
   } catch (refusal) {
@@ -196,16 +197,38 @@ export async function onPatchTopic(ctx: RequestContext, s: RouteServices): Promi
   if (Object.keys(body).length === 0) throw errors.badRequest('body: send at least one field');
   if (body.visibility_timeout_ms !== undefined) throw errors.invalid('visibility_timeout_ms', 'cannot be changed after creation');
   const { changes, refusal } = topicChanges(s, topic, body);
-  let updated = topic;
-  if (Object.keys(changes).length > 0) {
-    const result = await s.replica.propose({ type: 'topic.update', name: topic.name, id: topic.id, changes });
-    if (!result.ok) throw refusalError(result.refusal);
-    updated = result.topic!;
+  // The schema group comes last: checked only when every earlier group passed, proposed in the same entry.
+  let schemaRefusal: unknown;
+  if (refusal === undefined && body.schema !== undefined) {
+    const baseVersion = body.schema_base_version as number | undefined;
+    try {
+      const change = await schemaChangeFor(s, topic, body.schema, baseVersion);
+      if (change !== null) changes.schema = change;
+    } catch (error) {
+      schemaRefusal = error;
+    }
   }
+  let updated = topic;
+  if (Object.keys(changes).length > 0) updated = await proposeChanges(s, topic, changes);
   if (refusal !== undefined) throw refusal;
-  // The schema group comes last.
-  if (body.schema !== undefined) throw errors.notImplemented();
-  return jsonReply(200, topicJson(updated, true));
+  if (schemaRefusal !== undefined) throw schemaRefusal;
+  return jsonReply(200, { ...topicJson(updated, true), ...schemaFields(s, updated) });
+}
+
+/** Proposes a PATCH's groups. A schema version registered by another request between the compatibility proof and
+ *  the apply refuses only the schema group (the others stay applied): it is proved again against the new current
+ *  version and proposed once more; a second race answers 409 (spec §7: changed since read, twice in a row). */
+async function proposeChanges(s: RouteServices, topic: TopicRecord, changes: TopicChanges): Promise<TopicRecord> {
+  const result = await s.replica.propose({ type: 'topic.update', name: topic.name, id: topic.id, changes });
+  if (result.ok) return result.topic!;
+  if (result.refusal.id !== 'schemaChangedUnderRequest' || changes.schema === undefined) throw refusalError(result.refusal);
+  const latest = s.replica.state.topics.get(topic.name) ?? topic;
+  const { baseVersion } = changes.schema;
+  const again = await schemaChangeFor(s, latest, JSON.parse(changes.schema.document), baseVersion);
+  if (again === null) return latest;
+  const retried = await s.replica.propose({ type: 'topic.update', name: topic.name, id: topic.id, changes: { schema: again } });
+  if (!retried.ok) throw refusalError(retried.refusal);
+  return retried.topic!;
 }
 
 export async function onDeleteTopic(ctx: RequestContext, s: RouteServices): Promise<Reply> {
@@ -218,9 +241,8 @@ export async function onDeleteTopic(ctx: RequestContext, s: RouteServices): Prom
   return { status: 204 };
 }
 
-export function onGetSchema(ctx: RequestContext): Reply {
-  const topic = routeTopic(ctx);
-  return jsonReply(200, { topic: topic.name, version: 0, versions: [] });
+export function onGetSchema(ctx: RequestContext, s: RouteServices): Reply {
+  return schemaHistoryReply(s, routeTopic(ctx));
 }
 
 function byteOrder(a: string, b: string): number {
