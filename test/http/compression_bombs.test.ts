@@ -8,7 +8,7 @@ import t from 'tap';
 import { readFile } from 'node:fs/promises';
 import { gzipSync } from 'node:zlib';
 import { compress as zstdCompress } from 'zstd-napi';
-import { Client, assertError, sleep } from '../helpers/http.js';
+import { Client, assertError, pollUntil, sleep } from '../helpers/http.js';
 import { startNodeFor, type StartedNode } from '../helpers/node.js';
 
 const MiB = 1024 * 1024;
@@ -55,3 +55,41 @@ for (const [encoding, bomb] of bombs) {
     t.equal((await client.get('/v1/topics/bombs/consume?partition=0&offset=0')).status, 204, 'nothing stored');
   });
 }
+
+t.test('64 small bodies at once, each decoding to 15.9 MiB: stored whole or 503, decoded memory held to the budget', async (t) => {
+  // Before decoded bytes counted against http.max_batch_body_bytes_in_flight (256 MiB here), all 64 were decoded and
+  // held at once: the node grew by 2.2 to 2.7 GiB. Each body's decoded share now holds while it is worked on.
+  const node = await startNodeFor(t);
+  const client = new Client(node.url, node.auth);
+  t.equal((await client.post('/v1/topics', { name: 'wide', partitions: 3 })).status, 201);
+  const messages = Array.from({ length: 17 }, (_, i) => ({ payload: String.fromCharCode(97 + i).repeat(980_000), partition: 0 }));
+  const body = zstdCompress(Buffer.from(JSON.stringify({ messages })));
+  t.ok(body.length < 4096, `${body.length} bytes as sent`);
+  const before = await rssMiB(node);
+  let peak = before;
+  let sending = true;
+  const sampler = (async (): Promise<void> => {
+    for (let i = 0; sending && i < 60_000; i++) {
+      peak = Math.max(peak, await rssMiB(node));
+      await sleep(10);
+    }
+  })();
+  const zstdHeaders = { ...headers, 'content-encoding': 'zstd' };
+  const answers = await Promise.all(Array.from({ length: 64 }, () => client.post('/v1/topics/wide/produce/batch', body, { headers: zstdHeaders, timeoutMs: 120_000 })));
+  sending = false;
+  await sampler;
+  let accepted = 0;
+  for (const res of answers) {
+    if (res.status === 202) accepted++;
+    else assertError(t, res, 503, 'budget');
+    if (res.status === 503) t.equal(res.headers['retry-after'], '1', 'Retry-After: 1');
+  }
+  t.ok(accepted > 0, `${accepted} of 64 accepted`);
+  t.ok(peak - before < 1536, `RSS at most ${(peak - before).toFixed(0)} MiB above ${before.toFixed(0)} MiB while they ran`);
+  const last = await pollUntil(async () => {
+    const res = await client.get(`/v1/topics/wide/consume?partition=0&offset=${accepted * 17 - 1}`);
+    return res.status === 200 ? res : undefined;
+  }, 10_000);
+  t.ok(last, `the ${accepted * 17} messages of the accepted bodies are stored`);
+  t.equal((await client.get(`/v1/topics/wide/consume?partition=0&offset=${accepted * 17}`)).status, 204, 'and nothing else');
+});
