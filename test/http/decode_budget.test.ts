@@ -31,7 +31,7 @@ function produce(topic: string, encoding: string, plain: Buffer): Promise<HttpRe
 }
 
 /** Sends a request line, headers and the first bytes of a body, and keeps the socket open. */
-function holdRequest(path: string, contentLength: number, bodyStart: Buffer): Promise<{ socket: Socket; answer: Promise<string> }> {
+function holdRequest(path: string, contentLength: number, bodyStart: Buffer): Promise<{ socket: Socket; answer: Promise<string>; received: () => string }> {
   return new Promise((resolve, reject) => {
     const socket = connect(node.port, '127.0.0.1', () => {
       socket.write(`POST ${path} HTTP/1.1\r\nHost: x\r\nAuthorization: ${node.auth}\r\nContent-Type: application/json\r\nContent-Length: ${contentLength}\r\n\r\n`);
@@ -42,7 +42,7 @@ function holdRequest(path: string, contentLength: number, bodyStart: Buffer): Pr
         socket.on('close', () => done(text));
         socket.on('error', () => done(text));
       });
-      resolve({ socket, answer });
+      resolve({ socket, answer, received: () => text });
     });
     socket.once('error', reject);
   });
@@ -57,7 +57,8 @@ async function holdBudget(topic: string, bytes: number, probeBytes: number): Pro
     const probe = await holdRequest(path, probeBytes, Buffer.from('{'));
     return (await probe.answer).startsWith('HTTP/1.1 503') ? true : undefined;
   }, 5000);
-  if (refused === undefined) {
+  // The hold itself must still be waiting for its body, not refused.
+  if (refused === undefined || held.received() !== '') {
     held.socket.destroy();
     return undefined;
   }
