@@ -1,6 +1,7 @@
 // Reading a request body on the front thread with its cap (spec §8) and, for batch produce bodies over
-// 1 MiB, a share of the node's batch body budget (http.max_batch_body_bytes_in_flight). Reading starts
-// synchronously in the uWS handler, because uWS drops data that arrives before onData is attached.
+// 1 MiB, a share of the node's batch body budget (http.max_batch_body_bytes_in_flight); a compressed body's
+// decoded bytes join that share from the batch pool (decodeShare). Reading starts synchronously in the uWS
+// handler, because uWS drops data that arrives before onData is attached.
 import type { HttpResponse } from 'uWebSockets.js';
 import { limits } from '../config.js';
 import { BrokerError, errors } from '../errors.js';

@@ -201,9 +201,9 @@ export async function onProduceBatch(ctx: RequestContext, s: RouteServices): Pro
   if (encoding === 'identity' && body.byteLength <= limits.request_body_bytes_max) {
     parsed = parseBatchBody(body, topic.partitions, batchLimits);
   } else {
-    // The pool clones the body's whole ArrayBuffer: only the body's own bytes may go (a small one shares a slab).
     // A compressed body's decoded bytes count against the batch body budget too (issue 27 point 1).
     const budget = encoding === 'identity' ? undefined : ctx.bodyReader?.decodeShare();
+    // The pool clones the body's whole ArrayBuffer: only the body's own bytes may go (a small one shares a slab).
     const task: BatchTask = {
       body: ownedBytes(body), encoding, partitions: topic.partitions, limits: batchLimits,
       decodedBytesMax: limits.batch_produce_body_bytes_max, budget,
