@@ -226,6 +226,7 @@ export type WorkerRefusal = Refusal<(typeof workerRefusalIds)[number]>;
 /** The ids a batch produce body is refused with, on the front thread or a pool thread (BatchParse). */
 export const batchRefusalIds = [
   'invalidJson', 'invalid', 'unknownField', 'messageInvalid', 'messageTooLarge', 'decodedTooLarge', 'undecodableBody',
+  'batchBudgetFull',
 ] as const satisfies readonly ErrorId[];
 export type BatchRefusal = Refusal<(typeof batchRefusalIds)[number]>;
 

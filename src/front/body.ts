@@ -1,28 +1,16 @@
 // Reading a request body on the front thread with its cap (spec §8) and, for batch produce bodies over
-// 1 MiB, a share of the node's batch body budget (http.max_batch_body_bytes_in_flight). Reading starts
-// synchronously in the uWS handler, because uWS drops data that arrives before onData is attached.
+// 1 MiB, a share of the node's batch body budget (http.max_batch_body_bytes_in_flight); a compressed body's
+// decoded bytes join that share from the batch pool (decodeShare). Reading starts synchronously in the uWS
+// handler, because uWS drops data that arrives before onData is attached.
 import type { HttpResponse } from 'uWebSockets.js';
 import { limits } from '../config.js';
 import { BrokerError, errors } from '../errors.js';
 import type { BodyRule } from './routes.js';
 import { grownOwnBytes, unzeroedOwnBytes } from '../util/owned_bytes.js';
+import { decodeShare, decodeShareTaken, type ByteBudget, type DecodeShare } from '../pool/byte_budget.js';
 
-/** Bytes shared by every batch produce body over 1 MiB that is being read or worked on (spec §8, v3.2.0). */
-export class ByteBudget {
-  private usedBytes = 0;
-  constructor(private readonly bytesMax: number) {}
-
-  tryTake(bytes: number): boolean {
-    if (this.usedBytes + bytes > this.bytesMax) return false;
-    this.usedBytes += bytes;
-    return true;
-  }
-
-  give(bytes: number): void {
-    this.usedBytes -= bytes;
-    if (this.usedBytes < 0) throw new Error('byte budget: gave back more than taken');
-  }
-}
+// The budget lives in shared memory: the batch pool counts decoded bytes against it too (pool/byte_budget.ts).
+export { ByteBudget } from '../pool/byte_budget.js';
 
 export interface BudgetShare {
   budget: ByteBudget;
@@ -49,6 +37,8 @@ export class BodyReader {
   /** True while the client is still sending: an early answer must then close the connection. */
   receiving = true;
   private takenBytes = 0;
+  /** Set by release(): budget bytes that reach this reader later go straight back. */
+  private released = false;
   private bytes: Uint8Array | null = null;
   private failure: BrokerError | null = null;
   /** The listener while the body has not ended. */
@@ -138,8 +128,25 @@ export class BodyReader {
 
   /** Gives back the budget share; called once when the request is answered. */
   release(): void {
+    this.released = true;
     if (this.share !== undefined && this.takenBytes > 0) this.share.budget.give(this.takenBytes);
     this.takenBytes = 0;
+  }
+
+  /** For a compressed body on its way to the pool: the share through which the pool counts the decoded bytes against
+   *  the same budget (undefined on a route without one). Hand it back with holdDecodeShare once the task settled. */
+  decodeShare(): DecodeShare | undefined {
+    if (this.share === undefined) return undefined;
+    return decodeShare(this.share.budget, this.share.freeBytesMax, this.takenBytes);
+  }
+
+  /** What the pool took through `share` is this reader's until release(); after it, given back at once (the client
+   *  went away while the pool decoded). */
+  holdDecodeShare(share: DecodeShare): void {
+    const taken = decodeShareTaken(share);
+    if (taken === 0 || this.share === undefined) return;
+    if (this.released) this.share.budget.give(taken);
+    else this.takenBytes += taken;
   }
 
   private onChunk(chunk: ArrayBuffer, isLast: boolean): void {

@@ -29,8 +29,9 @@ function contextReset(): DCtx {
   return context;
 }
 
-/** The decoded bytes of body (one or more frames); throws DecodedTooLarge past bytesMax, or zstd's error. */
-export function zstdDecodeBounded(body: Uint8Array, bytesMax: number): Uint8Array {
+/** The decoded bytes of body (one or more frames); throws DecodedTooLarge past bytesMax, or zstd's error. onDecoded
+ *  hears the decoded size so far before each chunk is kept, and may throw to stop (the batch body budget). */
+export function zstdDecodeBounded(body: Uint8Array, bytesMax: number, onDecoded?: (decodedBytes: number) => void): Uint8Array {
   const dctx = contextReset();
   const chunks: Buffer[] = [];
   let totalBytes = 0;
@@ -42,7 +43,10 @@ export function zstdDecodeBounded(body: Uint8Array, bytesMax: number): Uint8Arra
     const [remaining, produced, consumed] = dctx.decompressStream(output, input);
     totalBytes += produced;
     if (totalBytes > bytesMax) throw new DecodedTooLarge();
-    if (produced > 0) chunks.push(output.subarray(0, produced));
+    if (produced > 0) {
+      onDecoded?.(totalBytes);
+      chunks.push(output.subarray(0, produced));
+    }
     input = input.subarray(consumed);
     // A call with nothing left to read or write only probes for a next frame; its hint says nothing of the last one.
     if (produced > 0 || consumed > 0) frameOpen = remaining !== 0;

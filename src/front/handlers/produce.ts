@@ -201,12 +201,18 @@ export async function onProduceBatch(ctx: RequestContext, s: RouteServices): Pro
   if (encoding === 'identity' && body.byteLength <= limits.request_body_bytes_max) {
     parsed = parseBatchBody(body, topic.partitions, batchLimits);
   } else {
+    // A compressed body's decoded bytes count against the batch body budget too (issue 27 point 1).
+    const budget = encoding === 'identity' ? undefined : ctx.bodyReader?.decodeShare();
     // The pool clones the body's whole ArrayBuffer: only the body's own bytes may go (a small one shares a slab).
     const task: BatchTask = {
       body: ownedBytes(body), encoding, partitions: topic.partitions, limits: batchLimits,
-      decodedBytesMax: limits.batch_produce_body_bytes_max,
+      decodedBytesMax: limits.batch_produce_body_bytes_max, budget,
     };
-    parsed = (await s.workPool.run(task)) as BatchParse;
+    try {
+      parsed = (await s.workPool.run(task)) as BatchParse;
+    } finally {
+      if (budget !== undefined) ctx.bodyReader!.holdDecodeShare(budget);
+    }
   }
   if (!parsed.ok) throw refusalError(parsed.refusal);
   // The topic may have been deleted or grown while the pool worked; a deleted one is 404 now.
