@@ -21,6 +21,7 @@ import { FrontServer, ListenRefused } from './front/server.js';
 import type { FrontServices } from './front/services.js';
 import type { BcryptTask } from './pool/bcrypt_task.js';
 import type { ClusterThreadConfig, MetadataThreadData, PartitionWorkerData, ToMetadata } from './protocol/thread_messages.js';
+import { closeNodeLink, isMultiNode, NodeLinkListenFailed, startNodeLink, type NodeLink } from './node_link/node_link.js';
 import { readClusterSecretFile } from './transport/cluster_secret.js';
 import { DataDirLockedError, lockDataDir } from './util/data_dir_lock.js';
 import { createLogger, type Logger } from './util/log.js';
@@ -42,7 +43,11 @@ async function main(): Promise<void> {
   const uws = (await import('uWebSockets.js')).default;
 
   const lifecycle: NodeLifecycle = { startupDone: false, shuttingDown: false };
-  const { metadataThread, workerThreads } = startThreads(config, dataDir, log, lifecycle, cluster);
+  // The internal listener binds before anything else starts, so a taken port ends the start at once (issue 27).
+  const nodeLink = isMultiNode(cluster)
+    ? await exitUnless(() => startNodeLink(cluster, config['log.level']), (error) => error instanceof NodeLinkListenFailed, 1)
+    : null;
+  const { metadataThread, workerThreads } = startThreads(config, dataDir, log, lifecycle, cluster, nodeLink);
   const replica = new MetadataReplica(metadataThread);
   const workers = new PartitionWorkers(workerThreads);
   await Promise.all([replica.whenReady(), workers.whenReady()]);
@@ -84,6 +89,7 @@ async function main(): Promise<void> {
     await ingress.close();
     await workers.shutdown();
     await closeMetadataThread(metadataThread);
+    if (nodeLink !== null) await closeNodeLink(nodeLink);
     await Promise.all([authPool.destroy(), workPool.destroy()]);
     await lock.release();
     log.info({ ingressSyncs: ingress.syncCount }, 'stopped');
@@ -161,7 +167,7 @@ function stopOnSignals(log: Logger, stop: () => Promise<void>): void {
   process.on('SIGINT', (s) => void onSignal(s));
 }
 
-function startThreads(config: Config, dataDir: string, log: Logger, lifecycle: NodeLifecycle, cluster: ClusterThreadConfig) {
+function startThreads(config: Config, dataDir: string, log: Logger, lifecycle: NodeLifecycle, cluster: ClusterThreadConfig, nodeLink: NodeLink | null) {
   const workerCount = config['node.workers'];
   const channels = Array.from({ length: workerCount }, () => new MessageChannel());
   const workerThreads = channels.map((channel, workerIndex) => {
@@ -174,11 +180,14 @@ function startThreads(config: Config, dataDir: string, log: Logger, lifecycle: N
     return new Worker(new URL('../workers/partition_worker.js', import.meta.url), { workerData, transferList: [channel.port2] });
   });
   const metadataData: MetadataThreadData = { dataDir, workerPorts: channels.map((c) => c.port1), cluster, logLevel: config['log.level'] };
+  if (nodeLink !== null) metadataData.transportPort = nodeLink.metadataPort;
   const metadataThread = new Worker(new URL('./raft/shell/raft_thread.js', import.meta.url), {
     workerData: metadataData,
-    transferList: channels.map((c) => c.port1),
+    transferList: [...channels.map((c) => c.port1), ...(nodeLink === null ? [] : [nodeLink.metadataPort])],
   });
-  for (const [name, thread] of [['metadata', metadataThread], ...workerThreads.map((w, i) => [`partition worker ${i}`, w] as const)] as const) {
+  const threads: (readonly [string, Worker])[] = [['metadata', metadataThread], ...workerThreads.map((w, i) => [`partition worker ${i}`, w] as const)];
+  if (nodeLink !== null) threads.push(['node-link', nodeLink.thread]);
+  for (const [name, thread] of threads) {
     thread.on('error', (error) => log.fatal({ err: error, thread: name }, 'thread failed'));
     thread.on('exit', (code) => {
       if (lifecycle.shuttingDown && code === 0) return;

@@ -204,7 +204,32 @@ export interface MetadataThreadData {
   workerPorts: MessagePort[];
   cluster: ClusterThreadConfig;
   logLevel: string;
+  /** The metadata channel of the node-to-node transport, bridged by the node-link thread (src/transport/
+   *  port_channel.ts); absent on a one-node cluster, which opens no listener. */
+  transportPort?: MessagePort;
 }
+
+/** The node-link thread's start (src/node_link/node_link_thread.ts). */
+export interface NodeLinkThreadData {
+  nodeId: number;
+  listen: PeerAddressData;
+  secret: Uint8Array;
+  logLevel: string;
+  /** The metadata thread's side is a PortChannel on the other end. */
+  metadataPort: MessagePort;
+}
+
+/** The front -> the node-link thread. */
+export type ToNodeLink = { kind: 'shutdown' };
+
+/** The node-link thread -> the front. */
+export type FromNodeLink =
+  /** The listener is bound (its port, when cluster.internal_port was 0). */
+  | { kind: 'listening'; port: number }
+  /** The listener could not bind: the node exits naming the address (issue 27 point 2). */
+  | { kind: 'listenFailed'; message: string }
+  /** Every connection is closed after 'shutdown'. */
+  | { kind: 'closed' };
 
 export interface PeerAddressData {
   host: string;

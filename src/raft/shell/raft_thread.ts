@@ -1,6 +1,6 @@
 // The metadata thread's entry (a worker_threads Worker started by the front with MetadataThreadData). At start it
 // opens the SQLite log (writing the founding configuration on a first start), restores the state machine from the
-// latest snapshot, opens the node-to-node listener and its metadata channel when the cluster has other nodes, and
+// latest snapshot, takes the metadata channel the node-link thread bridges when the cluster has other nodes, and
 // hands everything to the MetadataShell, which posts the 'snapshot' to the front and every partition worker and runs
 // Raft from then on. Ends on 'shutdown' from the front, answered with 'closed'.
 import assert from 'node:assert/strict';
@@ -15,8 +15,7 @@ import { createLogger } from '../../util/log.js';
 import { MetadataShell } from './metadata_shell.js';
 import { SqliteRaftStorage } from './storage_sqlite.js';
 import type { ChannelEndpoint } from '../../transport/channel.js';
-import { PeerTransport } from '../../transport/peer_transport.js';
-import { formatHostPort, parseListenAddress } from '../../config.js';
+import { PortChannel } from '../../transport/port_channel.js';
 
 /** Every command type, so a stored entry is recognised before it is applied; the Record type makes the
  *  compiler demand a new variant here too. */
@@ -70,23 +69,15 @@ async function start(): Promise<void> {
   const state = stored.snapshot === null ? emptyMetadataState() : decodeMetadataSnapshot(stored.snapshot.data);
   const snapshotIndex = stored.snapshot?.index ?? 0;
 
-  const multiNode = config.bootstrap.length > 1 || config.join !== null || config.secret.length > 0;
   let shell: MetadataShell | null = null;
-  let transport: PeerTransport | null = null;
   let channel: ChannelEndpoint | null = null;
-  if (multiNode) {
-    transport = await PeerTransport.listen({ nodeId: config.nodeId, clusterSecret: config.secret, listen: config.listen, log: logger });
-    channel = transport.openChannel('metadata', {
+  if (data.transportPort !== undefined) {
+    channel = new PortChannel('metadata', data.transportPort, {
       // Raft tolerates lost messages, so anything arriving before the shell exists is dropped.
       onMessage: (from, message) => shell?.onPeerMessage(from, message),
       onRequest: (from, body) => (shell === null ? Promise.reject(new Error('metadata starting')) : shell.onPeerRequest(from, body)),
     });
-    for (const [id, address] of config.bootstrap) if (id !== config.nodeId) transport.setPeer(id, address);
-    // Only a port the node was not told to advertise is replaced by the bound one: an explicit --advertise (NAT, port
-    // mapping) stands as given.
-    const advertised = parseListenAddress(config.advertiseInternal);
-    if (advertised !== null && advertised.port === 0) config.advertiseInternal = formatHostPort(advertised.host, transport.port);
-    log('info', { port: transport.port }, 'metadata: node-to-node listener open');
+    for (const [id, address] of config.bootstrap) if (id !== config.nodeId) channel.setPeer(id, address);
   }
   shell = new MetadataShell({
     core, storage, state, appliedIndex: snapshotIndex, snapshotIndex, startCommit: stored.hardState.commit, front, workerPorts: data.workerPorts, transport: channel, config, log, joining,

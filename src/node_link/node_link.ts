@@ -1,0 +1,47 @@
+// The front's handle on the node-link thread (src/node_link/node_link_thread.ts): started before the metadata thread
+// on a node of a cluster, it binds the internal listener and bridges the metadata channel, whose far end the front
+// hands to the metadata thread. Front thread; main.ts starts and stops it.
+import { MessageChannel, Worker, type MessagePort } from 'node:worker_threads';
+import { formatHostPort, parseListenAddress } from '../config.js';
+import type { ClusterThreadConfig, FromNodeLink, NodeLinkThreadData, ToNodeLink } from '../protocol/thread_messages.js';
+
+/** The internal listener could not bind; the message names the address. */
+export class NodeLinkListenFailed extends Error {}
+
+export interface NodeLink {
+  thread: Worker;
+  /** The metadata thread's end of the bridged metadata channel. */
+  metadataPort: MessagePort;
+}
+
+/** Whether the node talks to other nodes: a cluster founded or joined with others, or given a secret. */
+export function isMultiNode(cluster: ClusterThreadConfig): boolean {
+  return cluster.bootstrap.length > 1 || cluster.join !== null || cluster.secret.length > 0;
+}
+
+/** Starts the thread and waits for its listener; fills cluster.advertiseInternal's port when it was 0 (an explicit
+ *  --advertise, for NAT or port mapping, stands as given). */
+export async function startNodeLink(cluster: ClusterThreadConfig, logLevel: string): Promise<NodeLink> {
+  const { port1, port2 } = new MessageChannel();
+  const workerData: NodeLinkThreadData = { nodeId: cluster.nodeId, listen: cluster.listen, secret: cluster.secret, logLevel, metadataPort: port1 };
+  const thread = new Worker(new URL('./node_link_thread.js', import.meta.url), { workerData, transferList: [port1] });
+  const started = await new Promise<FromNodeLink>((resolve, reject) => {
+    thread.once('message', resolve);
+    thread.once('error', reject);
+  });
+  if (started.kind === 'listenFailed') throw new NodeLinkListenFailed(started.message);
+  if (started.kind !== 'listening') throw new Error(`node-link thread: unexpected ${started.kind} at start`);
+  const advertised = parseListenAddress(cluster.advertiseInternal);
+  if (advertised !== null && advertised.port === 0) cluster.advertiseInternal = formatHostPort(advertised.host, started.port);
+  return { thread, metadataPort: port2 };
+}
+
+export function closeNodeLink(link: NodeLink): Promise<void> {
+  return new Promise((resolveClosed) => {
+    link.thread.on('message', (message: FromNodeLink) => {
+      if (message.kind === 'closed') resolveClosed();
+    });
+    link.thread.once('exit', () => resolveClosed());
+    link.thread.postMessage({ kind: 'shutdown' } satisfies ToNodeLink);
+  });
+}

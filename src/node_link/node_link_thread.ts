@@ -1,0 +1,43 @@
+// The node-link thread's entry (a worker_threads Worker the front starts before the metadata thread on a node of a
+// cluster): it owns the node-to-node transport, the listener on cluster.internal_port and every connection to the
+// other nodes, so sockets, frame reassembly and handshakes run on neither the front's uWS loop nor the metadata
+// thread's Raft loop (docs/architecture.md "The cluster today"). The metadata thread uses its channel through a
+// PortChannel; the data plane's channel (issue 29) opens here. Ends on 'shutdown' from the front, answered 'closed'.
+import assert from 'node:assert/strict';
+import { parentPort, workerData } from 'node:worker_threads';
+import type { FromNodeLink, NodeLinkThreadData, ToNodeLink } from '../protocol/thread_messages.js';
+import { bridgeChannel } from '../transport/port_channel.js';
+import { PeerTransport } from '../transport/peer_transport.js';
+import { createLogger } from '../util/log.js';
+
+async function start(): Promise<void> {
+  const front = parentPort;
+  assert.ok(front !== null, 'node_link_thread.ts runs only as a worker thread');
+  const data = workerData as NodeLinkThreadData;
+  const logger = createLogger(data.logLevel).child({ component: 'node-link', node: data.nodeId });
+  const post = (message: FromNodeLink): void => front.postMessage(message);
+  let transport: PeerTransport;
+  try {
+    transport = await PeerTransport.listen({ nodeId: data.nodeId, clusterSecret: data.secret, listen: data.listen, log: logger });
+  } catch (error) {
+    post({ kind: 'listenFailed', message: error instanceof Error ? error.message : String(error) });
+    front.close();
+    return;
+  }
+  // The metadata thread serves its channel: its messages and requests cross the port to it.
+  bridgeChannel(transport, 'metadata', data.metadataPort);
+  logger.info({ port: transport.port }, 'node-link: node-to-node listener open');
+  post({ kind: 'listening', port: transport.port });
+  front.on('message', (message: ToNodeLink) => {
+    if (message.kind !== 'shutdown') return;
+    transport.close().then(
+      () => post({ kind: 'closed' }),
+      (error: unknown) => {
+        logger.error({ err: error }, 'node-link: closing the transport failed');
+        post({ kind: 'closed' });
+      },
+    ).finally(() => front.close());
+  });
+}
+
+await start();
