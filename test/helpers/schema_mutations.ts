@@ -61,6 +61,15 @@ export function mutate(schema: unknown, prng: Prng, names: string[]): unknown {
     () => { node.items = prng.pick(small); },
     () => { node.not = prng.pick(small); },
     () => { node.pattern = prng.pick(['^a', '^[a-z]+$', 'b']); },
+    () => { node.patternProperties = { [prng.pick(['^x_', '^a', 'b$'])]: prng.pick(small) }; },
+    () => { node.if = prng.pick(small); node.then = prng.pick(small); if (prng.chance(0.5)) node.else = prng.pick(small); },
+    () => { node.prefixItems = [prng.pick(small), prng.pick(small)].slice(0, prng.int(1, 2)); },
+    () => { node.contains = prng.pick(small); },
+    () => { node.dependentRequired = { [prng.pick(names)]: [prng.pick(names)] }; },
+    () => { node.dependentSchemas = { [prng.pick(names)]: prng.pick(small) }; },
+    () => { node[prng.pick(['unevaluatedProperties', 'unevaluatedItems', 'propertyNames'])] = prng.chance(0.5) ? false : prng.pick(small); },
+    () => { node.const = prng.pick([1, 'a', null, { a: 'x' }]); },
+    () => { node.uniqueItems = prng.chance(0.7); },
   ];
   prng.pick(edits)();
   return copy;

@@ -94,6 +94,8 @@ export const schemaPairs: readonly SchemaPair[] = [
   { name: 'contains added', old: arr({}), new: arr({ contains: int }), compatible: false, keyword: 'contains', location: '', witness: [] },
   { name: 'minContains relaxed', old: arr({ contains: int, minContains: 2 }), new: arr({ contains: int, minContains: 1 }), compatible: true },
   { name: 'minContains raised', old: arr({ contains: int }), new: arr({ contains: int, minContains: 2 }), compatible: false, keyword: 'minContains', location: '', witness: [1] },
+  { name: 'tuple removed beside contains (ajv 8 lets [] through contains beside a tuple)', old: arr({ contains: int, prefixItems: [str] }), new: arr({ contains: int }), compatible: false, keyword: 'contains', location: '', witness: [] },
+  { name: 'tuple removed beside contains, arrays never empty', old: arr({ contains: int, prefixItems: [str], minItems: 1 }), new: arr({ contains: int, minItems: 1 }), compatible: true },
   { name: 'maxContains added', old: arr({ contains: int }), new: arr({ contains: int, maxContains: 1 }), compatible: false, keyword: 'maxContains', location: '', witness: [1, 2] },
   { name: 'maxContains relaxed', old: arr({ contains: int, maxContains: 1 }), new: arr({ contains: int, maxContains: 3 }), compatible: true },
   { name: 'uniqueItems removed', old: arr({ uniqueItems: true }), new: arr({}), compatible: true },
