@@ -32,8 +32,9 @@ class BudgetExceeded extends Error {
   }
 }
 
-/** Whether `newSchema` accepts every document `oldSchema` accepts; if not proved, the first keyword that failed. */
-export function checkCompatible(oldSchema: unknown, newSchema: unknown): Compatibility {
+/** Whether `newSchema` accepts every document `oldSchema` accepts; if not proved, the first keyword that failed.
+ *  `stepsMax` bounds the work (tests lower it). */
+export function checkCompatible(oldSchema: unknown, newSchema: unknown, stepsMax = proofStepsMax): Compatibility {
   const newDialect = dialectOf(newSchema);
   if (newDialect === null) return { compatible: false, keyword: '$schema', location: '', reason: 'the new version declares a dialect other than 2020-12 or draft-07' };
   const oldDialect = dialectOf(oldSchema);
@@ -42,13 +43,13 @@ export function checkCompatible(oldSchema: unknown, newSchema: unknown): Compati
   const oldRoot = rootNode(makeDoc(oldSchema, oldDialect, 'old'));
   const newRoot = rootNode(makeDoc(newSchema, newDialect, 'new'));
   try {
-    const result = new Proof().prove(factsOf([oldRoot]), newRoot, 0);
+    const result = new Proof(stepsMax).prove(factsOf([oldRoot]), newRoot, 0);
     return result === null ? { compatible: true } : { compatible: false, ...result };
   } catch (error) {
     if (!(error instanceof BudgetExceeded)) throw error;
     const first = isObject(error.node.schema) ? Object.keys(error.node.schema).find((k) => !inertKeywords.has(k)) : undefined;
     return { compatible: false, keyword: first ?? '$ref', location: error.node.path,
-      reason: `the schemas are too complex to compare within ${proofStepsMax} proof steps` };
+      reason: `the schemas are too complex to compare within ${stepsMax} proof steps` };
   }
 }
 
@@ -57,6 +58,8 @@ class Proof implements Checker {
   private steps = 0;
   private readonly active = new Map<string, number>();
   private readonly canonical = new Map<string, string | null>();
+
+  constructor(private readonly stepsMax: number) {}
 
   prove(facts: Facts, node: SchemaNode, depth: number): Refusal | null {
     this.spend(node);
@@ -105,7 +108,7 @@ class Proof implements Checker {
 
   private spend(node: SchemaNode | null): void {
     this.steps += 1;
-    if (this.steps > proofStepsMax) throw new BudgetExceeded(node ?? { schema: true, path: '', doc: makeDoc(true, '2020-12', 'new') });
+    if (this.steps > this.stepsMax) throw new BudgetExceeded(node ?? { schema: true, path: '', doc: makeDoc(true, '2020-12', 'new') });
   }
 
   /** A new subschema equal (annotations aside, same dialect, no references) to an old one that holds here. */

@@ -108,6 +108,7 @@ export const schemaPairs: readonly SchemaPair[] = [
   { name: 'required entry added', old: obj({ a: str }), new: obj({ a: str }, { required: ['a'] }), compatible: false, keyword: 'required', location: '', witness: {} },
   { name: 'required property with a default (Confluent accepts; not a widening)', old: obj({ a: str }), new: obj({ a: { type: 'string', default: 'x' } }, { required: ['a'] }), compatible: false, keyword: 'required', location: '', witness: {} },
   { name: 'optional property added to a closed object', old: closed({ a: str }), new: closed({ a: str, b: int }), compatible: true },
+  { name: 'optional property named like an Object.prototype member added to a closed object', old: closed({ a: str }), new: closed({ a: str, toString: str, constructor: int }), compatible: true },
   { name: 'typed property added to an open object', old: obj({ a: str }), new: obj({ a: str, b: str }), compatible: false, keyword: 'properties', location: '/properties/b', witness: { b: 1 } },
   { name: 'unconstrained property added to an open object', old: obj({ a: str }), new: obj({ a: str, b: { description: 'free' }, c: true }), compatible: true },
   { name: 'object closed', old: { type: 'object' }, new: { type: 'object', additionalProperties: false }, compatible: false, keyword: 'additionalProperties', location: '', witness: { z: 1 } },

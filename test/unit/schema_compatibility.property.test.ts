@@ -67,9 +67,9 @@ t.test('random one-step edits: whatever the checker accepts holds on drawn docum
       return true;
     }
     accepted += 1;
-    const { refused: counterexamples } = probe(oldSchema, newSchema, 40, editSeed);
+    const { refused: counterexamples } = probe(oldSchema, newSchema, 30, editSeed);
     if (counterexamples.length > 0) t.fail(`accepted ${JSON.stringify(oldSchema)} -> ${JSON.stringify(newSchema)}, refuses ${JSON.stringify(counterexamples[0])}`);
     return counterexamples.length === 0;
-  }), { seed, numRuns: 400 });
-  t.ok(accepted >= 40 && refused >= 40, `${accepted} edits accepted and probed, ${refused} refused`);
+  }), { seed, numRuns: 300 });
+  t.ok(accepted >= 30 && refused >= 30, `${accepted} edits accepted and probed, ${refused} refused`);
 });
