@@ -25,6 +25,9 @@ export type Compatibility = { compatible: true } | ({ compatible: false } & Refu
 export const proofStepsMax = 20_000;
 /** Document descents per proof path; schemas nest at most 64 levels (spec 8), recursion closes far sooner. */
 const proofDepthMax = 256;
+/** Nested proof questions at once: bounds the stack when alternatives and references keep asking new questions at
+ *  the same place (each distinct, so the loop check does not stop them). */
+const proofNestingMax = 400;
 
 class BudgetExceeded extends Error {
   constructor(readonly node: SchemaNode) {
@@ -49,13 +52,14 @@ export function checkCompatible(oldSchema: unknown, newSchema: unknown, stepsMax
     if (!(error instanceof BudgetExceeded)) throw error;
     const first = isObject(error.node.schema) ? Object.keys(error.node.schema).find((k) => !inertKeywords.has(k)) : undefined;
     return { compatible: false, keyword: first ?? '$ref', location: error.node.path,
-      reason: `the schemas are too complex to compare within ${stepsMax} proof steps` };
+      reason: `the schemas are too complex to compare within ${stepsMax} proof steps and ${proofNestingMax} nested questions` };
   }
 }
 
 /** One compatibility check: its step budget, the proofs in progress (for recursion through $ref) and a cache. */
 class Proof implements Checker {
   private steps = 0;
+  private nesting = 0;
   private readonly active = new Map<string, number>();
   private readonly canonical = new Map<string, string | null>();
 
@@ -63,6 +67,15 @@ class Proof implements Checker {
 
   prove(facts: Facts, node: SchemaNode, depth: number): Refusal | null {
     this.spend(node);
+    this.nesting += 1;
+    try {
+      return this.proveNested(facts, node, depth);
+    } finally {
+      this.nesting -= 1;
+    }
+  }
+
+  private proveNested(facts: Facts, node: SchemaNode, depth: number): Refusal | null {
     if (node.schema === true) return null;
     const flat = flatten(facts);
     if (flat.unsat) return null;
@@ -92,7 +105,12 @@ class Proof implements Checker {
 
   disjoint(a: Facts, b: Facts, depth: number): boolean {
     this.spend(null);
-    return provedDisjoint(this, a, b, depth);
+    this.nesting += 1;
+    try {
+      return provedDisjoint(this, a, b, depth);
+    } finally {
+      this.nesting -= 1;
+    }
   }
 
   private proveKeywords(flat: Flat, node: SchemaNode, depth: number): Refusal | null {
@@ -108,7 +126,7 @@ class Proof implements Checker {
 
   private spend(node: SchemaNode | null): void {
     this.steps += 1;
-    if (this.steps > this.stepsMax) throw new BudgetExceeded(node ?? { schema: true, path: '', doc: makeDoc(true, '2020-12', 'new') });
+    if (this.steps > this.stepsMax || this.nesting > proofNestingMax) throw new BudgetExceeded(node ?? { schema: true, path: '', doc: makeDoc(true, '2020-12', 'new') });
   }
 
   /** A new subschema equal (annotations aside, same dialect, no references) to an old one that holds here. */
