@@ -14,10 +14,12 @@ import { type Facts, factsOf, finiteValues, type Flat, flatten, splitCases } fro
 import {
   dialectOf, inertKeywords, isObject, makeDoc, nodeKey, rootNode, type SchemaNode, validatingKeywords,
 } from './schema_node.js';
+import { findInPlaceRefCycle } from './ref_cycles.js';
 import { valueSatisfies } from './value_check.js';
 
 export { isAnnotationOnlyChange } from './annotations.js';
 export type { Refusal } from './checker.js';
+export { findInPlaceRefCycle } from './ref_cycles.js';
 
 export type Compatibility = { compatible: true } | ({ compatible: false } & Refusal);
 
@@ -43,6 +45,8 @@ export function checkCompatible(oldSchema: unknown, newSchema: unknown, stepsMax
   const oldDialect = dialectOf(oldSchema);
   if (oldDialect === null) return { compatible: false, keyword: '$schema', location: '', reason: 'the current version declares a dialect other than 2020-12 or draft-07' };
   if (isAnnotationOnlyChange(oldSchema, newSchema)) return { compatible: true };
+  const loop = findInPlaceRefCycle(newSchema);
+  if (loop !== null) return { compatible: false, keyword: '$ref', location: loop, reason: 'a reference here leads back to itself without descending into the document, so validation would never end' };
   const oldRoot = rootNode(makeDoc(oldSchema, oldDialect, 'old'));
   const newRoot = rootNode(makeDoc(newSchema, newDialect, 'new'));
   try {

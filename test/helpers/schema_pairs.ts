@@ -167,6 +167,8 @@ export const schemaPairs: readonly SchemaPair[] = [
   { name: 'recursive tree unchanged', old: tree(treeNode({ v: num })), new: tree(treeNode({ v: num })), compatible: true },
   { name: 'recursive closed tree gains an optional property', old: tree(treeNode({ v: num }, { additionalProperties: false })), new: tree(treeNode({ v: num, n: str }, { additionalProperties: false })), compatible: true },
   { name: 'recursive tree narrowed deep down', old: tree(treeNode({ v: num })), new: tree(treeNode({ v: int })), compatible: false, keyword: 'type', location: '/$defs/t/properties/v', witness: { kids: [{ v: 1.5 }] } },
+  { name: 'reference loop without descent', old: { type: 'object' }, new: { $defs: { t: { anyOf: [{ type: 'object' }, { $ref: '#/$defs/t' }] } }, $ref: '#/$defs/t' }, compatible: false, keyword: '$ref', location: '/$defs/t' },
+  { name: 'reference loop through not and if', old: { type: 'object' }, new: { $defs: { t: { not: { if: { $ref: '#/$defs/t' }, then: int, else: num } } }, $ref: '#/$defs/t' }, compatible: false, keyword: '$ref', location: '/$defs/t' },
   // nesting
   { name: 'array of closed objects gains an optional property', old: arr({ items: closed({ a: str }) }), new: arr({ items: closed({ a: str, b: num }) }), compatible: true },
   { name: 'array of open objects gains a typed property', old: arr({ items: obj({ a: str }) }), new: arr({ items: obj({ a: str, b: num }) }), compatible: false, keyword: 'properties', location: '/items/properties/b', witness: [{ b: 'x' }] },

@@ -4,7 +4,7 @@
 // incompatibility carries a witness document ajv accepts under the old version and refuses under the new one.
 // Then annotation-only changes, and the proof budget on an explosion of alternatives.
 import t from 'tap';
-import { checkCompatible, isAnnotationOnlyChange } from '../../src/schema/compatibility.js';
+import { checkCompatible, findInPlaceRefCycle, isAnnotationOnlyChange } from '../../src/schema/compatibility.js';
 import { compileSchema } from '../helpers/schema_ajv.js';
 import { schemaPairs } from '../helpers/schema_pairs.js';
 
@@ -73,4 +73,15 @@ t.test('an explosion of alternatives is refused within the budget', async (t) =>
   t.equal(verdict.compatible, false);
   if (!verdict.compatible) t.match(verdict.reason, /too complex to compare within 2000 proof steps/);
   t.same(checkCompatible({ anyOf: branches }, { type: 'integer', minimum: 0 }, 2_000), { compatible: true }, 'a few alternatives fit');
+});
+
+t.test('reference loops that never descend into the document', async (t) => {
+  const tree = { $defs: { t: { type: 'object', properties: { kids: { type: 'array', items: { $ref: '#/$defs/t' } } } } }, $ref: '#/$defs/t' };
+  t.equal(findInPlaceRefCycle(tree), null, 'a tree descends through items');
+  t.equal(findInPlaceRefCycle({ properties: { self: { $ref: '#' } } }), null, 'the root through a property');
+  t.equal(findInPlaceRefCycle({ allOf: [{ $ref: '#' }] }), '', 'the root through allOf');
+  t.match(findInPlaceRefCycle({ $defs: { a: { $ref: '#/$defs/b' }, b: { oneOf: [{ $ref: '#/$defs/a' }] } } }), /^\/\$defs\/(a|b)$/, 'two definitions, never used');
+  t.equal(findInPlaceRefCycle({ $schema: 'http://json-schema.org/draft-07/schema#', definitions: { a: { dependencies: { x: { $ref: '#/definitions/a' } } } } }),
+    '/definitions/a', 'draft-07 dependencies apply in place');
+  t.equal(findInPlaceRefCycle({ $ref: 'https://example.com/elsewhere' }), null, 'unresolved references are refused elsewhere');
 });
