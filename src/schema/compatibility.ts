@@ -24,7 +24,7 @@ export { findInPlaceRefCycle } from './ref_cycles.js';
 export type Compatibility = { compatible: true } | ({ compatible: false } & Refusal);
 
 /** Proof steps per check: enough for any realistic pair of schemas; past it the change is refused, not guessed. */
-export const proofStepsMax = 20_000;
+export const proofStepsMax = 10_000;
 /** Document descents per proof path; schemas nest at most 64 levels (spec 8), recursion closes far sooner. */
 const proofDepthMax = 256;
 /** Nested proof questions at once: bounds the stack when alternatives and references keep asking new questions at
