@@ -85,3 +85,13 @@ t.test('reference loops that never descend into the document', async (t) => {
     '/definitions/a', 'draft-07 dependencies apply in place');
   t.equal(findInPlaceRefCycle({ $ref: 'https://example.com/elsewhere' }), null, 'unresolved references are refused elsewhere');
 });
+
+t.test('a catastrophic pattern cannot stall the checker', async (t) => {
+  // The proof runs patterns on property names and enum values; the schema author picks both.
+  const name = `${'a'.repeat(40)}b`;
+  const old = { type: 'object', properties: { [name]: { type: 'string' } }, patternProperties: { '^(a+)+$': { type: 'integer' } }, additionalProperties: false };
+  const verdict = checkCompatible(old, { ...old, properties: { [name]: { type: 'string' }, c: { type: 'string' } } });
+  t.equal(verdict.compatible, false, 'refused: whether the new name matches the old pattern is not tried');
+  const values = { enum: [name] };
+  t.equal(checkCompatible(values, { type: 'string', pattern: '^(a+)+$' }).compatible, false, 'the enum value is not run either');
+});
