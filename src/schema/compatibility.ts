@@ -32,7 +32,7 @@ const proofDepthMax = 256;
 const proofNestingMax = 400;
 
 class BudgetExceeded extends Error {
-  constructor(readonly node: SchemaNode) {
+  constructor(readonly node: SchemaNode | null) {
     super('compatibility proof budget exceeded');
   }
 }
@@ -54,8 +54,10 @@ export function checkCompatible(oldSchema: unknown, newSchema: unknown, stepsMax
     return result === null ? { compatible: true } : { compatible: false, ...result };
   } catch (error) {
     if (!(error instanceof BudgetExceeded)) throw error;
-    const first = isObject(error.node.schema) ? Object.keys(error.node.schema).find((k) => !inertKeywords.has(k)) : undefined;
-    return { compatible: false, keyword: first ?? '$ref', location: error.node.path,
+    // Name the new version's subschema being compared when the budget ran out (reverse questions name old ones).
+    const at = error.node?.doc.tag === 'new' ? error.node : newRoot;
+    const first = isObject(at.schema) ? Object.keys(at.schema).find((k) => !inertKeywords.has(k)) : undefined;
+    return { compatible: false, keyword: first ?? '$ref', location: at.path,
       reason: `the schemas are too complex to compare within ${stepsMax} proof steps and ${proofNestingMax} nested questions` };
   }
 }
@@ -130,7 +132,7 @@ class Proof implements Checker {
 
   private spend(node: SchemaNode | null): void {
     this.steps += 1;
-    if (this.steps > this.stepsMax || this.nesting > proofNestingMax) throw new BudgetExceeded(node ?? { schema: true, path: '', doc: makeDoc(true, '2020-12', 'new') });
+    if (this.steps > this.stepsMax || this.nesting > proofNestingMax) throw new BudgetExceeded(node);
   }
 
   /** A new subschema equal (annotations aside, same dialect, no references) to an old one that holds here. */
