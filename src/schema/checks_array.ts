@@ -49,11 +49,14 @@ function checkContains(checker: Checker, flat: Flat, node: SchemaNode, depth: nu
   const { min, max } = containsBounds(node);
   const olds = flat.nodes.flatMap((n) => {
     const sub = child(n, 'contains');
-    return sub === undefined ? [] : [{ sub, bounds: containsBounds(n) }];
+    return sub === undefined ? [] : [{ sub, bounds: containsBounds(n), tuple: prefixItemsOf(n).length > 0 }];
   });
   if (min > 0) {
+    // ajv 8 accepts an empty array under `contains` when a tuple sits beside it (its tuple check leaves the shared
+    // verdict true and the contains loop never runs): such an old contains proves nothing unless arrays are non-empty.
+    const nonEmpty = lowerCount(flat, 'minItems') >= 1;
     // Some old `contains` that is at least as strict, demanded at least as often.
-    const proved = olds.some((o) => o.bounds.min >= min && checker.prove(factsOf([o.sub]), contains, depth + 1) === null);
+    const proved = olds.some((o) => o.bounds.min >= min && (!o.tuple || nonEmpty) && checker.prove(factsOf([o.sub]), contains, depth + 1) === null);
     if (!proved) return refusal(keyword(node, 'minContains') === undefined ? 'contains' : 'minContains', node,
       `the old version allows arrays without ${min} item(s) that match the new contains`);
   }

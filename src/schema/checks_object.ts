@@ -4,7 +4,7 @@
 // (an open object) prove nothing, which is why adding a typed property to an open object is refused.
 // Pure; called by compatibility.ts.
 import { type Checker, refusal, type Refusal } from './checker.js';
-import { factsOf, type Flat, typesOf } from './facts.js';
+import { factsOf, type Flat, lowerCount, typesOf } from './facts.js';
 import { atName, maxPropertiesOf, otherPropertiesOf, patternMatches, plainUnevaluated, requiredNames } from './shape.js';
 import {
   child, dependentRequiredOf, dependentSchemasOf, keyword, patternEntriesOf, propertyNamesOf, type SchemaNode,
@@ -23,7 +23,7 @@ function checkCounts(flat: Flat, node: SchemaNode): Refusal | null {
   const missing = Array.isArray(required) ? required.find((n) => typeof n === 'string' && !present.has(n)) : undefined;
   if (missing !== undefined) return refusal('required', node, `the old version allows objects without ${JSON.stringify(missing)}`);
   const minProperties = keyword(node, 'minProperties');
-  if (typeof minProperties === 'number' && Math.max(present.size, ...flat.nodes.map((n) => Number(keyword(n, 'minProperties') ?? 0))) < minProperties) {
+  if (typeof minProperties === 'number' && Math.max(present.size, lowerCount(flat, 'minProperties')) < minProperties) {
     return refusal('minProperties', node, `the old version allows objects with fewer than ${minProperties} properties`);
   }
   const maxProperties = keyword(node, 'maxProperties');

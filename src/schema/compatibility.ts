@@ -14,52 +14,74 @@ import { type Facts, factsOf, finiteValues, type Flat, flatten, splitCases } fro
 import {
   dialectOf, inertKeywords, isObject, makeDoc, nodeKey, rootNode, type SchemaNode, validatingKeywords,
 } from './schema_node.js';
+import { findInPlaceRefCycle } from './ref_cycles.js';
 import { valueSatisfies } from './value_check.js';
 
 export { isAnnotationOnlyChange } from './annotations.js';
 export type { Refusal } from './checker.js';
+export { findInPlaceRefCycle } from './ref_cycles.js';
 
 export type Compatibility = { compatible: true } | ({ compatible: false } & Refusal);
 
 /** Proof steps per check: enough for any realistic pair of schemas; past it the change is refused, not guessed. */
-export const proofStepsMax = 20_000;
+export const proofStepsMax = 10_000;
 /** Document descents per proof path; schemas nest at most 64 levels (spec 8), recursion closes far sooner. */
 const proofDepthMax = 256;
+/** Nested proof questions at once: bounds the stack when alternatives and references keep asking new questions at
+ *  the same place (each distinct, so the loop check does not stop them). */
+const proofNestingMax = 400;
 
 class BudgetExceeded extends Error {
-  constructor(readonly node: SchemaNode) {
+  constructor(readonly node: SchemaNode | null) {
     super('compatibility proof budget exceeded');
   }
 }
 
-/** Whether `newSchema` accepts every document `oldSchema` accepts; if not proved, the first keyword that failed. */
-export function checkCompatible(oldSchema: unknown, newSchema: unknown): Compatibility {
+/** Whether `newSchema` accepts every document `oldSchema` accepts; if not proved, the first keyword that failed.
+ *  `stepsMax` bounds the work (tests lower it). */
+export function checkCompatible(oldSchema: unknown, newSchema: unknown, stepsMax = proofStepsMax): Compatibility {
   const newDialect = dialectOf(newSchema);
   if (newDialect === null) return { compatible: false, keyword: '$schema', location: '', reason: 'the new version declares a dialect other than 2020-12 or draft-07' };
   const oldDialect = dialectOf(oldSchema);
   if (oldDialect === null) return { compatible: false, keyword: '$schema', location: '', reason: 'the current version declares a dialect other than 2020-12 or draft-07' };
   if (isAnnotationOnlyChange(oldSchema, newSchema)) return { compatible: true };
+  const loop = findInPlaceRefCycle(newSchema);
+  if (loop !== null) return { compatible: false, keyword: '$ref', location: loop, reason: 'a reference here leads back to itself without descending into the document, so validation would never end' };
   const oldRoot = rootNode(makeDoc(oldSchema, oldDialect, 'old'));
   const newRoot = rootNode(makeDoc(newSchema, newDialect, 'new'));
   try {
-    const result = new Proof().prove(factsOf([oldRoot]), newRoot, 0);
+    const result = new Proof(stepsMax).prove(factsOf([oldRoot]), newRoot, 0);
     return result === null ? { compatible: true } : { compatible: false, ...result };
   } catch (error) {
     if (!(error instanceof BudgetExceeded)) throw error;
-    const first = isObject(error.node.schema) ? Object.keys(error.node.schema).find((k) => !inertKeywords.has(k)) : undefined;
-    return { compatible: false, keyword: first ?? '$ref', location: error.node.path,
-      reason: `the schemas are too complex to compare within ${proofStepsMax} proof steps` };
+    // Name the new version's subschema being compared when the budget ran out (reverse questions name old ones).
+    const at = error.node?.doc.tag === 'new' ? error.node : newRoot;
+    const first = isObject(at.schema) ? Object.keys(at.schema).find((k) => !inertKeywords.has(k)) : undefined;
+    return { compatible: false, keyword: first ?? '$ref', location: at.path,
+      reason: `the schemas are too complex to compare within ${stepsMax} proof steps and ${proofNestingMax} nested questions` };
   }
 }
 
 /** One compatibility check: its step budget, the proofs in progress (for recursion through $ref) and a cache. */
 class Proof implements Checker {
   private steps = 0;
+  private nesting = 0;
   private readonly active = new Map<string, number>();
   private readonly canonical = new Map<string, string | null>();
 
+  constructor(private readonly stepsMax: number) {}
+
   prove(facts: Facts, node: SchemaNode, depth: number): Refusal | null {
     this.spend(node);
+    this.nesting += 1;
+    try {
+      return this.proveNested(facts, node, depth);
+    } finally {
+      this.nesting -= 1;
+    }
+  }
+
+  private proveNested(facts: Facts, node: SchemaNode, depth: number): Refusal | null {
     if (node.schema === true) return null;
     const flat = flatten(facts);
     if (flat.unsat) return null;
@@ -89,7 +111,12 @@ class Proof implements Checker {
 
   disjoint(a: Facts, b: Facts, depth: number): boolean {
     this.spend(null);
-    return provedDisjoint(this, a, b, depth);
+    this.nesting += 1;
+    try {
+      return provedDisjoint(this, a, b, depth);
+    } finally {
+      this.nesting -= 1;
+    }
   }
 
   private proveKeywords(flat: Flat, node: SchemaNode, depth: number): Refusal | null {
@@ -105,7 +132,7 @@ class Proof implements Checker {
 
   private spend(node: SchemaNode | null): void {
     this.steps += 1;
-    if (this.steps > proofStepsMax) throw new BudgetExceeded(node ?? { schema: true, path: '', doc: makeDoc(true, '2020-12', 'new') });
+    if (this.steps > this.stepsMax || this.nesting > proofNestingMax) throw new BudgetExceeded(node);
   }
 
   /** A new subschema equal (annotations aside, same dialect, no references) to an old one that holds here. */

@@ -91,6 +91,7 @@ export function typeTokens(value: unknown): Set<TypeToken> | null {
   for (const name of names) {
     if (name === 'number') { out.add('integer'); out.add('fraction'); }
     else if (allTypes.includes(name as TypeToken) && name !== 'fraction') out.add(name as TypeToken);
+    else return null; // not a JSON Schema type: claim nothing from it
   }
   return out;
 }

@@ -9,8 +9,21 @@ import {
 
 const regexCache = new Map<string, RegExp | null>();
 
-/** Whether `name` matches `pattern` as ajv tests it (a unicode RegExp, unanchored), or null if it cannot compile. */
+/** Longest text the checker runs a schema's pattern on. */
+const patternInputMax = 128;
+
+/** Whether a pattern is cheap to run on short text: no quantified group (`(a+)+`, `(a|a)*`, the exponential kinds)
+ *  and few quantifiers (each adjacent one multiplies backtracking by the text length). Schema authors choose both
+ *  the patterns and the names they are run on, so registration must not hang on them. */
+function cheapPattern(pattern: string): boolean {
+  const plain = pattern.replace(/\\./g, '');
+  return !/\)[*+{?]/.test(plain) && (plain.match(/[*+]|\{\d/g) ?? []).length <= 3;
+}
+
+/** Whether `name` matches `pattern` as ajv tests it (a unicode RegExp, unanchored), or null when the checker cannot
+ *  tell cheaply (the pattern does not compile, may backtrack badly, or the text is long). */
 export function patternMatches(pattern: string, name: string): boolean | null {
+  if (name.length > patternInputMax || !cheapPattern(pattern)) return null;
   let regex = regexCache.get(pattern);
   if (regex === undefined) {
     try {

@@ -93,13 +93,13 @@ export class DocumentGenerator {
     for (const name of ['anyOf', 'oneOf']) {
       const list = s[name];
       if (Array.isArray(list) && list.length > 0) {
-        return fc.oneof(...list.map((branch) => this.of({ ...rest([name]), ...(isObj(folded(this.root, branch, 0)) ? folded(this.root, branch, 0) as Json : {}) }, depth)));
+        return fc.oneof(...list.map((branch) => this.of({ ...rest([name]), ...(isObj(folded(this.root, branch, 0)) ? folded(this.root, branch, 0) as Json : {}) }, depth + 1)));
       }
     }
     if (s.if !== undefined) {
       const pick = (part: unknown): Json => (isObj(folded(this.root, part, 0)) ? folded(this.root, part, 0) as Json : {});
       const base = rest(['if', 'then', 'else']);
-      return fc.oneof(this.of({ ...base, ...pick(s.if), ...pick(s.then) }, depth), this.of({ ...base, ...pick(s.else) }, depth));
+      return fc.oneof(this.of({ ...base, ...pick(s.if), ...pick(s.then) }, depth + 1), this.of({ ...base, ...pick(s.else) }, depth + 1));
     }
     if (Object.hasOwn(s, 'const')) return fc.constant(s.const);
     if (Array.isArray(s.enum) && s.enum.length > 0) return fc.constantFrom(...(s.enum as unknown[]));

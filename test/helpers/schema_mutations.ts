@@ -61,7 +61,56 @@ export function mutate(schema: unknown, prng: Prng, names: string[]): unknown {
     () => { node.items = prng.pick(small); },
     () => { node.not = prng.pick(small); },
     () => { node.pattern = prng.pick(['^a', '^[a-z]+$', 'b']); },
+    () => { node.patternProperties = { [prng.pick(['^x_', '^a', 'b$'])]: prng.pick(small) }; },
+    () => { node.if = prng.pick(small); node.then = prng.pick(small); if (prng.chance(0.5)) node.else = prng.pick(small); },
+    () => { node.prefixItems = [prng.pick(small), prng.pick(small)].slice(0, prng.int(1, 2)); },
+    () => { node.contains = prng.pick(small); },
+    () => { node.dependentRequired = { [prng.pick(names)]: [prng.pick(names)] }; },
+    () => { node.dependentSchemas = { [prng.pick(names)]: prng.pick(small) }; },
+    () => { node[prng.pick(['unevaluatedProperties', 'unevaluatedItems', 'propertyNames'])] = prng.chance(0.5) ? false : prng.pick(small); },
+    () => { node.const = prng.pick([1, 'a', null, { a: 'x' }]); },
+    () => { node.uniqueItems = prng.chance(0.7); },
   ];
   prng.pick(edits)();
   return copy;
+}
+
+const leaves = (prng: Prng): unknown[] => [
+  { type: 'string' }, { type: 'integer' }, { type: 'number', minimum: prng.int(-2, 2) }, { type: 'string', maxLength: prng.int(0, 3) },
+  { enum: [1, 'a', null] }, { const: prng.pick(['a', 'b', 1]) }, { type: 'null' }, { type: 'boolean' }, true, {},
+  { type: ['string', 'null'] }, { type: 'integer', multipleOf: prng.pick([1, 2, 3]) },
+];
+
+/** A random 2020-12 schema of a few levels: objects (open or closed, patterns, required), arrays (tuples, contains),
+ *  combinators, if/then/else, dependencies and local references. */
+export function randomSchema(prng: Prng, names: string[], depth = 0): unknown {
+  if (depth > 3 || prng.chance(0.35)) return prng.pick(leaves(prng));
+  const sub = (): unknown => randomSchema(prng, names, depth + 1);
+  switch (prng.int(0, 8)) {
+    case 0: {
+      const properties: Json = {};
+      for (let i = prng.int(0, 3); i > 0; i--) properties[prng.pick(names)] = sub();
+      const s: Json = { type: 'object', properties };
+      if (prng.chance(0.5)) s.additionalProperties = prng.chance(0.6) ? false : sub();
+      if (prng.chance(0.4)) s.required = [prng.pick(names)];
+      if (prng.chance(0.2)) s.patternProperties = { '^x_': sub() };
+      return s;
+    }
+    case 1: {
+      const s: Json = { type: 'array' };
+      if (prng.chance(0.5)) s.prefixItems = [sub(), sub()].slice(0, prng.int(1, 2));
+      if (prng.chance(0.6)) s.items = prng.chance(0.3) ? false : sub();
+      if (prng.chance(0.3)) s.contains = sub();
+      if (prng.chance(0.3)) s.maxItems = prng.int(0, 3);
+      if (prng.chance(0.2)) s.uniqueItems = true;
+      return s;
+    }
+    case 2: return { anyOf: [sub(), sub()] };
+    case 3: return { oneOf: [sub(), sub()] };
+    case 4: return { allOf: [sub(), sub()] };
+    case 5: return { not: sub() };
+    case 6: return { if: sub(), then: sub(), else: sub() };
+    case 7: return { type: 'object', dependentRequired: { [prng.pick(names)]: [prng.pick(names)] }, dependentSchemas: { [prng.pick(names)]: sub() }, minProperties: prng.int(0, 2) };
+    default: return { $defs: { t: sub() }, $ref: '#/$defs/t' };
+  }
 }

@@ -4,7 +4,7 @@
 // incompatibility carries a witness document ajv accepts under the old version and refuses under the new one.
 // Then annotation-only changes, and the proof budget on an explosion of alternatives.
 import t from 'tap';
-import { checkCompatible, isAnnotationOnlyChange } from '../../src/schema/compatibility.js';
+import { checkCompatible, findInPlaceRefCycle, isAnnotationOnlyChange } from '../../src/schema/compatibility.js';
 import { compileSchema } from '../helpers/schema_ajv.js';
 import { schemaPairs } from '../helpers/schema_pairs.js';
 
@@ -69,7 +69,29 @@ t.test('an explosion of alternatives is refused within the budget', async (t) =>
   const branches = Array.from({ length: 8 }, (_, i) => ({ type: 'integer', minimum: i }));
   const old = { allOf: Array.from({ length: 8 }, () => ({ anyOf: branches })) };
   // Compatible in truth, but 8^8 cases: the checker must stop and refuse rather than run on.
-  const verdict = checkCompatible(old, { type: 'integer', minimum: 0 });
+  const verdict = checkCompatible(old, { type: 'integer', minimum: 0 }, 2_000);
   t.equal(verdict.compatible, false);
-  if (!verdict.compatible) t.match(verdict.reason, /too complex/);
+  if (!verdict.compatible) t.match(verdict.reason, /too complex to compare within 2000 proof steps/);
+  t.same(checkCompatible({ anyOf: branches }, { type: 'integer', minimum: 0 }, 2_000), { compatible: true }, 'a few alternatives fit');
+});
+
+t.test('reference loops that never descend into the document', async (t) => {
+  const tree = { $defs: { t: { type: 'object', properties: { kids: { type: 'array', items: { $ref: '#/$defs/t' } } } } }, $ref: '#/$defs/t' };
+  t.equal(findInPlaceRefCycle(tree), null, 'a tree descends through items');
+  t.equal(findInPlaceRefCycle({ properties: { self: { $ref: '#' } } }), null, 'the root through a property');
+  t.equal(findInPlaceRefCycle({ allOf: [{ $ref: '#' }] }), '', 'the root through allOf');
+  t.match(findInPlaceRefCycle({ $defs: { a: { $ref: '#/$defs/b' }, b: { oneOf: [{ $ref: '#/$defs/a' }] } } }), /^\/\$defs\/(a|b)$/, 'two definitions, never used');
+  t.equal(findInPlaceRefCycle({ $schema: 'http://json-schema.org/draft-07/schema#', definitions: { a: { dependencies: { x: { $ref: '#/definitions/a' } } } } }),
+    '/definitions/a', 'draft-07 dependencies apply in place');
+  t.equal(findInPlaceRefCycle({ $ref: 'https://example.com/elsewhere' }), null, 'unresolved references are refused elsewhere');
+});
+
+t.test('a catastrophic pattern cannot stall the checker', async (t) => {
+  // The proof runs patterns on property names and enum values; the schema author picks both.
+  const name = `${'a'.repeat(40)}b`;
+  const old = { type: 'object', properties: { [name]: { type: 'string' } }, patternProperties: { '^(a+)+$': { type: 'integer' } }, additionalProperties: false };
+  const verdict = checkCompatible(old, { ...old, properties: { [name]: { type: 'string' }, c: { type: 'string' } } });
+  t.equal(verdict.compatible, false, 'refused: whether the new name matches the old pattern is not tried');
+  const values = { enum: [name] };
+  t.equal(checkCompatible(values, { type: 'string', pattern: '^(a+)+$' }).compatible, false, 'the enum value is not run either');
 });
