@@ -18,6 +18,8 @@ const addFormats = (addFormatsModule as unknown as { default: (ajv: unknown) => 
 const options = {
   strictSchema: true, strictNumbers: true, strictTypes: false, strictTuples: false, strictRequired: false,
   allErrors: false, $data: false, logger: false,
+  // Without it ajv takes Object.prototype's members for present properties, which the compatibility proof does not.
+  ownProperties: true,
 };
 
 /** A validator for the document; throws an Error with ajv's message when ajv cannot compile it. */

@@ -6,6 +6,7 @@ import { limits } from '../config.js';
 import { compileSchema } from './ajv_compile.js';
 import { canonicalJson, isAnnotationOnlyChange } from './annotations.js';
 import { checkCompatible } from './compatibility.js';
+import { findInPlaceRefCycle } from './ref_cycles.js';
 
 import safeRegex from 'safe-regex2';
 
@@ -40,6 +41,9 @@ export function prepareSchema(candidate: SchemaCandidate): PreparedSchema {
   } catch (error) {
     return { kind: 'refused', refusal: `schema: not a schema ajv can compile: ${(error as Error).message}` };
   }
+  // ajv compiles a $ref loop that never descends, then overflows its stack validating against it.
+  const loop = findInPlaceRefCycle(candidate.document);
+  if (loop !== null) return { kind: 'refused', refusal: `schema: $ref at ${loop || '/'}: refers back to itself without descending` };
   const unsafe = unsafePattern(candidate.document, '');
   if (unsafe !== null) return { kind: 'refused', refusal: `schema: pattern at ${unsafe || '/'}: could take exponential time (nested quantifiers)` };
   if (candidate.current === null) return { kind: 'register', text, compatible: true };
