@@ -157,12 +157,19 @@ export const errors = {
   partitionWorkerShuttingDown: () => new BrokerError(503, 'partition worker shutting down'),
   /** 503 without Retry-After: /healthz or /readyz not ready; the reason says why (spec §4 Health and metrics). */
   notReady: (reason: string) => new BrokerError(503, reason),
-  /** 503: the partition lives on another node (no forwarding in this release; spec §7 partition owner down). */
+  /** 503: a produce pinned to a partition another node owns (produces are not handed between nodes yet, issue 29). */
   ownedElsewhere: (topic: string, partition: number, owner: number | undefined) =>
-    new BrokerError(503, `partition ${partition} of topic ${topic} is owned by node ${owner}; send the request to that node (forwarding between nodes is not in this release)`, retryAfter1),
-  /** 503: no partition of the topic lives on this node (no forwarding in this release). */
+    new BrokerError(503, `partition ${partition} of topic ${topic} is owned by node ${owner}; send the produce to that node (produces are not handed between nodes yet)`, retryAfter1),
+  /** 503: the partition's owner could not be reached (down, or no connection); nothing was applied (spec §4, §7). */
+  ownerUnreachable: (topic: string, partition: number, owner: number) =>
+    new BrokerError(503, `partition ${partition} of topic ${topic}: its owner, node ${owner}, could not be reached; nothing was applied, retry`, retryAfter1),
+  /** 502, plain text: a request forwarded to the partition's owner got no answer in time; it may have been applied
+   *  (spec §7). */
+  ownerNoAnswer: (topic: string, partition: number, owner: number) =>
+    new BrokerError(502, `partition ${partition} of topic ${topic}: the owner, node ${owner}, did not answer in time; the request may have been applied`, {}, true),
+  /** 503: a produce, or a consume without partition, on a node that owns no partition of the topic (issue 29). */
   noLocalPartition: (topic: string) =>
-    new BrokerError(503, `no partition of topic ${topic} is owned by this node; send the request to an owner (forwarding between nodes is not in this release)`, retryAfter1),
+    new BrokerError(503, `no partition of topic ${topic} is owned by this node; send the request to an owner, or name a partition to consume`, retryAfter1),
   /** 503: a topic this node lacks could not be confirmed missing with the leader (spec §5 topic change). */
   topicUnconfirmed: (name: string) =>
     new BrokerError(503, `topic ${name} is not known here and the leader could not be reached to confirm`, retryAfter2),

@@ -21,6 +21,7 @@ import { FrontServer, ListenRefused } from './front/server.js';
 import type { FrontServices } from './front/services.js';
 import type { BcryptTask } from './pool/bcrypt_task.js';
 import type { ClusterThreadConfig, MetadataThreadData, PartitionWorkerData, ToMetadata } from './protocol/thread_messages.js';
+import { RemotePartitions } from './front/remote_partitions.js';
 import { closeNodeLink, isMultiNode, NodeLinkListenFailed, startNodeLink, type NodeLink } from './node_link/node_link.js';
 import { readClusterSecretFile } from './transport/cluster_secret.js';
 import { DataDirLockedError, lockDataDir } from './util/data_dir_lock.js';
@@ -45,7 +46,7 @@ async function main(): Promise<void> {
   const lifecycle: NodeLifecycle = { startupDone: false, shuttingDown: false };
   // The internal listener binds before anything else starts, so a taken port ends the start at once (issue 27).
   const nodeLink = isMultiNode(cluster)
-    ? await exitUnless(() => startNodeLink(cluster, config['log.level']), (error) => error instanceof NodeLinkListenFailed, 1)
+    ? await exitUnless(() => startNodeLink(cluster, config['log.level'], config['node.workers']), (error) => error instanceof NodeLinkListenFailed, 1)
     : null;
   const { metadataThread, workerThreads } = startThreads(config, dataDir, log, lifecycle, cluster, nodeLink);
   const replica = new MetadataReplica(metadataThread);
@@ -57,6 +58,7 @@ async function main(): Promise<void> {
     config, log, nodeId, replica, workers, ingress, authPool, workPool,
     batchBudget: new ByteBudget(config['http.max_batch_body_bytes_in_flight']),
     metrics: new Metrics(replica, workers),
+    remote: new RemotePartitions(nodeLink?.dataChannel ?? null),
   };
   // A one-node cluster leads at once, so its root admin exists before it listens (the first screen shows how to
   // log in). A node of a larger cluster listens first: reads must answer even while no quorum exists.
@@ -177,7 +179,10 @@ function startThreads(config: Config, dataDir: string, log: Logger, lifecycle: N
       flushIntervalMs: config['storage.partition_flush_interval'], syncIntervalMs: config['storage.partition_sync_interval'],
       logLevel: config['log.level'],
     };
-    return new Worker(new URL('../workers/partition_worker.js', import.meta.url), { workerData, transferList: [channel.port2] });
+    const linkPort = nodeLink?.workerLinkPorts[workerIndex];
+    if (linkPort !== undefined) workerData.linkPort = linkPort;
+    const transferList = linkPort === undefined ? [channel.port2] : [channel.port2, linkPort];
+    return new Worker(new URL('../workers/partition_worker.js', import.meta.url), { workerData, transferList });
   });
   const metadataData: MetadataThreadData = { dataDir, workerPorts: channels.map((c) => c.port1), cluster, logLevel: config['log.level'] };
   if (nodeLink !== null) metadataData.transportPort = nodeLink.metadataPort;

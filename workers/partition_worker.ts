@@ -75,6 +75,7 @@ class PartitionWorker implements ConsumeHost {
     // Listening only now: both ports queue what arrives meanwhile, so nothing sees a half-opened worker.
     this.data.metadataPort.on('message', (msg: FromMetadata) => this.onMetadata(msg));
     this.port.on('message', (msg: ToWorker) => this.onMessage(msg));
+    this.data.linkPort?.on('message', (msg: ToWorker) => this.onLinkMessage(msg));
     this.run({ kind: 'start' });
     this.post({ kind: 'ready' });
   }
@@ -105,6 +106,14 @@ class PartitionWorker implements ConsumeHost {
       default:
         return assertNever(msg);
     }
+  }
+
+  /** Requests other nodes forwarded (negative reqIds); dispatch and shutdown come only from the front. */
+  private onLinkMessage(msg: ToWorker): void {
+    if (msg.kind === 'dispatch' || msg.kind === 'shutdown' || msg.kind === 'counters') {
+      throw new Error(`node-link sent ${msg.kind} to a partition worker`);
+    }
+    this.onMessage(msg);
   }
 
   private onMetadata(msg: FromMetadata): void {
@@ -310,6 +319,7 @@ class PartitionWorker implements ConsumeHost {
     this.post({ kind: 'closed' });
     // Closing both ports lets the thread end on its own; 'closed' was posted first, so it is delivered.
     this.data.metadataPort.close();
+    this.data.linkPort?.close();
     this.port.close();
   }
 
@@ -321,8 +331,11 @@ class PartitionWorker implements ConsumeHost {
     return this.shuttingDownFlag;
   }
 
+  /** An answer goes back to whoever asked: the node-link thread's reqIds are negative, the front's positive. */
   post(msg: FromWorker, transfer: ArrayBuffer[] = []): void {
-    this.port.postMessage(msg, transfer);
+    const link = this.data.linkPort;
+    if (link !== undefined && 'reqId' in msg && msg.reqId < 0) link.postMessage(msg, transfer);
+    else this.port.postMessage(msg, transfer);
   }
 
   /** Disk state after a failed write or sync is unknown, so the worker ends; the restart recovers. */

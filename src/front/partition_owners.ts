@@ -1,6 +1,7 @@
-// Which partitions of a topic this node owns (the leader placed owners in the metadata). Until the data plane
-// forwards to other owners (a later issue), a request that must touch a partition owned elsewhere answers 503,
-// and the node's own choices (round-robin produce, consume without partition) stay on its own partitions.
+// Which partitions of a topic this node owns (the leader placed owners in the metadata). Consume, replay, ack and
+// statistics of other owners' partitions are forwarded (src/front/remote_partitions.ts); until produce is handed
+// between nodes too (issue 29), a produce pinned elsewhere answers 503, and the node's own choices (round-robin
+// produce, consume without partition) stay on its own partitions.
 // Front thread; cached per topic record and partition count, since owners change only with the count.
 import { errors, type BrokerError } from '../errors.js';
 import type { TopicRecord } from '../protocol/metadata_types.js';

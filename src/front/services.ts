@@ -5,6 +5,7 @@ import type { Piscina } from 'piscina';
 import type { Config } from '../config.js';
 import type { Logger } from '../util/log.js';
 import type { ByteBudget } from './body.js';
+import type { RemotePartitions } from './remote_partitions.js';
 import type { PartitionWorkers } from './dispatch.js';
 import type { ConsumeState } from './handlers/consume.js';
 import type { NodeLifecycle } from './handlers/health.js';
@@ -27,6 +28,8 @@ export interface FrontServices {
   workPool: Piscina;
   batchBudget: ByteBudget;
   metrics: Metrics;
+  /** Requests for partitions other nodes own, over the data channel (issue 29). */
+  remote: RemotePartitions;
 }
 
 /** The second argument of every handler (routes.ts): the services and the routes' own state. */

@@ -6,9 +6,12 @@
 import assert from 'node:assert/strict';
 import { parentPort, workerData } from 'node:worker_threads';
 import type { FromNodeLink, NodeLinkThreadData, ToNodeLink } from '../protocol/thread_messages.js';
+import type { DataMessage, DataRequest } from '../protocol/data_messages.js';
 import { bridgeChannel } from '../transport/port_channel.js';
 import { PeerTransport } from '../transport/peer_transport.js';
 import { createLogger } from '../util/log.js';
+import { DataServer } from './data_server.js';
+import { WorkerLinks } from './worker_links.js';
 
 async function start(): Promise<void> {
   const front = parentPort;
@@ -26,10 +29,18 @@ async function start(): Promise<void> {
   }
   // The metadata thread serves its channel: its messages and requests cross the port to it.
   bridgeChannel(transport, 'metadata', data.metadataPort);
+  // The data channel is served here, by the owning workers; the front only asks through its port.
+  const workers = new WorkerLinks(data.workerPorts);
+  const server = new DataServer(workers);
+  bridgeChannel(transport, 'data', data.dataPort, {
+    onMessage: (from, message) => server.onMessage(from, message as DataMessage),
+    onRequest: (from, body) => server.onRequest(from, body as DataRequest),
+  });
   logger.info({ port: transport.port }, 'node-link: node-to-node listener open');
   post({ kind: 'listening', port: transport.port });
   front.on('message', (message: ToNodeLink) => {
     if (message.kind !== 'shutdown') return;
+    workers.close();
     transport.close().then(
       () => post({ kind: 'closed' }),
       (error: unknown) => {

@@ -193,6 +193,9 @@ export interface PartitionWorkerData {
   syncIntervalMs: number;
   /** Port on which FromMetadata messages arrive. */
   metadataPort: MessagePort;
+  /** Port to the node-link thread on a node of a cluster: requests other nodes forward to this worker arrive there
+   *  with negative reqIds (the front's are positive), and their answers go back on it. */
+  linkPort?: MessagePort;
   /** config log.level: the worker logs pino JSON lines with component=partition-worker. */
   logLevel: string;
 }
@@ -217,6 +220,10 @@ export interface NodeLinkThreadData {
   logLevel: string;
   /** The metadata thread's side is a PortChannel on the other end. */
   metadataPort: MessagePort;
+  /** One port per partition worker, in worker order: forwarded requests reach the owning worker on it. */
+  workerPorts: MessagePort[];
+  /** The front's side is a PortChannel of the data channel, which this thread serves (issue 29). */
+  dataPort: MessagePort;
 }
 
 /** The front -> the node-link thread. */

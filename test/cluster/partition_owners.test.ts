@@ -1,10 +1,11 @@
 // Goal: partition owners (issue 6 item 7): a topic of 6 partitions created in a 3-node cluster gets owners spread
-// 2/2/2 over nodes "1", "2", "3", the same on every node; GET /v1/topics/{name} on any node answers its own
-// partitions with status ok and the others as placeholders (zero statistics, status owner_unavailable,
-// owner_liveness, owner_node) with partial: true; ?partition= of an own partition is not partial; members'
+// 2/2/2 over nodes "1", "2", "3", the same on every node; GET /v1/topics/{name} on any node answers every
+// partition with status ok (the owners answer for theirs, issue 29), not partial; ?partition= of an own partition is
+// not partial; members'
 // partitions_owned add up to 6 (2 each); a produce pinned to a partition owned elsewhere answers 503 with
 // Retry-After while one to an own partition is accepted; with one node dead, new partitions go to the live nodes
-// only and the dead owner's placeholders say owner_liveness dead.
+// only and the dead owner's partitions are placeholders (zero statistics, status owner_unavailable, owner_liveness
+// dead, owner_node).
 // Method: black box on 3 real node processes on loopback (test/helpers/cluster.ts); every wait is a bounded poll.
 import t from 'tap';
 import { TestCluster, eventually } from '../helpers/cluster.js';
@@ -19,7 +20,7 @@ interface PartitionStats {
 
 const placeholderFields = ['high_watermark', 'index', 'next_offset', 'oldest_offset', 'owner_liveness', 'owner_node', 'segments', 'size_bytes', 'status'];
 
-t.test('owners spread evenly, placeholders for partitions owned elsewhere, partitions_owned adds up', async (t) => {
+t.test('owners spread evenly, every owner answers its partitions, partitions_owned adds up', async (t) => {
   const cluster = await TestCluster.create(t, 3);
   await cluster.startAll();
   const leader = await cluster.agreedLeader(15_000);
@@ -43,16 +44,9 @@ t.test('owners spread evenly, placeholders for partitions owned elsewhere, parti
     const seen = body.partition_stats.map((p) => p.owner_node);
     if (owners === undefined) owners = seen;
     t.same(seen, owners, `node ${id} answers the same owners (${seen.join(',')})`);
-    t.equal(body.partial, true, `node ${id}: partial true (4 partitions live elsewhere)`);
-    for (const p of body.partition_stats) {
-      if (p.owner_node === String(id)) {
-        t.equal(p.status, 'ok', `node ${id}, own partition ${p.index}: status ok`);
-      } else {
-        t.same(Object.keys(p).sort(), placeholderFields, `node ${id}, partition ${p.index} of node ${p.owner_node}: placeholder fields`);
-        t.match(p, { status: 'owner_unavailable', segments: 0, oldest_offset: 0, next_offset: 0, high_watermark: 0, size_bytes: 0 }, 'zero statistics, owner_unavailable');
-        t.ok(p.owner_liveness === 'unreachable' || p.owner_liveness === 'unknown', `owner_liveness of an alive owner (${p.owner_liveness})`);
-      }
-    }
+    // Owners answer for their partitions (forwarded, issue 29): every partition is ok, nothing is partial.
+    t.notOk(body.partial, `node ${id}: not partial (every owner answered)`);
+    for (const p of body.partition_stats) t.equal(p.status, 'ok', `node ${id}, partition ${p.index} of node ${p.owner_node}: status ok`);
     const own = body.partition_stats.find((p) => p.owner_node === String(id))!;
     const single = (await cluster.client(id).get(`/v1/topics/po-six?partition=${own.index}`)).json();
     t.equal(single.partition_stats.length, 1, `node ${id}: ?partition=${own.index} answers one partition`);
@@ -89,6 +83,8 @@ t.test('owners spread evenly, placeholders for partitions owned elsewhere, parti
   t.same([...liveCounts.values()], [2, 2], 'spread 2/2 over the two live nodes');
   const sixOnLeader = (await cluster.client(leader).get('/v1/topics/po-six')).json().partition_stats as PartitionStats[];
   for (const p of sixOnLeader.filter((s) => s.owner_node === String(victim))) {
+    t.same(Object.keys(p).sort(), placeholderFields, `partition ${p.index} of the dead node: placeholder fields`);
+    t.match(p, { status: 'owner_unavailable', segments: 0, oldest_offset: 0, next_offset: 0, high_watermark: 0, size_bytes: 0 }, 'zero statistics, owner_unavailable');
     t.equal(p.owner_liveness, 'dead', `partition ${p.index} of the dead node: owner_liveness dead`);
   }
   const sum = ((await cluster.members(leader)) ?? []).reduce((acc, m) => acc + Number(m.partitions_owned), 0);

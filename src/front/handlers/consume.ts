@@ -3,7 +3,8 @@
 // (front/waiters.ts) when nothing is available; with partition and offset it is a replay (no lease). Ack, extend and
 // nack settle leases on the owning worker, one handle or a batch. Front thread; routes.ts names these handlers, after
 // server.ts looked the topic up and checked the consume grant.
-import { localPartitions, noLocalPartition, ownedElsewhere, requireLocalPartition } from '../partition_owners.js';
+import { localPartitions, noLocalPartition } from '../partition_owners.js';
+import { pollRemote, replayRemote, settleRemote } from './consume_remote.js';
 import { formatDuration, limits, parseDuration } from '../../config.js';
 import { errors, type BrokerError } from '../../errors.js';
 import { messageJson } from '../../protocol/message_json.js';
@@ -72,9 +73,10 @@ export function onConsume(ctx: RequestContext, s: RouteServices): Promise<Reply>
   if (max !== undefined && offset !== undefined) throw errors.invalid('max', 'not allowed with offset');
   if (offset !== undefined && partition === undefined) throw errors.invalid('offset', 'requires partition');
   if (max !== undefined && ctx.headers.svcClient === null) throw errors.invalid('max', 'needs the X-Svc-Client header');
-  if (partition !== undefined) requireLocalPartition(topic, partition, s.nodeId);
-  else if (localPartitions(topic, s.nodeId).length === 0) throw noLocalPartition(topic);
-  if (offset !== undefined) return replay(s, topic, partition!, offset);
+  // A pinned partition is served wherever it lives (forwarded to its owner); without one, this node's own.
+  if (partition === undefined && localPartitions(topic, s.nodeId).length === 0) throw noLocalPartition(topic);
+  const remote = partition !== undefined && topic.owners[partition] !== s.nodeId;
+  if (offset !== undefined) return remote ? replayRemote(s, topic, partition!, offset) : replay(s, topic, partition!, offset);
 
   const state = s.consume;
   const headers: Record<string, string> = {};
@@ -87,6 +89,7 @@ export function onConsume(ctx: RequestContext, s: RouteServices): Promise<Reply>
   const taken = state.inFlight.tryTake(ctx.identity, max ?? 1, state.capMax);
   if (taken === null) throw errors.tooManyConsumes(headers['X-Svc-Wait-Clamped'] ?? null);
   ctx.onDone(() => state.inFlight.give(ctx.identity, taken));
+  if (remote) return pollRemote(ctx, s, topic, partition!, max, waitMs, headers);
   return pollUntilAnswered(ctx, s, topic, partition, max, waitMs, headers);
 }
 
@@ -207,39 +210,44 @@ export async function onAck(ctx: RequestContext, s: RouteServices): Promise<Repl
   if (handleText !== undefined) {
     const partition = receiptHandlePartition(handleText);
     if (partition < 0) throw errors.invalid('receipt_handle', 'not a receipt handle from a consume answer');
-    const [status] = await settle(s, topic, mode, [handleText], [partition]);
+    const { statuses: [status], failures } = await settle(s, topic, mode, [handleText], [partition]);
     if (status === 204) return emptyAnswer;
-    if (status === 503) throw ownedElsewhere(topic, partition);
+    const failure = failures.get(0);
+    if (failure !== undefined) throw failure;
     throw errors.leaseGone();
   }
   const handles = batchHandles(await ctx.body());
   const partitions = handles.map(receiptHandlePartition);
-  const statuses = await settle(s, topic, mode, handles, partitions);
+  const { statuses, failures } = await settle(s, topic, mode, handles, partitions);
   // The results array as text, exactly what JSON.stringify of {results} gives: nearly every item is {"status":204}.
   const results = statuses.map((status, at) => {
     if (status === 204) return settledResultJson;
     if (status === 410) return leaseGoneResultJson;
     if (status === 400) return notAHandleResultJson;
-    return JSON.stringify({ status, error: status === 503 ? ownedElsewhere(topic, partitions[at]!).message : errors.leaseGone().message });
+    return JSON.stringify({ status, error: (failures.get(at) ?? errors.leaseGone()).message });
   });
   return { status: 200, contentType: jsonType, body: `{"results":[${results.join(',')}]}` };
 }
 
 /**
  * One status per handle, in order: 400 where partitions[i] is -1 (the text is not a handle: NOTES 10), 410 for a
- * partition the topic does not have, 503 for a partition another node owns (its leases live there), else the owning
- * worker's answer. Handles and partitions are parallel arrays: a batch ack builds no object per handle.
+ * partition the topic does not have, else the owning worker's answer, here or on the owner node (whose failures,
+ * 502 or 503, come with their errors). Handles and partitions are parallel arrays: a batch ack builds no object per
+ * handle.
  */
-async function settle(s: RouteServices, topic: TopicRecord, mode: SettleMode, handles: readonly string[], partitions: readonly number[]): Promise<number[]> {
+async function settle(s: RouteServices, topic: TopicRecord, mode: SettleMode, handles: readonly string[], partitions: readonly number[]):
+  Promise<{ statuses: number[]; failures: Map<number, BrokerError> }> {
   const statuses = new Array<number>(handles.length);
   const local: number[] = [];
+  const remote: number[] = [];
   for (let i = 0; i < handles.length; i++) {
     const partition = partitions[i]!;
     if (partition < 0) statuses[i] = 400;
     else if (partition >= topic.partitions) statuses[i] = 410;
-    else if (topic.owners[partition] !== s.nodeId) statuses[i] = 503;
+    else if (topic.owners[partition] !== s.nodeId) remote.push(i);
     else local.push(i);
   }
+  const failures = remote.length === 0 ? noFailures : settleRemote(s, topic, mode, handles, partitions, remote, statuses);
   const byWorker = s.workers.groupByOwner(topic.id, local, (i) => partitions[i]!);
   await Promise.all([...byWorker].map(async ([worker, indexes]) => {
     // The handles as the client sent them (each checked by receiptHandlePartition), joined: one string to copy.
@@ -250,8 +258,10 @@ async function settle(s: RouteServices, topic: TopicRecord, mode: SettleMode, ha
     if (reply.kind !== 'settledResult') throw errors.internal('unexpected worker answer');
     indexes.forEach((i, k) => (statuses[i] = reply.statuses[k]!));
   }));
-  return statuses;
+  return { statuses, failures: await failures };
 }
+
+const noFailures: Promise<Map<number, BrokerError>> = Promise.resolve(new Map());
 
 function settleMode(extend: string | undefined): SettleMode {
   if (extend === undefined || extend === 'false') return 'ack';

@@ -127,12 +127,14 @@ export async function onGetTopic(ctx: RequestContext, s: RouteServices): Promise
   const only = ctx.query.integer('partition', 0, topic.partitions - 1,
     `not a partition of topic ${topic.name} (0 to ${topic.partitions - 1})`);
   const partitions = only === undefined ? [...Array(topic.partitions).keys()] : [only];
-  // Partitions owned by another node are placeholders until the data plane forwards to their owner (spec §4
+  // Partitions owned by another node are asked of their owner; one that does not answer is a placeholder (spec §4
   // get-topic, v3.1.0 partial answers).
   const local = partitions.filter((p) => topic.owners[p] === s.nodeId);
   const remote = partitions.filter((p) => topic.owners[p] !== s.nodeId);
-  const stats = new Map((await partitionStats(s, topic, local)).map((stat) => [stat.index, stat]));
-  const members = remote.length === 0 ? new Map<number, MemberView>() : new Map((await s.replica.members()).map((m) => [m.id, m]));
+  const [localStats, remoteStats] = await Promise.all([partitionStats(s, topic, local), remotePartitionStats(s, topic, remote)]);
+  const stats = new Map([...localStats, ...remoteStats].map((stat) => [stat.index, stat]));
+  const missing = remote.filter((p) => !stats.has(p));
+  const members = missing.length === 0 ? new Map<number, MemberView>() : new Map((await s.replica.members()).map((m) => [m.id, m]));
   const statsJson = partitions.map((p) => {
     const owner = topic.owners[p];
     const own = stats.get(p);
@@ -147,9 +149,21 @@ export async function onGetTopic(ctx: RequestContext, s: RouteServices): Promise
     ...topicJson(topic, true),
     ...schemaFields(s, topic),
     partition_stats: statsJson,
-    ...(remote.length > 0 ? { partial: true } : {}),
+    ...(missing.length > 0 ? { partial: true } : {}),
   });
 }
+
+/** Statistics of partitions other nodes own, one request per owner node, all within ownerStatsMs (spec §4 get-topic):
+ *  an owner that does not answer in time leaves its partitions out, to be shown as placeholders. */
+async function remotePartitionStats(s: RouteServices, topic: TopicRecord, partitions: number[]): Promise<PartitionStatsView[]> {
+  const byOwner = new Map<number, number[]>();
+  for (const p of partitions) byOwner.set(topic.owners[p]!, [...(byOwner.get(topic.owners[p]!) ?? []), p]);
+  const answers = await Promise.all([...byOwner.values()].map((ps) =>
+    s.remote.ask(topic, ps[0]!, { kind: 'stats', topicId: topic.id, partitions: ps }, 'statsResult', ownerStatsMs).then((reply) => reply.stats, () => [])));
+  return answers.flat();
+}
+
+const ownerStatsMs = 2_000;
 
 async function partitionStats(s: RouteServices, topic: TopicRecord, partitions: number[]): Promise<PartitionStatsView[]> {
   const byWorker = s.workers.groupByOwner(topic.id, partitions, (p) => p);

@@ -1,0 +1,90 @@
+// The owner's side of the data channel (issue 29): a request another node forwards is split by this node's partition
+// workers, handed to each over its link port (worker_links.ts), and the answers joined in the order asked. A parked
+// take (a long poll) is remembered by its asker and parkRef until it answers, so an 'unpark' finds it. Node-link
+// thread only; node_link_thread.ts opens the channel with it.
+import type { DataMessage, DataReply, DataRequest } from '../protocol/data_messages.js';
+import { handleSeparator, receiptHandlePartition } from '../protocol/receipt_handle.js';
+import type { PartitionStatsView } from '../protocol/thread_messages.js';
+import type { WorkerLinks } from './worker_links.js';
+
+export class DataServer {
+  /** `${asker}:${parkRef}` -> the worker and reqId of a parked take. */
+  private readonly parked = new Map<string, { worker: number; reqId: number }>();
+
+  constructor(private readonly workers: WorkerLinks) {}
+
+  onRequest(from: number, body: DataRequest): Promise<DataReply> {
+    switch (body.kind) {
+      case 'read':
+        return this.read(body);
+      case 'stats':
+        return this.stats(body);
+      case 'take':
+        return this.take(from, body);
+      case 'settle':
+        return this.settle(body);
+    }
+  }
+
+  onMessage(from: number, message: DataMessage): void {
+    if (message.kind === 'unpark') {
+      const parked = this.parked.get(`${from}:${message.parkRef}`);
+      if (parked !== undefined) this.workers.send(parked.worker, { kind: 'unpark', takeReqId: parked.reqId });
+      return;
+    }
+    const byWorker = this.workers.groupByWorker(message.topicId, message.handles.split(handleSeparator), receiptHandlePartition);
+    for (const [worker, handles] of byWorker) this.workers.send(worker, { kind: 'release', topicId: message.topicId, handles: handles.join(handleSeparator) });
+  }
+
+  private async read(body: Extract<DataRequest, { kind: 'read' }>): Promise<DataReply> {
+    const answer = await this.workers.request(this.workers.ownerOf(body.topicId, body.partition), body).answer;
+    if (answer.kind === 'failed') return { kind: 'failed', refusal: answer.refusal };
+    if (answer.kind !== 'readResult') throw new Error(`worker answered ${answer.kind} to a read`);
+    return answer.record === undefined ? { kind: 'readResult', status: answer.status } : { kind: 'readResult', status: answer.status, record: answer.record };
+  }
+
+  private async stats(body: Extract<DataRequest, { kind: 'stats' }>): Promise<DataReply> {
+    const byWorker = this.workers.groupByWorker(body.topicId, body.partitions, (p) => p);
+    const answers = await Promise.all([...byWorker].map(([worker, partitions]) =>
+      this.workers.request(worker, { kind: 'stats', topicId: body.topicId, partitions }).answer));
+    const stats: PartitionStatsView[] = [];
+    for (const answer of answers) {
+      if (answer.kind === 'failed') return { kind: 'failed', refusal: answer.refusal };
+      if (answer.kind === 'statsResult') stats.push(...answer.stats);
+    }
+    return { kind: 'statsResult', stats: stats.sort((a, b) => a.index - b.index) };
+  }
+
+  /** A take names partitions of one worker (the asker pins one partition); a parked one waits there. */
+  private async take(from: number, body: Extract<DataRequest, { kind: 'take' }>): Promise<DataReply> {
+    const worker = this.workers.ownerOf(body.topicId, body.partitions[0]!);
+    const partitions = body.partitions.filter((p) => this.workers.ownerOf(body.topicId, p) === worker);
+    const park = body.parkRef !== undefined;
+    const { reqId, answer } = this.workers.request(worker, { kind: 'take', topicId: body.topicId, partitions, max: body.max, ...(park ? { park } : {}) });
+    const key = `${from}:${body.parkRef}`;
+    if (park) this.parked.set(key, { worker, reqId });
+    try {
+      const taken = await answer;
+      if (taken.kind === 'failed') return { kind: 'failed', refusal: taken.refusal };
+      if (taken.kind !== 'taken') throw new Error(`worker answered ${taken.kind} to a take`);
+      return { kind: 'taken', count: taken.count, messagesJson: taken.messagesJson, handles: taken.handles };
+    } finally {
+      if (park) this.parked.delete(key);
+    }
+  }
+
+  private async settle(body: Extract<DataRequest, { kind: 'settle' }>): Promise<DataReply> {
+    const handles = body.handles.split(handleSeparator);
+    const indexes = handles.map((_, i) => i);
+    const byWorker = this.workers.groupByWorker(body.topicId, indexes, (i) => receiptHandlePartition(handles[i]!));
+    const statuses = new Array<number>(handles.length);
+    await Promise.all([...byWorker].map(async ([worker, at]) => {
+      const joined = at.map((i) => handles[i]!).join(handleSeparator);
+      const answer = await this.workers.request(worker, { kind: 'settle', topicId: body.topicId, mode: body.mode, handles: joined }).answer;
+      // A worker that refused (shutting down) settled nothing: those leases live on, the owner is going away.
+      if (answer.kind === 'settledResult') at.forEach((i, k) => { statuses[i] = answer.statuses[k]!; });
+      else at.forEach((i) => { statuses[i] = 503; });
+    }));
+    return { kind: 'settledResult', statuses };
+  }
+}

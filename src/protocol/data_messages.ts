@@ -1,0 +1,33 @@
+// The data channel of the node-to-node transport (issue 29): what one node's node-link thread asks another's on
+// behalf of its front. A forwarded request names partitions, and the owner's node-link thread hands it to the
+// partition workers that own them (its own worker split, which the asking node does not know), answering with the
+// workers' own FromWorker answers. Plain data only. Shared by the front (asking) and the node-link thread (serving).
+import type { WorkerRefusal } from '../errors.js';
+import type { PartitionStatsView, SettleMode, StoredRecordView } from './thread_messages.js';
+
+export type DataRequest =
+  /** A replay of one record. Answered by the worker's 'readResult' or 'failed'. */
+  | { kind: 'read'; topicId: string; partition: number; offset: number }
+  /** Statistics of partitions this node owns. Answered by 'statsResult' (all of them) or 'failed'. */
+  | { kind: 'stats'; topicId: string; partitions: number[] }
+  /** A lease of up to max messages from these partitions, in order. With parkRef the take waits on its worker (a
+   *  long poll) until it leases something or the asking node sends 'unpark' with the same parkRef. */
+  | { kind: 'take'; topicId: string; partitions: number[]; max: number; parkRef?: number }
+  /** Ack, extend or nack of receipt handles (joined by ','), answered by 'settledResult' with one status per
+   *  handle, in order. */
+  | { kind: 'settle'; topicId: string; mode: SettleMode; handles: string };
+
+/** One-way messages of the data channel. */
+export type DataMessage =
+  /** The parked take of that parkRef (from the sender) is no longer wanted; it answers empty if still parked. */
+  | { kind: 'unpark'; parkRef: number }
+  /** Leases whose client went away: end them now (handles joined by ','). */
+  | { kind: 'release'; topicId: string; handles: string };
+
+/** What a forwarded request answers: the owning worker's answer, or a refusal it made. */
+export type DataReply =
+  | { kind: 'readResult'; status: 'ok' | 'past_end' | 'aged_out'; record?: StoredRecordView }
+  | { kind: 'statsResult'; stats: PartitionStatsView[] }
+  | { kind: 'taken'; count: number; messagesJson: string; handles: string }
+  | { kind: 'settledResult'; statuses: number[] }
+  | { kind: 'failed'; refusal: WorkerRefusal };
