@@ -334,7 +334,7 @@ export async function edgeCases(t: Test, proxy: RunningProxy, topic: string, exp
   t.equal(lower.status, expect.lowercaseMethodStatus, `lowercase get: answered ${expect.lowercaseMethodStatus} (${lower.raw.split('\r\n')[0]})`);
   const http10 = await tlsRaw(proxy, 'GET /healthz HTTP/1.0\r\n\r\n');
   t.equal(http10.status, 200, `HTTP/1.0 GET /healthz without Host: 200 (${http10.raw.split('\r\n')[0]})`);
-  t.same(JSON.parse(http10.body || 'null'), { status: 'ok' }, 'HTTP/1.0: the node\'s own answer');
+  t.equal(http10.body, '{"status":"ok"}', 'HTTP/1.0: the node\'s own answer');
   const http10Body = '{"via":"http/1.0"}';
   const http10Post = await tlsRaw(proxy, `POST /v1/topics/${topic}/produce HTTP/1.0\r\nAuthorization: ${adminHeaders().authorization}\r\n`
     + `Content-Type: application/json\r\nContent-Length: ${http10Body.length}\r\n\r\n${http10Body}`);
