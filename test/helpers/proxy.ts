@@ -325,7 +325,7 @@ export async function edgeCases(t: Test, proxy: RunningProxy, topic: string, exp
     const res = await httpsSend(proxy, 'GET', '/healthz', { headers: paddingHeaders(bytes) });
     assertPlainText(t, res, 431, `a ${bytes / 1000} KB header block`);
   }
-  for (const method of ['PROPFIND', 'PURGE', 'OPTIONS']) {
+  for (const method of ['PROPFIND', 'PURGE', 'OPTIONS', 'HEAD']) {
     const res = await httpsSend(proxy, method, '/healthz');
     assertPlainText(t, res, 405, `${method} answered by the proxy`);
     t.equal(res.headers.allow, 'GET, POST, PUT, PATCH, DELETE', `${method}: Allow lists the API's methods`);
