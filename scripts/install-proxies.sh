@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs what test/proxy/*.test.ts runs, from Debian's packages, and .ci/run calls it before `npm test`:
+# Installs what test/proxy/*.test.ts runs, from Debian's packages; `npm test` runs it first (so does CI):
 #   nginx    (the deploy/nginx/broker.conf example, started by the test with its own prefix, config and pid file)
 #   haproxy  (the deploy/haproxy/haproxy.cfg example, started by the test in the foreground)
 #   openssl  (the test makes a throwaway CA and server certificate with it)

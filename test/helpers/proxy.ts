@@ -12,7 +12,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { gzipSync } from 'node:zlib';
 import type { Test } from 'tap';
-import { freePort } from './cluster.js';
+import { freePort, type TestCluster } from './cluster.js';
 import { assertError, assertPlainText, pollUntil, sleep, type HttpResponse, type RawResponse } from './http.js';
 import { adminPassword, basicAuth, makeDataDir, removeDataDir, type Teardown } from './node.js';
 
@@ -363,24 +363,26 @@ export async function produceCases(t: Test, proxy: RunningProxy, topic: string):
 }
 
 /**
- * Through a proxy in front of the one node that owns every partition of `topic`: a malformed chunked body is
- * refused and stores nothing; a 10 s long poll gets a message produced during the wait; the ack settles it; a
- * long poll that gets nothing answers 204 after the node's 10 s, not a proxy timeout.
- * Runs in front of ONE node because the data plane does not forward yet (issue 29): a consume or ack that reaches
- * a node not owning the partition answers 503. It moves to the 3-node cluster when issue 29 lands.
+ * Through a proxy in front of a cluster: a malformed chunked body is refused and stores nothing (replays of every
+ * partition, forwarded to their owners, find nothing); a 10 s long poll pinned to partition 0 (forwarded to its
+ * owner) gets a message produced there during the wait; the ack through the proxy settles it; a long poll that gets
+ * nothing answers the node's 204 after 10 s, not a proxy timeout. produceToPartition0 stores a message in partition
+ * 0 at its owner (produce is not handed between nodes yet, issue 29).
  */
-export async function longPollCases(t: Test, proxy: RunningProxy, topic: string, emptyTopic: string): Promise<void> {
+export async function longPollCases(t: Test, proxy: RunningProxy, topic: string, emptyTopic: string,
+  produceToPartition0: (body: string) => Promise<number>): Promise<void> {
   const malformed = await tlsRaw(proxy, `POST /v1/topics/${topic}/produce HTTP/1.1\r\nHost: svc\r\nAuthorization: ${adminHeaders().authorization}\r\n`
     + 'Content-Type: application/json\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n5\r\nab\r\n0\r\n\r\n');
   t.equal(malformed.status, 400, `malformed chunked body (5\\r\\nab\\r\\n0\\r\\n\\r\\n): 400 from the proxy (${malformed.raw.split('\r\n')[0]})`);
-  const nothing = await httpsSend(proxy, 'GET', `/v1/topics/${topic}/consume?wait=1s`, { headers: adminHeaders() });
-  t.equal(nothing.status, 204, `nothing stored by the malformed request (consume: ${nothing.status} ${nothing.text.slice(0, 120)})`);
+  for (let p = 0; p < 3; p++) {
+    const replay = await httpsSend(proxy, 'GET', `/v1/topics/${topic}/consume?partition=${p}&offset=0`, { headers: adminHeaders() });
+    t.equal(replay.status, 204, `nothing stored by the malformed request (partition ${p}: ${replay.status} ${replay.text.slice(0, 120)})`);
+  }
 
-  const waiting = httpsSend(proxy, 'GET', `/v1/topics/${topic}/consume?wait=10s`, { headers: adminHeaders(), timeoutMs: 20_000 });
-  const idle = httpsSend(proxy, 'GET', `/v1/topics/${emptyTopic}/consume?wait=10s`, { headers: adminHeaders(), timeoutMs: 20_000 });
+  const waiting = httpsSend(proxy, 'GET', `/v1/topics/${topic}/consume?partition=0&wait=10s`, { headers: adminHeaders(), timeoutMs: 20_000 });
+  const idle = httpsSend(proxy, 'GET', `/v1/topics/${emptyTopic}/consume?partition=0&wait=10s`, { headers: adminHeaders(), timeoutMs: 20_000 });
   await sleep(1_500);
-  const produced = await httpsSend(proxy, 'POST', `/v1/topics/${topic}/produce`, { headers: adminHeaders(jsonType), body: '{"during":"wait"}' });
-  t.equal(produced.status, 202, 'produce during the long poll: 202');
+  t.equal(await produceToPartition0('{"during":"wait"}'), 202, 'produce during the long poll: 202');
   const got = await waiting;
   t.equal(got.status, 200, `the long poll answers 200 with the message (${got.text.slice(0, 160)})`);
   const message = got.status === 200 ? (got.json() as { payload: unknown; receipt_handle: string }) : undefined;
@@ -393,6 +395,12 @@ export async function longPollCases(t: Test, proxy: RunningProxy, topic: string,
   t.equal(again.status, 410, 'a second ack of the handle: 410 (the first settled it)');
   const empty = await idle;
   t.equal(empty.status, 204, `a 10 s long poll that gets nothing: the node's 204, not a proxy timeout (${empty.status} ${empty.text.slice(0, 80)})`);
+}
+
+/** The node that owns partition 0 of topic, as the leader's get-topic says. */
+export async function ownerOfPartition0(cluster: TestCluster, leader: number, topic: string): Promise<number> {
+  const stats = ((await cluster.client(leader).get(`/v1/topics/${topic}`)).json() as { partition_stats: { owner_node: string }[] }).partition_stats;
+  return Number(stats[0]!.owner_node);
 }
 
 /** Creates a topic of 3 partitions through the proxy; fails the test unless 201. */

@@ -76,6 +76,8 @@ const closedAtOnce: [string, (topic: string) => (string | Buffer)[]][] = [
     const text = produce(topic, [...json, `X-Fill: ${'f'.repeat(6000)}`], '{"a":1}');
     return [text.slice(0, 2000), text.slice(2000)];
   }],
+  ['no Host header, with a body', (topic) => [produce(topic, json, '{"a":1}').replace('Host: 127.0.0.1\r\n', '')]],
+  ['no Host header, no body', () => ['GET /v1/topics HTTP/1.1\r\nAccept: */*\r\n\r\n']],
   ['chunked body cut off', (topic) => [produce(topic, ['Content-Type: application/json', 'Transfer-Encoding: chunked'], '7\r\n{"a":1}\r\n')]],
 ];
 for (const [what, build] of closedAtOnce) {
