@@ -12,7 +12,7 @@
 import t from 'tap';
 import { TestCluster, eventually } from '../helpers/cluster.js';
 import {
-  adminHeaders, createTopicThrough, edgeCases, httpsSend, longPollCases, makeCertificates, ownerOfPartition0, produceCases, startNginx,
+  adminHeaders, createTopicThrough, edgeCases, headerLimitsUnderLoad, httpsSend, longPollCases, makeCertificates, ownerOfPartition0, produceCases, startNginx,
 } from '../helpers/proxy.js';
 
 const expectations = { lowercaseMethodStatus: 400, manyHeadersStatus: 200 };
@@ -32,6 +32,7 @@ t.test('nginx in front of a 3-node cluster', async (t) => {
   await createTopicThrough(t, proxy, 'nx-main');
   t.ok(await cluster.visibleOnAll('/v1/topics/nx-main', 10_000), 'the topic is on every node');
   await produceCases(t, proxy, 'nx-main');
+  await headerLimitsUnderLoad(t, proxy, 'nx-main', 1);
   await edgeCases(t, proxy, 'nx-main', expectations);
 
   // A 10 s long poll and its ack through the proxy, forwarded to the owner of partition 0 wherever the proxy sends
