@@ -248,6 +248,14 @@ export const settings = {
   'auth.verify_slots': intSetting(4, 1, 64),
   /** bcrypt cost (log2 rounds) for passwords set on this node; each step doubles the time of a check. */
   'auth.bcrypt_cost': intSetting(10, 4, 15),
+  /** Schema validations running at once in the schema pool; 0: one per CPU core (os.availableParallelism()).
+   *  Spec §8 Schema validation capacity: payloads over 16 KiB and costly schemas validate under this bound. */
+  'schema.validation_slots': intSetting(0, 1, 1024, true),
+  /** Longest wait of a produce for a schema validation slot. Spec §8: over 5 s it answers 503. */
+  'schema.validation_wait': durationSetting(5 * secondMs, 10, 1 * minuteMs),
+  /** Longest time one payload may take in the schema pool (a regular expression gone exponential): past it the pool
+   *  thread is terminated and the produce answered 400. */
+  'schema.validation_payload_time': durationSetting(1 * secondMs, 10, 1 * minuteMs),
   /** Milliseconds a topic created without retention_ms keeps messages; 0 keeps them forever.
    *  Spec §8 Retention: 7 days in the binary. */
   'topics.retention_ms_default': intSetting(7 * dayMs, limits.retention_ms_min, Number.MAX_SAFE_INTEGER, true),

@@ -51,6 +51,9 @@ export const errors = {
   bodyTooLargeAs400: (bytesMax: number) => new BrokerError(400, `body: larger than ${bytesMax} bytes`),
   /** 400: message index of a batch produce breaks a rule (spec §4 batch: the first failing message decides). */
   messageInvalid: (index: number, rule: string) => new BrokerError(400, `message ${index}: ${rule}`),
+  /** 400: a produce's payload is refused by its topic's schema or is not one strict JSON text (spec §4 Produce); the
+   *  rule names the keyword and location, cut to fit (src/schema/validators.ts). */
+  schemaRefusal: (rule: string) => new BrokerError(400, rule),
   /** 400: a gzip or zstd batch body that does not decode (v3.2.0). */
   undecodableBody: (encoding: string) => new BrokerError(400, `body: undecodable ${encoding} content`),
   // 401, 403 ------------------------------------------------------------------------------------------------
@@ -151,6 +154,9 @@ export const errors = {
   // 503 -----------------------------------------------------------------------------------------------------
   /** 503: the batch body budget is spent (spec §8, v3.2.0). */
   batchBudgetFull: () => new BrokerError(503, 'batch body budget full, retry', retryAfter1),
+  /** 503: every schema validation slot stayed busy for the whole wait (spec §8 Schema validation capacity). */
+  schemaValidationBusy: (waitMs: number) =>
+    new BrokerError(503, `schema validation slots all busy for ${waitMs} ms: nothing was checked or stored, retry`, retryAfter1),
   /** 503: graceful shutdown under way. */
   shuttingDown: () => new BrokerError(503, 'node shutting down', retryAfter1),
   /** 503 without Retry-After: the partition worker is shutting down (its logs closed, or a parked take ended). */

@@ -20,6 +20,7 @@ import { Metrics } from './front/metrics.js';
 import { FrontServer, ListenRefused } from './front/server.js';
 import type { FrontServices } from './front/services.js';
 import type { BcryptTask } from './pool/bcrypt_task.js';
+import { SchemaValidation } from './schema/validation_pool.js';
 import type { ClusterThreadConfig, MetadataThreadData, PartitionWorkerData, ToMetadata } from './protocol/thread_messages.js';
 import { RemotePartitions } from './front/remote_partitions.js';
 import { closeNodeLink, isMultiNode, NodeLinkListenFailed, startNodeLink, type NodeLink } from './node_link/node_link.js';
@@ -54,10 +55,15 @@ async function main(): Promise<void> {
   await Promise.all([replica.whenReady(), workers.whenReady()]);
   const ingress = await openIngress(config, dataDir, log, replica, workers);
   const { authPool, workPool } = startPools(config);
+  const schemas = new SchemaValidation({
+    slots: config['schema.validation_slots'] === 0 ? availableParallelism() : config['schema.validation_slots'],
+    waitMs: config['schema.validation_wait'],
+    payloadTimeMs: config['schema.validation_payload_time'],
+  });
   const services: FrontServices = {
-    config, log, nodeId, replica, workers, ingress, authPool, workPool,
+    config, log, nodeId, replica, workers, ingress, authPool, workPool, schemas,
     batchBudget: new ByteBudget(config['http.max_batch_body_bytes_in_flight']),
-    metrics: new Metrics(replica, workers),
+    metrics: new Metrics(replica, workers, schemas),
     remote: new RemotePartitions(nodeLink?.dataChannel ?? null),
   };
   // A one-node cluster leads at once, so its root admin exists before it listens (the first screen shows how to
@@ -92,7 +98,7 @@ async function main(): Promise<void> {
     await workers.shutdown();
     await closeMetadataThread(metadataThread);
     if (nodeLink !== null) await closeNodeLink(nodeLink);
-    await Promise.all([authPool.destroy(), workPool.destroy()]);
+    await Promise.all([authPool.destroy(), workPool.destroy(), schemas.close()]);
     await lock.release();
     log.info({ ingressSyncs: ingress.syncCount }, 'stopped');
   });

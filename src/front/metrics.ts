@@ -13,11 +13,39 @@ export class Metrics {
   /** topic name -> messages accepted per partition. */
   private readonly produced = new Map<string, number[]>();
   private ingressFailed = 0;
+  /** topic name -> reason -> produce requests refused (spec §4 Health and metrics). */
+  private readonly rejections = new Map<string, Map<string, number>>();
 
-  constructor(replica: MetadataReplica, workers: PartitionWorkers) {
+  constructor(replica: MetadataReplica, workers: PartitionWorkers, validations: { readonly inFlight: number }) {
     this.registerCounters();
     this.registerGauges(replica, workers);
     this.registerPartitionSeries(replica, workers);
+    this.registerProduceGuards(validations);
+  }
+
+  /** Schema checks of produce: refusals by reason, and the schema pool's slots in use. */
+  private registerProduceGuards(validations: { readonly inFlight: number }): void {
+    const rejections = this.rejections;
+    new Counter({
+      name: 'svc_produce_rejections_total',
+      help: 'Produce requests refused (a batch counts once), by topic and reason.',
+      labelNames: ['topic', 'reason'],
+      registers: [this.registry],
+      collect() {
+        this.reset();
+        for (const [topic, byReason] of rejections) {
+          for (const [reason, count] of byReason) this.labels(topic, reason).inc(count);
+        }
+      },
+    });
+    new Gauge({
+      name: 'svc_schema_validations_in_flight',
+      help: 'Schema validation slots in use in the schema pool (at most one per CPU core).',
+      registers: [this.registry],
+      collect() {
+        this.set(validations.inFlight);
+      },
+    });
   }
 
   /** The series the partition workers count, by topic and partition: one 'counters' request per worker serves a whole
@@ -148,12 +176,20 @@ export class Metrics {
     return counts;
   }
 
+  /** Counts one refused produce request (a single produce, or a whole batch). */
+  countRejection(topic: string, reason: 'schema' | 'delayed_child' | 'remote_child'): void {
+    let byReason = this.rejections.get(topic);
+    if (byReason === undefined) this.rejections.set(topic, (byReason = new Map()));
+    byReason.set(reason, (byReason.get(reason) ?? 0) + 1);
+  }
+
   latchIngressFailed(): void {
     this.ingressFailed = 1;
   }
 
   forgetTopic(topic: string): void {
     this.produced.delete(topic);
+    this.rejections.delete(topic);
   }
 }
 

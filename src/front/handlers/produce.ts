@@ -17,6 +17,8 @@ import { deferred, routeTopic, type RequestContext } from '../request_context.js
 import type { BodyListener } from '../body.js';
 import type { AppendListener } from '../ingress_log.js';
 import type { FrontServices, RouteServices } from '../services.js';
+import { payloadRefusal } from '../../schema/validators.js';
+import type { PayloadRefusal } from '../../schema/validation_pool.js';
 
 const textEncoder = new TextEncoder();
 const emptyPayload = new Uint8Array(0);
@@ -75,13 +77,16 @@ function appendToIngress(s: RouteServices, topic: TopicRecord, entry: IngressEnt
   ingress.appendThen(entry, listener);
 }
 
-/** appendToIngress of one record, through the shared single entry. */
-function appendOne(s: RouteServices, topic: TopicRecord, partition: number, key: Uint8Array | null, payload: Uint8Array, listener: AppendListener): void {
+/** appendToIngress of one record, through the shared single entry; kind when a schema check already knows it. */
+function appendOne(
+  s: RouteServices, topic: TopicRecord, partition: number, key: Uint8Array | null, payload: Uint8Array, listener: AppendListener,
+  kind?: PayloadKind,
+): void {
   const record = s.produce.singleRecord;
   record.partition = partition;
   record.key = key;
   record.payload = payload;
-  record.payloadKind = classifyPayload(payload);
+  record.payloadKind = kind ?? classifyPayload(payload);
   try {
     appendToIngress(s, topic, s.produce.singleEntry, listener);
   } finally {
@@ -147,10 +152,34 @@ class SingleProduce implements BodyListener, AppendListener {
       const partition = this.pin ?? (this.key !== null ? partitionForKey(this.key, topic.partitions) : nextPartition(this.s, topic));
       requireLocalPartition(topic, partition, this.s.nodeId);
       this.partition = partition;
-      appendOne(this.s, topic, partition, this.key, payload, this);
+      const schema = this.s.replica.schemaOf(topic);
+      if (schema.document === null) appendOne(this.s, topic, partition, this.key, payload, this);
+      else this.checkThenAppend(payload, schema.version, schema.document);
     } catch (error) {
       this.ctx.fail(error);
     }
+  }
+
+  /** Spec §4 Produce with a schema: the payload is appended only once the current version accepts it. */
+  private checkThenAppend(payload: Uint8Array, version: number, document: string): void {
+    const { s, topic } = this;
+    const guard = s.schemas.guardOf(topic.id, version, document);
+    const here = s.schemas.checkHere(guard, payload);
+    if (here === null) {
+      appendOne(s, topic, this.partition, this.key, payload, this, PayloadKind.Json);
+      return;
+    }
+    if (here !== undefined) throw schemaRefused(s, topic, here);
+    // The body may be uWS's chunk, gone when onBody returns: the pool's answer comes later.
+    const owned = payload.slice();
+    s.schemas.checkInPool(topic.id, guard, [owned]).then((refusal) => {
+      if (refusal !== null) throw schemaRefused(s, topic, refusal.rule);
+      // The topic may have been deleted, or the partition moved, while the pool worked.
+      const current = s.replica.topic(topic.name);
+      if (current.id !== topic.id) throw errors.topicNotFound(topic.name);
+      requireLocalPartition(current, this.partition, s.nodeId);
+      appendOne(s, current, this.partition, this.key, owned, this, PayloadKind.Json);
+    }).catch((error: unknown) => this.ctx.fail(error));
   }
 
   onFailure(error: BrokerError): void {
@@ -215,6 +244,7 @@ export async function onProduceBatch(ctx: RequestContext, s: RouteServices): Pro
     }
   }
   if (!parsed.ok) throw refusalError(parsed.refusal);
+  await checkBatch(s, topic, parsed.records);
   // The topic may have been deleted or grown while the pool worked; a deleted one is 404 now.
   const current = s.replica.topic(topic.name);
   if (current.id !== topic.id) throw errors.topicNotFound(topic.name);
@@ -227,6 +257,33 @@ export async function onProduceBatch(ctx: RequestContext, s: RouteServices): Pro
   const entry: IngressEntry = { seq: 0, topicId: '', timestampSec: 0, records };
   await new Promise<void>((resolve, reject) => appendToIngress(s, current, entry, new BatchAppend(s, current, records, resolve, reject)));
   return jsonReply(202, { accepted: records.length });
+}
+
+/** A schema refusal as a produce answers it, counted (svc_produce_rejections_total, reason schema). */
+function schemaRefused(s: RouteServices, topic: TopicRecord, rule: string, index?: number): BrokerError {
+  s.metrics.countRejection(topic.name, 'schema');
+  return index === undefined ? errors.schemaRefusal(rule) : errors.messageInvalid(index, rule);
+}
+
+/** Spec §4 batch produce with a schema: every message checked, in order, before any is stored; the first refused
+ *  decides. Small batches of cheap schemas are checked here, the rest in the schema pool. */
+async function checkBatch(s: RouteServices, topic: TopicRecord, records: IngressRecord[]): Promise<void> {
+  const schema = s.replica.schemaOf(topic);
+  if (schema.document === null) return;
+  const guard = s.schemas.guardOf(topic.id, schema.version, schema.document);
+  let bytes = 0;
+  for (const record of records) bytes += record.payload.byteLength;
+  let refusal: PayloadRefusal | null = null;
+  if (s.schemas.needsPool(guard, bytes)) {
+    refusal = await s.schemas.checkInPool(topic.id, guard, records.map((record) => record.payload));
+  } else {
+    for (let i = 0; i < records.length && refusal === null; i++) {
+      const rule = payloadRefusal(records[i]!.payload, guard.validate!);
+      if (rule !== null) refusal = { index: i, rule };
+    }
+  }
+  if (refusal !== null) throw schemaRefused(s, topic, refusal.rule, refusal.index);
+  for (const record of records) record.payloadKind = PayloadKind.Json;
 }
 
 function bodyEncoding(header: string): BodyEncoding {

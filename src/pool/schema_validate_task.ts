@@ -1,0 +1,58 @@
+// A piscina task of the schema pool (spec §8 Schema validation capacity): checks one produce's payloads (one, or a
+// batch's in order) against a topic's schema version, compiling it on first use into this thread's bounded cache,
+// and hands back ajv's generated code for cheap schemas so the front thread can check later small payloads itself.
+// Runs on a schema pool thread; src/schema/validation_pool.ts sends the tasks and may terminate a thread that overruns.
+import type { ValidateFunction } from 'ajv';
+import { LruCache, payloadRefusal, SchemaCompiler } from '../schema/validators.js';
+
+export interface SchemaValidateTask {
+  topicId: string;
+  version: number;
+  document: string;
+  /** The payloads back to back: payload i is bytes [ends[i-1] (0 for the first), ends[i]). */
+  payloads: Uint8Array;
+  ends: number[];
+  /** Int32 [0]: 1 + the index of the payload being checked, 0 while compiling; the front's watchdog reads it. */
+  progress: SharedArrayBuffer;
+  /** Answer the validator's code (the front has none for this version yet). */
+  wantSource: boolean;
+}
+
+export type SchemaValidateResult =
+  | { ok: true; source: string | null }
+  | { ok: false; index: number; rule: string; source: string | null };
+
+interface Compiled {
+  version: number;
+  validate: ValidateFunction;
+  source: () => string;
+  forget: () => void;
+}
+
+/** Compiled versions kept per thread, by topic (one version each: produce only checks the current one). */
+const compiledMax = 256;
+const compiler = new SchemaCompiler();
+const compiled = new LruCache<string, Compiled>(compiledMax, (entry) => entry.forget());
+
+function compiledFor(task: SchemaValidateTask): Compiled {
+  const cached = compiled.get(task.topicId);
+  if (cached !== undefined && cached.version === task.version) return cached;
+  const entry = { version: task.version, ...compiler.compile(task.document) };
+  compiled.set(task.topicId, entry);
+  return entry;
+}
+
+export default function runSchemaValidateTask(task: SchemaValidateTask): SchemaValidateResult {
+  const progress = new Int32Array(task.progress);
+  const { validate, source } = compiledFor(task);
+  const code = task.wantSource ? source() : null;
+  let start = 0;
+  for (let i = 0; i < task.ends.length; i++) {
+    Atomics.store(progress, 0, i + 1);
+    const end = task.ends[i]!;
+    const rule = payloadRefusal(task.payloads.subarray(start, end), validate);
+    if (rule !== null) return { ok: false, index: i, rule, source: code };
+    start = end;
+  }
+  return { ok: true, source: code };
+}

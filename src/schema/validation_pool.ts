@@ -1,0 +1,175 @@
+// Produce-time schema checks as the front thread runs them (spec §4 Produce, §8 Schema validation capacity): which
+// payloads it checks itself (small ones, cheap schemas, once a pool thread compiled the version) and which go to the
+// schema pool under the per-node bound of validation slots, with a 5 s wait for a slot and a watchdog that terminates
+// a pool thread stuck on one payload. Front thread; one per node (main.ts), used by handlers/produce.ts.
+import { Piscina } from 'piscina';
+import type { ValidateFunction } from 'ajv';
+import { errors, type BrokerError } from '../errors.js';
+import type { SchemaValidateResult, SchemaValidateTask } from '../pool/schema_validate_task.js';
+import { frontPayloadBytesMax, LruCache, payloadRefusal, schemaCostOf, validatorFromSource, type SchemaCost } from './validators.js';
+
+export interface SchemaValidationSettings {
+  /** Validations running at once in the pool (one per core in service). */
+  slots: number;
+  /** Longest wait for a slot before the produce is answered 503 (spec §8: 5 s). */
+  waitMs: number;
+  /** Longest time one payload may take in the pool before its thread is terminated and the produce refused. */
+  payloadTimeMs: number;
+}
+
+/** What one topic's current schema version needs on this thread. */
+interface Guard {
+  version: number;
+  document: string;
+  cost: SchemaCost;
+  /** The pool's generated code of a cheap schema, once it came back. */
+  validate: ValidateFunction | null;
+}
+
+/** A refusal of one payload of a produce: index 0 for a single produce. */
+export interface PayloadRefusal {
+  index: number;
+  rule: string;
+}
+
+const guardsMax = 1024;
+const watchdogTicks = 4;
+
+export class SchemaValidation {
+  private readonly guards = new LruCache<string, Guard>(guardsMax);
+  private readonly pool: Piscina;
+  private inUse = 0;
+  private readonly waiting: { grant: () => void; timer: NodeJS.Timeout }[] = [];
+
+  constructor(private readonly settings: SchemaValidationSettings) {
+    this.pool = new Piscina({
+      filename: new URL('../pool/schema_validate_task.js', import.meta.url).href,
+      minThreads: 1,
+      maxThreads: settings.slots,
+    });
+  }
+
+  /** Pool slots in use (svc_schema_validations_in_flight). */
+  get inFlight(): number {
+    return this.inUse;
+  }
+
+  guardOf(topicId: string, version: number, document: string): Guard {
+    const known = this.guards.get(topicId);
+    if (known !== undefined && known.version === version) return known;
+    const guard: Guard = { version, document, cost: schemaCostOf(document), validate: null };
+    this.guards.set(topicId, guard);
+    return guard;
+  }
+
+  /** The refusal of payload checked right here, null when it passes, undefined when the pool must check it. */
+  checkHere(guard: Guard, payload: Uint8Array): string | null | undefined {
+    if (guard.validate === null || payload.byteLength > frontPayloadBytesMax) return undefined;
+    return payloadRefusal(payload, guard.validate);
+  }
+
+  /** Whether payloads of these total bytes go to the pool (a batch's payloads count together). */
+  needsPool(guard: Guard, payloadBytes: number): boolean {
+    return guard.validate === null || payloadBytes > frontPayloadBytesMax;
+  }
+
+  /** Checks payloads in the pool; the first refusal, or null. Throws 503 when no slot frees within the wait. */
+  async checkInPool(topicId: string, guard: Guard, payloads: readonly Uint8Array[]): Promise<PayloadRefusal | null> {
+    const task = packTask(topicId, guard, payloads);
+    await this.takeSlot();
+    let result: SchemaValidateResult;
+    try {
+      result = await this.runWatched(task, guard);
+    } finally {
+      this.giveSlot();
+    }
+    if (result.source !== null && guard.validate === null) guard.validate = validatorFromSource(result.source);
+    return result.ok ? null : { index: result.index, rule: result.rule };
+  }
+
+  async close(): Promise<void> {
+    for (const waiter of this.waiting.splice(0)) clearTimeout(waiter.timer);
+    await this.pool.destroy();
+  }
+
+  private takeSlot(): Promise<void> {
+    if (this.inUse < this.settings.slots) {
+      this.inUse++;
+      return Promise.resolve();
+    }
+    return new Promise((resolve, reject) => {
+      const waiter = {
+        grant: resolve,
+        timer: setTimeout(() => {
+          this.waiting.splice(this.waiting.indexOf(waiter), 1);
+          reject(errors.schemaValidationBusy(this.settings.waitMs));
+        }, this.settings.waitMs),
+      };
+      this.waiting.push(waiter);
+    });
+  }
+
+  /** A freed slot passes straight to the oldest waiter. */
+  private giveSlot(): void {
+    const next = this.waiting.shift();
+    if (next === undefined) {
+      this.inUse--;
+      return;
+    }
+    clearTimeout(next.timer);
+    next.grant();
+  }
+
+  /** Runs the task; a payload seen in progress for payloadTimeMs aborts it (piscina terminates the thread). */
+  private async runWatched(task: SchemaValidateTask, guard: Guard): Promise<SchemaValidateResult> {
+    const abort = new AbortController();
+    const progress = new Int32Array(task.progress);
+    const tickMs = Math.max(1, Math.floor(this.settings.payloadTimeMs / watchdogTicks));
+    let seen = 0;
+    let seenTicks = 0;
+    const watchdog = setInterval(() => {
+      const now = Atomics.load(progress, 0);
+      if (now !== seen || now === 0) {
+        seen = now;
+        seenTicks = 0;
+      } else if (++seenTicks >= watchdogTicks) {
+        abort.abort();
+      }
+    }, tickMs);
+    try {
+      return (await this.pool.run(task, { signal: abort.signal, transferList: [task.payloads.buffer as ArrayBuffer] })) as SchemaValidateResult;
+    } catch (error) {
+      if (!abort.signal.aborted) throw poolFailure(guard, error);
+      return { ok: false, index: seen - 1, rule: overrunRule(guard, this.settings.payloadTimeMs), source: null };
+    } finally {
+      clearInterval(watchdog);
+    }
+  }
+}
+
+function overrunRule(guard: Guard, payloadTimeMs: number): string {
+  const keyword = guard.cost.keyword === null ? '' : ` ${guard.cost.keyword}:`;
+  return `schema:${keyword} validation took longer than ${payloadTimeMs} ms`;
+}
+
+function poolFailure(guard: Guard, error: unknown): BrokerError {
+  return errors.internal(`schema version ${guard.version} could not be checked: ${error instanceof Error ? error.message : String(error)}`);
+}
+
+/** The payloads copied back to back into one buffer of their own, which the pool takes over whole. */
+function packTask(topicId: string, guard: Guard, payloads: readonly Uint8Array[]): SchemaValidateTask {
+  let bytes = 0;
+  for (const payload of payloads) bytes += payload.byteLength;
+  const packed = new Uint8Array(new ArrayBuffer(bytes));
+  const ends: number[] = new Array(payloads.length);
+  let at = 0;
+  payloads.forEach((payload, i) => {
+    packed.set(payload, at);
+    at += payload.byteLength;
+    ends[i] = at;
+  });
+  return {
+    topicId, version: guard.version, document: guard.document, payloads: packed, ends,
+    progress: new SharedArrayBuffer(4), wantSource: !guard.cost.costly && guard.validate === null,
+  };
+}
