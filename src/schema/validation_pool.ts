@@ -46,6 +46,8 @@ export class SchemaValidation {
       filename: new URL('../pool/schema_validate_task.js', import.meta.url).href,
       minThreads: 1,
       maxThreads: settings.slots,
+      // Each thread's compiled versions are its cache: a thread that idles out takes them along.
+      idleTimeout: 60_000,
     });
   }
 
