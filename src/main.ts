@@ -20,7 +20,7 @@ import { Metrics } from './front/metrics.js';
 import { FrontServer, ListenRefused } from './front/server.js';
 import type { FrontServices } from './front/services.js';
 import type { BcryptTask } from './pool/bcrypt_task.js';
-import { SchemaValidation } from './schema/validation_pool.js';
+import { SchemaValidation } from './front/schema_validation.js';
 import type { ClusterThreadConfig, MetadataThreadData, PartitionWorkerData, ToMetadata } from './protocol/thread_messages.js';
 import { RemotePartitions } from './front/remote_partitions.js';
 import { closeNodeLink, isMultiNode, NodeLinkListenFailed, startNodeLink, type NodeLink } from './node_link/node_link.js';

@@ -13,7 +13,7 @@ import type { ProduceState } from './handlers/produce.js';
 import type { IngressLog } from './ingress_log.js';
 import type { MetadataReplica } from './metadata_replica.js';
 import type { Metrics } from './metrics.js';
-import type { SchemaValidation } from '../schema/validation_pool.js';
+import type { SchemaValidation } from './schema_validation.js';
 
 export interface FrontServices {
   config: Config;
@@ -31,7 +31,7 @@ export interface FrontServices {
   metrics: Metrics;
   /** Requests for partitions other nodes own, over the data channel (issue 29). */
   remote: RemotePartitions;
-  /** Produce-time schema checks and their pool (src/schema/validation_pool.ts). */
+  /** Produce-time schema checks and their pool (src/front/schema_validation.ts). */
   schemas: SchemaValidation;
 }
 

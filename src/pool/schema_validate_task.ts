@@ -1,9 +1,9 @@
 // A piscina task of the schema pool (spec §8 Schema validation capacity): checks one produce's payloads (one, or a
 // batch's in order) against a topic's schema version, compiling it on first use into this thread's bounded cache,
 // and hands back ajv's generated code for cheap schemas so the front thread can check later small payloads itself.
-// Runs on a schema pool thread; src/schema/validation_pool.ts sends the tasks and may terminate a thread that overruns.
+// Runs on a schema pool thread; src/front/schema_validation.ts sends the tasks and may terminate a thread that overruns.
 import type { ValidateFunction } from 'ajv';
-import { LruCache, payloadRefusal, SchemaCompiler } from '../schema/validators.js';
+import { compileDocument, LruCache, payloadRefusal } from '../schema/validators.js';
 
 export interface SchemaValidateTask {
   topicId: string;
@@ -26,18 +26,16 @@ interface Compiled {
   version: number;
   validate: ValidateFunction;
   source: () => string;
-  forget: () => void;
 }
 
 /** Compiled versions kept per thread, by topic (one version each: produce only checks the current one). */
 const compiledMax = 256;
-const compiler = new SchemaCompiler();
-const compiled = new LruCache<string, Compiled>(compiledMax, (entry) => entry.forget());
+const compiled = new LruCache<string, Compiled>(compiledMax);
 
 function compiledFor(task: SchemaValidateTask): Compiled {
   const cached = compiled.get(task.topicId);
   if (cached !== undefined && cached.version === task.version) return cached;
-  const entry = { version: task.version, ...compiler.compile(task.document) };
+  const entry = { version: task.version, ...compileDocument(task.document) };
   compiled.set(task.topicId, entry);
   return entry;
 }

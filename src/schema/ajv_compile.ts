@@ -7,6 +7,7 @@
 import Ajv2020Module from 'ajv/dist/2020.js';
 import AjvModule, { type ValidateFunction } from 'ajv';
 import addFormatsModule from 'ajv-formats';
+import standaloneModule from 'ajv/dist/standalone/index.js';
 import { dialectOf } from './schema_node.js';
 
 // CommonJS packages: under Node's ESM the default import is module.exports, whose `default` is the class.
@@ -14,6 +15,7 @@ type AjvConstructor = new (options: Record<string, unknown>) => { compile(schema
 const Ajv2020 = (Ajv2020Module as unknown as { default: AjvConstructor }).default;
 const AjvDraft07 = (AjvModule as unknown as { default: AjvConstructor }).default;
 const addFormats = (addFormatsModule as unknown as { default: (ajv: unknown) => void }).default;
+const standaloneCode = standaloneModule.default;
 
 const options = {
   strictSchema: true, strictNumbers: true, strictTypes: false, strictTuples: false, strictRequired: false,
@@ -24,9 +26,20 @@ const options = {
 
 /** A validator for the document; throws an Error with ajv's message when ajv cannot compile it. */
 export function compileSchema(document: unknown): ValidateFunction {
+  return compiledBy(document, options).validate;
+}
+
+/** compileSchema keeping ajv's generated code: source() is the validator as a CommonJS module's text (ajv's
+ *  standalone code), which the front thread runs instead of compiling (src/schema/validators.ts). */
+export function compileSchemaWithSource(document: unknown): { validate: ValidateFunction; source: () => string } {
+  const { ajv, validate } = compiledBy(document, { ...options, code: { source: true } });
+  return { validate, source: () => standaloneCode(ajv as unknown as Parameters<typeof standaloneCode>[0], validate) };
+}
+
+function compiledBy(document: unknown, withOptions: Record<string, unknown>): { ajv: InstanceType<AjvConstructor>; validate: ValidateFunction } {
   const dialect = dialectOf(document);
   if (dialect === null) throw new Error('$schema names neither JSON Schema 2020-12 nor draft-07');
-  const ajv = dialect === 'draft-07' ? new AjvDraft07(options) : new Ajv2020(options);
+  const ajv = dialect === 'draft-07' ? new AjvDraft07(withOptions) : new Ajv2020(withOptions);
   addFormats(ajv);
-  return ajv.compile(document);
+  return { ajv, validate: ajv.compile(document) };
 }

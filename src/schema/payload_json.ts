@@ -2,25 +2,28 @@
 // schema): one JSON text in valid UTF-8, no byte-order mark, no raw control character in a string, at most 256
 // levels of objects and arrays; anything else is a refusal naming the rule. Pure; runs on the front thread (small
 // payloads of cheap schemas, validators.ts) and on the schema pool's threads (pool/schema_validate_task.ts).
-import { isUtf8 } from 'node:buffer';
-
 export type PayloadRead = { ok: true; value: unknown } | { ok: false; rule: string };
 
-// isUtf8 ran first, so the decoder never meets a malformed sequence; a byte-order mark is refused before it.
-const utf8 = new TextDecoder('utf-8', { ignoreBOM: true });
+// fatal: invalid UTF-8 throws, found in the same pass that decodes. A byte-order mark is refused before it.
+const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 
 const quote = 0x22, backslash = 0x5c, openBrace = 0x7b, closeBrace = 0x7d, openBracket = 0x5b, closeBracket = 0x5d;
 
 /** The payload's value, or the rule it breaks (`payload: ...`). */
 export function readPayloadJson(bytes: Uint8Array, depthMax: number): PayloadRead {
   if (bytes.byteLength === 0) return { ok: false, rule: 'payload: empty' };
-  if (!isUtf8(bytes)) return { ok: false, rule: 'payload: invalid UTF-8' };
   if (bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf) return { ok: false, rule: 'payload: starts with a byte-order mark' };
   // Before JSON.parse: a payload nested past the limit must not cost a deep parse.
   const scanned = scanOutsideStrings(bytes, depthMax);
   if (scanned !== null) return { ok: false, rule: scanned };
+  let text: string;
   try {
-    return { ok: true, value: JSON.parse(utf8.decode(bytes)) };
+    text = utf8.decode(bytes);
+  } catch {
+    return { ok: false, rule: 'payload: invalid UTF-8' };
+  }
+  try {
+    return { ok: true, value: JSON.parse(text) };
   } catch (error) {
     return { ok: false, rule: `payload: not one JSON text: ${(error as Error).message}` };
   }

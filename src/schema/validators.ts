@@ -1,25 +1,12 @@
-// Validators of topic schema versions for produce (spec §4 Produce, NOTES 1): ajv's Ajv2020 in strict mode (draft-07
-// documents, by $schema, through ajv's draft-07 class), compiled once per (topic, version) and kept in a bounded
-// cache; the wording of a refusal; which schemas are costly. Compiling costs milliseconds, so only the schema pool's
-// threads compile (pool/schema_validate_task.ts); the front thread runs the code they generate (validation_pool.ts).
-import { createRequire } from 'node:module';
-import Ajv2020Module from 'ajv/dist/2020.js';
-import AjvModule, { type ErrorObject, type ValidateFunction } from 'ajv';
-import standaloneModule from 'ajv/dist/standalone/index.js';
+// Validators of topic schema versions for produce (spec §4 Produce, NOTES 1): compiled as registration compiles them
+// (ajv_compile.ts), once per (topic, version), kept in bounded caches; the wording of a refusal; which schemas are
+// costly. Compiling costs milliseconds, so only the schema pool's
+// threads compile (pool/schema_validate_task.ts); the front thread runs the code they generate
+// (front/schema_validation.ts). Pure.
+import type { ErrorObject, ValidateFunction } from 'ajv';
 import { limits } from '../config.js';
+import { compileSchemaWithSource } from './ajv_compile.js';
 import { readPayloadJson } from './payload_json.js';
-
-const Ajv2020 = Ajv2020Module.default;
-const AjvDraft07 = AjvModule.default;
-const standaloneCode = standaloneModule.default;
-type AnyAjv = InstanceType<typeof Ajv2020> | InstanceType<typeof AjvDraft07>;
-
-/** NOTES 1: strict, first error only, no $data. addUsedSchema off: topics may reuse an $id without clashing. Type and
- *  tuple strictness only log in ajv's default, silenced here as registration does. source: the front runs the code. */
-const ajvOptions = {
-  strict: true, strictTypes: 'log', strictTuples: 'log', strictRequired: false, logger: false,
-  allErrors: false, $data: false, addUsedSchema: false, code: { source: true },
-} as const;
 
 /** Payloads over this validate in the schema pool, whatever the schema (spec §8 Schema validation capacity). */
 export const frontPayloadBytesMax = 16 * 1024;
@@ -54,42 +41,10 @@ function costlyKeywordIn(value: unknown, depth: number): string | null {
   return null;
 }
 
-/** The ajv instances of one thread; compiled schemas leave them when their cache entry goes (forget). */
-export class SchemaCompiler {
-  private modern: AnyAjv = new Ajv2020(ajvOptions);
-  private draft07: AnyAjv = new AjvDraft07(ajvOptions);
-
-  /** A validator of document; throws ajv's error when it does not compile (registration made sure it does). */
-  compile(document: string): { validate: ValidateFunction; source: () => string; forget: () => void } {
-    const schema = JSON.parse(document) as object | boolean;
-    const draft07 = typeof schema === 'object' && /draft-07/.test(String((schema as { $schema?: unknown }).$schema ?? ''));
-    let ajv = draft07 ? this.draft07 : this.modern;
-    let validate: ValidateFunction;
-    try {
-      validate = ajv.compile(schema);
-    } catch {
-      // An $id inside one topic's schema may clash with another's in a shared instance: one fresh instance decides.
-      ajv = draft07 ? (this.draft07 = new AjvDraft07(ajvOptions)) : (this.modern = new Ajv2020(ajvOptions));
-      validate = ajv.compile(schema);
-    }
-    return {
-      validate,
-      source: () => standaloneCode(ajv, validate),
-      forget: () => {
-        if (typeof schema === 'object') ajv.removeSchema(schema);
-      },
-    };
-  }
-}
-
-const requireForGenerated = createRequire(import.meta.url);
-
-/** A validator from standaloneCode's CommonJS text: what the front thread runs instead of compiling. */
-export function validatorFromSource(source: string): ValidateFunction {
-  const module = { exports: {} as { default?: ValidateFunction } };
-  // eslint-disable-next-line @typescript-eslint/no-implied-eval -- ajv's own generated code, made by a pool thread.
-  new Function('module', 'exports', 'require', source)(module, module.exports, requireForGenerated);
-  return (module.exports.default ?? module.exports) as ValidateFunction;
+/** A validator of one stored document with its generated code (ajv_compile.ts: a fresh ajv instance each, so no
+ *  compiled schema outlives its cache entry); throws ajv's error when it does not compile. */
+export function compileDocument(document: string): { validate: ValidateFunction; source: () => string } {
+  return compileSchemaWithSource(JSON.parse(document));
 }
 
 /** Null when the payload is one JSON text the validator accepts, else the refusal (`payload: ...`, `schema: ...`). */

@@ -6,9 +6,9 @@
 import t from 'tap';
 import { errors } from '../../src/errors.js';
 import {
-  cutText, LruCache, payloadRefusal, SchemaCompiler, schemaCostOf, validatorFromSource,
+  compileDocument, cutText, LruCache, payloadRefusal, schemaCostOf,
 } from '../../src/schema/validators.js';
-import { SchemaValidation } from '../../src/schema/validation_pool.js';
+import { SchemaValidation, validatorFromSource } from '../../src/front/schema_validation.js';
 
 const bytes = (text: string): Uint8Array => new TextEncoder().encode(text);
 const person = JSON.stringify({
@@ -17,35 +17,34 @@ const person = JSON.stringify({
 });
 
 t.test('2020-12: a refusal names the keyword and the instance location', async (t) => {
-  const { validate } = new SchemaCompiler().compile(person);
+  const { validate } = compileDocument(person);
   t.equal(payloadRefusal(bytes('{"id": 7, "tags": ["a"]}'), validate), null);
   t.equal(payloadRefusal(bytes('{}'), validate), "schema: required at /: must have required property 'id'");
   t.equal(payloadRefusal(bytes('{"id": 7, "tags": ["a", 2]}'), validate), 'schema: type at /tags/1: must be string');
   t.equal(payloadRefusal(bytes('{"id": 1, "x": 0}'), validate), 'schema: additionalProperties at /: must NOT have additional properties');
   t.equal(payloadRefusal(bytes('{"id": 1}x'), validate)?.startsWith('payload: not one JSON text'), true, 'strict reading first');
-  const tuple = new SchemaCompiler().compile(JSON.stringify({ prefixItems: [{ type: 'integer' }], items: false }));
-  t.equal(payloadRefusal(bytes('[1, 2]'), tuple.validate), 'schema: false schema at /1: boolean schema is false', '2020-12 only keywords');
-  t.equal(payloadRefusal(bytes('"anything"'), new SchemaCompiler().compile('true').validate), null, 'the true schema');
+  const tuple = compileDocument(JSON.stringify({ prefixItems: [{ type: 'integer' }], items: false }));
+  t.equal(payloadRefusal(bytes('[1, 2]'), tuple.validate), 'schema: items at /: must NOT have more than 1 items', '2020-12 only keywords');
+  t.equal(payloadRefusal(bytes('"anything"'), compileDocument('true').validate), null, 'the true schema');
 });
 
 t.test('draft-07 documents compile by $schema, with draft-07 meaning', async (t) => {
   const doc = JSON.stringify({ $schema: 'http://json-schema.org/draft-07/schema#', items: [{ type: 'integer' }], additionalItems: false });
-  const { validate } = new SchemaCompiler().compile(doc);
+  const { validate } = compileDocument(doc);
   t.equal(payloadRefusal(bytes('[1]'), validate), null);
   t.equal(payloadRefusal(bytes('[1, 2]'), validate), 'schema: additionalItems at /: must NOT have more than 1 items');
-  t.throws(() => new SchemaCompiler().compile(JSON.stringify({ type: 'object', bogus: 1 })), /strict mode: unknown keyword/);
+  t.throws(() => compileDocument(JSON.stringify({ type: 'object', bogus: 1 })), /strict mode: unknown keyword/);
 });
 
 t.test('two topics may use the same $id', async (t) => {
-  const compiler = new SchemaCompiler();
-  const a = compiler.compile(JSON.stringify({ $id: 'https://example.com/s', type: 'integer' }));
-  const b = compiler.compile(JSON.stringify({ $id: 'https://example.com/s', type: 'string' }));
+  const a = compileDocument(JSON.stringify({ $id: 'https://example.com/s', type: 'integer' }));
+  const b = compileDocument(JSON.stringify({ $id: 'https://example.com/s', type: 'string' }));
   t.equal(payloadRefusal(bytes('1'), a.validate), null);
   t.equal(payloadRefusal(bytes('1'), b.validate), 'schema: type at /: must be string');
 });
 
 t.test('the front runs the generated code exactly as the compiled validator', async (t) => {
-  const compiled = new SchemaCompiler().compile(person);
+  const compiled = compileDocument(person);
   const validate = validatorFromSource(compiled.source());
   for (const text of ['{"id": 1}', '{}', '{"id": "x"}', '{"id": 1, "tags": [1]}', '[]']) {
     t.equal(payloadRefusal(bytes(text), validate), payloadRefusal(bytes(text), compiled.validate), text);

@@ -18,7 +18,7 @@ import type { BodyListener } from '../body.js';
 import type { AppendListener } from '../ingress_log.js';
 import type { FrontServices, RouteServices } from '../services.js';
 import { payloadRefusal } from '../../schema/validators.js';
-import type { PayloadRefusal } from '../../schema/validation_pool.js';
+import type { PayloadRefusal } from '../schema_validation.js';
 
 const textEncoder = new TextEncoder();
 const emptyPayload = new Uint8Array(0);

@@ -2,11 +2,12 @@
 // payloads it checks itself (small ones, cheap schemas, once a pool thread compiled the version) and which go to the
 // schema pool under the per-node bound of validation slots, with a 5 s wait for a slot and a watchdog that terminates
 // a pool thread stuck on one payload. Front thread; one per node (main.ts), used by handlers/produce.ts.
+import { createRequire } from 'node:module';
 import { Piscina } from 'piscina';
 import type { ValidateFunction } from 'ajv';
 import { errors, type BrokerError } from '../errors.js';
 import type { SchemaValidateResult, SchemaValidateTask } from '../pool/schema_validate_task.js';
-import { frontPayloadBytesMax, LruCache, payloadRefusal, schemaCostOf, validatorFromSource, type SchemaCost } from './validators.js';
+import { frontPayloadBytesMax, LruCache, payloadRefusal, schemaCostOf, type SchemaCost } from '../schema/validators.js';
 
 export interface SchemaValidationSettings {
   /** Validations running at once in the pool (one per core in service). */
@@ -147,6 +148,16 @@ export class SchemaValidation {
       clearInterval(watchdog);
     }
   }
+}
+
+const requireForGenerated = createRequire(import.meta.url);
+
+/** A validator from ajv's standalone code (CommonJS text) made by a pool thread: what this thread runs instead of
+ *  compiling. */
+export function validatorFromSource(source: string): ValidateFunction {
+  const module = { exports: {} as { default?: ValidateFunction } };
+  new Function('module', 'exports', 'require', source)(module, module.exports, requireForGenerated);
+  return (module.exports.default ?? module.exports) as ValidateFunction;
 }
 
 function overrunRule(guard: Guard, payloadTimeMs: number): string {
