@@ -136,8 +136,8 @@ async function adminRequest(target: BrokerTarget, method: string, path: string, 
 }
 
 /** POST /v1/topics as the bench user; the spec answers 201 with the Topic. */
-export async function createTopic(target: BrokerTarget, name: string, partitions: number): Promise<void> {
-  const response = await adminRequest(target, 'POST', '/v1/topics', { name, partitions });
+export async function createTopic(target: BrokerTarget, name: string, partitions: number, fields: Record<string, unknown> = {}): Promise<void> {
+  const response = await adminRequest(target, 'POST', '/v1/topics', { name, partitions, ...fields });
   const text = await response.text();
   if (response.status !== 201) {
     const output = target.server === null ? '' : `\nbroker output:\n${target.server.outputTail()}`;

@@ -49,6 +49,8 @@ export interface BenchOptions {
   compare: boolean;
   /** produce: also measure single produce on a node with security off, for the credential cache's cost. */
   compareSecurity: boolean;
+  /** produce: single and batch produce to a topic with a 10-property schema beside one without (issue 28). */
+  schema: boolean;
   /** produce-single: rounds in which the wrk-driven floors, the node and Redis XADD take turns, each window
    *  durationSec / rounds long, so that a slow minute of a shared machine falls on every side alike. */
   rounds: number;
@@ -117,6 +119,7 @@ produce-single, produce-batch:
   --client net|undici     load generator client (default net; see bench/README.md)
   --skip-floor            do not measure the hello-world floor nor the fsync floor (produce alias)
   --compare-security      produce: also run single produce against a node with security off (issue 5's check)
+  --schema                produce: single and batch produce with a 10-property schema against none, one run each
   --rounds N              rounds in which the wrk-driven floors, the node and Redis XADD take turns, each for
                           --duration / N (at least 1 s); the ratios are the median of the rounds' (default 3)
 consume-single, consume-batch, wake-up:
@@ -167,7 +170,7 @@ export function parseOptions(argv: string[]): BenchOptions {
       partitions: { type: 'string' }, connections: { type: 'string' }, 'batch-connections': { type: 'string' },
       duration: { type: 'string' }, warmup: { type: 'string' }, 'message-bytes': { type: 'string' },
       batch: { type: 'string' }, client: { type: 'string' }, json: { type: 'boolean' }, compare: { type: 'boolean' },
-      'skip-floor': { type: 'boolean' }, 'compare-security': { type: 'boolean' }, rounds: { type: 'string' }, 'server-pid': { type: 'string' },
+      'skip-floor': { type: 'boolean' }, 'compare-security': { type: 'boolean' }, schema: { type: 'boolean' }, rounds: { type: 'string' }, 'server-pid': { type: 'string' },
       'node-script': { type: 'string' }, 'node-arg': { type: 'string', multiple: true }, 'server-cpu-prof': { type: 'string' }, help: { type: 'boolean', short: 'h' },
       phases: { type: 'string' }, max: { type: 'string' }, prefill: { type: 'string' },
       'batch-prefill': { type: 'string' }, 'prefill-timeout': { type: 'string' }, pollers: { type: 'string' },
@@ -217,6 +220,7 @@ export function parseOptions(argv: string[]): BenchOptions {
     skipFloor: values['skip-floor'] ?? false,
     compare: values.compare ?? false,
     compareSecurity: values['compare-security'] ?? false,
+    schema: values.schema ?? false,
     rounds: intOption('rounds', values.rounds, 3, 1, 20),
     rate: values.rate === undefined ? null : numberOption('rate', values.rate, 0, 1, 10_000_000),
     serverPid: values['server-pid'] === undefined ? null : intOption('server-pid', values['server-pid'], 0, 1, 2 ** 31),

@@ -15,6 +15,7 @@ import {
   maxKnown, median, percent, renderTable, reportedOptions, serverCpuText, settle, sleep, startBroker, type BrokerTarget, type Headline, type ThroughputFigures,
 } from './common.js';
 import { verdictText, type TargetCheck } from './targets.js';
+import { runProduceSchema } from './produce_schema.js';
 import { runLoad, type LoadRequest, type LoadResult } from './load.js';
 import { startChildServer, type ChildServer } from './node_process.js';
 import type { BenchOptions } from './options.js';
@@ -39,7 +40,7 @@ function produceRequest(topic: string, body: Buffer, authorization: string | nul
 // ---------------------------------------------------------------------------------------------------------------
 // One measured run.
 
-interface RunSpec {
+export interface RunSpec {
   name: string;
   url: string;
   request: LoadRequest;
@@ -51,7 +52,7 @@ interface RunSpec {
 
 type RunFigures = ThroughputFigures;
 
-async function measure(options: BenchOptions, spec: RunSpec): Promise<RunFigures> {
+export async function measure(options: BenchOptions, spec: RunSpec): Promise<RunFigures> {
   const controller = new AbortController();
   void spec.server?.exited.then(() => controller.abort());
   const cpu = new CpuWindow(spec.serverPid);
@@ -118,6 +119,8 @@ export interface ProduceReport {
   missingPeers: string[];
   redisVersion: string | null;
   failures: string[];
+  /** With --schema: msgs/s to the topic with a schema over msgs/s to the one without (issue 28: >= 0.9, >= 0.7). */
+  schemaRatios?: { single: number | null; batch: number | null };
 }
 
 /** The runs of a produce scenario, in order. */
@@ -126,6 +129,7 @@ function produceKinds(options: BenchOptions): { single: boolean; batch: boolean 
 }
 
 export async function runProduce(options: BenchOptions): Promise<ProduceReport> {
+  if (options.schema) return runProduceSchema(options);
   const startedAt = new Date().toISOString();
   const topic = options.topic ?? `bench-${Date.now()}`;
   const payload = makePayload(options.messageBytes);
@@ -620,6 +624,10 @@ export function printProduceTable(report: ProduceReport): void {
   line('batch produce msgs/s / Redis XADD pipelined 100 msgs/s', r.batchOverRedis);
   line('batch produce msgs/s, bench client / wrk (same node)', r.batchOverWrk);
   line('batch msgs/s / single msgs/s', r.batchMsgsPerSecOverSingle, 1);
+  if (report.schemaRatios !== undefined) {
+    line('single produce msgs/s, 10-property schema / no schema (target >= 0.9)', report.schemaRatios.single);
+    line('batch produce msgs/s, 10-property schema / no schema (target >= 0.7)', report.schemaRatios.batch);
+  }
   if (r.securedOverSecurityOff !== null) {
     out.push(`single produce req/s, security on / security off: ${fixed(r.securedOverSecurityOff, 3)} (the credential cache keeps it >= 0.9?)`);
   }

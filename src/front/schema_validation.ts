@@ -34,6 +34,9 @@ export interface PayloadRefusal {
 }
 
 const guardsMax = 1024;
+/** A batch of small payloads is checked here up to this many payload bytes together (a few ms of JSON.parse at most):
+ *  the pool's hop and copy cost more than the check for the common batch of small messages (bench --schema). */
+const frontBatchBytesMax = 256 * 1024;
 const watchdogTicks = 4;
 
 export class SchemaValidation {
@@ -71,9 +74,15 @@ export class SchemaValidation {
     return payloadRefusal(payload, guard.validate);
   }
 
-  /** Whether payloads of these total bytes go to the pool (a batch's payloads count together). */
-  needsPool(guard: Guard, payloadBytes: number): boolean {
-    return guard.validate === null || payloadBytes > frontPayloadBytesMax;
+  /** Whether a batch's payloads go to the pool: any one over 16 KiB, or more than frontBatchBytesMax together. */
+  needsPool(guard: Guard, payloads: readonly { payload: Uint8Array }[]): boolean {
+    if (guard.validate === null) return true;
+    let total = 0;
+    for (const { payload } of payloads) {
+      if (payload.byteLength > frontPayloadBytesMax) return true;
+      total += payload.byteLength;
+    }
+    return total > frontBatchBytesMax;
   }
 
   /** Checks payloads in the pool; the first refusal, or null. Throws 503 when no slot frees within the wait. */

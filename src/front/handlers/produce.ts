@@ -271,10 +271,8 @@ async function checkBatch(s: RouteServices, topic: TopicRecord, records: Ingress
   const schema = s.replica.schemaOf(topic);
   if (schema.document === null) return;
   const guard = s.schemas.guardOf(topic.id, schema.version, schema.document);
-  let bytes = 0;
-  for (const record of records) bytes += record.payload.byteLength;
   let refusal: PayloadRefusal | null = null;
-  if (s.schemas.needsPool(guard, bytes)) {
+  if (s.schemas.needsPool(guard, records)) {
     refusal = await s.schemas.checkInPool(topic.id, guard, records.map((record) => record.payload));
   } else {
     for (let i = 0; i < records.length && refusal === null; i++) {
