@@ -95,8 +95,21 @@ export class SchemaValidation {
     } finally {
       this.giveSlot();
     }
-    if (result.source !== null && guard.validate === null) guard.validate = validatorFromSource(result.source);
+    if (result.source !== null && guard.validate === null) this.adopt(guard, result.source);
     return result.ok ? null : { index: result.index, rule: result.rule };
+  }
+
+  /** The front's validator from a pool thread's code; without one the schema is checked in the pool from now on. */
+  private adopt(guard: Guard, source: string | false): void {
+    try {
+      if (source !== false) {
+        guard.validate = validatorFromSource(source);
+        return;
+      }
+    } catch {
+      // Checked in the pool instead, as a costly schema is.
+    }
+    guard.cost = { costly: true, keyword: guard.cost.keyword };
   }
 
   async close(): Promise<void> {

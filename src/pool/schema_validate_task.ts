@@ -18,9 +18,10 @@ export interface SchemaValidateTask {
   wantSource: boolean;
 }
 
+/** source: the code asked for; false when ajv cannot make it for this schema (the front then never asks again). */
 export type SchemaValidateResult =
-  | { ok: true; source: string | null }
-  | { ok: false; index: number; rule: string; source: string | null };
+  | { ok: true; source: string | false | null }
+  | { ok: false; index: number; rule: string; source: string | false | null };
 
 interface Compiled {
   version: number;
@@ -40,10 +41,18 @@ function compiledFor(task: SchemaValidateTask): Compiled {
   return entry;
 }
 
+function sourceOrFalse(source: () => string): string | false {
+  try {
+    return source();
+  } catch {
+    return false;
+  }
+}
+
 export default function runSchemaValidateTask(task: SchemaValidateTask): SchemaValidateResult {
   const progress = new Int32Array(task.progress);
   const { validate, source } = compiledFor(task);
-  const code = task.wantSource ? source() : null;
+  const code = task.wantSource ? sourceOrFalse(source) : null;
   let start = 0;
   for (let i = 0; i < task.ends.length; i++) {
     Atomics.store(progress, 0, i + 1);
