@@ -7,7 +7,9 @@ import { Piscina } from 'piscina';
 import type { ValidateFunction } from 'ajv';
 import { errors, type BrokerError } from '../errors.js';
 import type { SchemaValidateResult, SchemaValidateTask } from '../pool/schema_validate_task.js';
-import { frontPayloadBytesMax, LruCache, payloadRefusal, schemaCostOf, type SchemaCost } from '../schema/validators.js';
+import {
+  frontPayloadBytesMax, LruCache, payloadRefusal, schemaCostOf, type PayloadRefusal, type SchemaCost,
+} from '../schema/validators.js';
 
 export interface SchemaValidationSettings {
   /** Validations running at once in the pool (one per core in service). */
@@ -27,11 +29,6 @@ interface Guard {
   validate: ValidateFunction | null;
 }
 
-/** A refusal of one payload of a produce: index 0 for a single produce. */
-export interface PayloadRefusal {
-  index: number;
-  rule: string;
-}
 
 const guardsMax = 1024;
 /** A batch of small payloads is checked here up to this many payload bytes together (a few ms of JSON.parse at most):

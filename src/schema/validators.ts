@@ -7,6 +7,7 @@ import type { ErrorObject, ValidateFunction } from 'ajv';
 import { limits } from '../config.js';
 import { compileSchemaWithSource } from './ajv_compile.js';
 import { readPayloadJson } from './payload_json.js';
+import { PayloadKind } from '../protocol/ingress_frame.js';
 
 /** Payloads over this validate in the schema pool, whatever the schema (spec §8 Schema validation capacity). */
 export const frontPayloadBytesMax = 16 * 1024;
@@ -53,6 +54,51 @@ export function payloadRefusal(bytes: Uint8Array, validate: ValidateFunction): s
   if (!read.ok) return read.rule;
   if (validate(read.value) === true) return null;
   return schemaErrorText(validate.errors?.[0]);
+}
+
+/** A refusal of one payload of a produce: index 0 for a single produce. */
+export interface PayloadRefusal {
+  index: number;
+  rule: string;
+}
+
+/** The first refused payload of a batch, in order, or null. */
+export function batchRefusal(records: readonly { payload: Uint8Array; payloadKind: PayloadKind }[], validate: ValidateFunction): PayloadRefusal | null {
+  const values = jsonValuesAtOnce(records);
+  for (let i = 0; i < records.length; i++) {
+    if (values === null) {
+      const rule = payloadRefusal(records[i]!.payload, validate);
+      if (rule !== null) return { index: i, rule };
+    } else if (validate(values[i]) !== true) {
+      return { index: i, rule: schemaErrorText(validate.errors?.[0]) };
+    }
+  }
+  return null;
+}
+
+/**
+ * The values of payloads that are all JSON texts (kind Json: valid UTF-8, one text, so no byte-order mark and no raw
+ * control character), read as one array by one JSON.parse: about 2.5x cheaper than a parse each for small payloads.
+ * Null when one is not JSON or the nesting is too deep; the caller then reads them one by one, which names the payload
+ * and its rule.
+ */
+function jsonValuesAtOnce(records: readonly { payload: Uint8Array; payloadKind: PayloadKind }[]): unknown[] | null {
+  let bytes = 1;
+  for (const record of records) {
+    if (record.payloadKind !== PayloadKind.Json) return null;
+    bytes += record.payload.byteLength + 1;
+  }
+  const joined = new Uint8Array(bytes);
+  joined[0] = 0x5b;
+  let at = 1;
+  for (const record of records) {
+    joined.set(record.payload, at);
+    at += record.payload.byteLength;
+    joined[at++] = 0x2c;
+  }
+  joined[at - 1] = 0x5d;
+  const read = readPayloadJson(joined, limits.schema_payload_depth_max + 1);
+  return read.ok && Array.isArray(read.value) && read.value.length === records.length ? read.value : null;
 }
 
 /** `schema: <keyword> at <instance path or />: <ajv's message>`, cut to fit an error text. */

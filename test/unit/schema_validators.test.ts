@@ -5,8 +5,9 @@
 // the built task file and small slot, wait and time settings.
 import t from 'tap';
 import { errors } from '../../src/errors.js';
+import { PayloadKind } from '../../src/protocol/ingress_frame.js';
 import {
-  compileDocument, cutText, LruCache, payloadRefusal, schemaCostOf,
+  batchRefusal, compileDocument, cutText, LruCache, payloadRefusal, schemaCostOf,
 } from '../../src/schema/validators.js';
 import { SchemaValidation, validatorFromSource } from '../../src/front/schema_validation.js';
 
@@ -26,6 +27,20 @@ t.test('2020-12: a refusal names the keyword and the instance location', async (
   const tuple = compileDocument(JSON.stringify({ prefixItems: [{ type: 'integer' }], items: false }));
   t.equal(payloadRefusal(bytes('[1, 2]'), tuple.validate), 'schema: items at /: must NOT have more than 1 items', '2020-12 only keywords');
   t.equal(payloadRefusal(bytes('"anything"'), compileDocument('true').validate), null, 'the true schema');
+});
+
+t.test('a batch: the first refused payload by index, read at once or one by one', async (t) => {
+  const { validate } = compileDocument(person);
+  const json = (text: string) => ({ payload: bytes(text), payloadKind: PayloadKind.Json });
+  t.equal(batchRefusal([json('{"id":1}'), json(' {"id":2} ')], validate), null);
+  t.same(batchRefusal([json('{"id":1}'), json('{"id":2}'), json('{"id":"3"}'), json('{}')], validate),
+    { index: 2, rule: 'schema: type at /id: must be integer' });
+  const deep = '['.repeat(257) + ']'.repeat(257);
+  t.same(batchRefusal([json('{"id":1}'), json(deep)], validate), { index: 1, rule: 'payload: nested deeper than 256 levels' });
+  const atLimit = '['.repeat(256) + ']'.repeat(256);
+  t.same(batchRefusal([json(atLimit)], validate), { index: 0, rule: 'schema: type at /: must be object' }, '256 levels are read');
+  t.match(batchRefusal([json('{"id":1}'), { payload: bytes('{"id":1} x'), payloadKind: PayloadKind.Text }], validate),
+    { index: 1, rule: /^payload: not one JSON text: / });
 });
 
 t.test('draft-07 documents compile by $schema, with draft-07 meaning', async (t) => {

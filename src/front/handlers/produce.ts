@@ -17,8 +17,7 @@ import { deferred, routeTopic, type RequestContext } from '../request_context.js
 import type { BodyListener } from '../body.js';
 import type { AppendListener } from '../ingress_log.js';
 import type { FrontServices, RouteServices } from '../services.js';
-import { payloadRefusal } from '../../schema/validators.js';
-import type { PayloadRefusal } from '../schema_validation.js';
+import { batchRefusal, type PayloadRefusal } from '../../schema/validators.js';
 
 const textEncoder = new TextEncoder();
 const emptyPayload = new Uint8Array(0);
@@ -271,15 +270,9 @@ async function checkBatch(s: RouteServices, topic: TopicRecord, records: Ingress
   const schema = s.replica.schemaOf(topic);
   if (schema.document === null) return;
   const guard = s.schemas.guardOf(topic.id, schema.version, schema.document);
-  let refusal: PayloadRefusal | null = null;
-  if (s.schemas.needsPool(guard, records)) {
-    refusal = await s.schemas.checkInPool(topic.id, guard, records.map((record) => record.payload));
-  } else {
-    for (let i = 0; i < records.length && refusal === null; i++) {
-      const rule = payloadRefusal(records[i]!.payload, guard.validate!);
-      if (rule !== null) refusal = { index: i, rule };
-    }
-  }
+  const refusal: PayloadRefusal | null = s.schemas.needsPool(guard, records)
+    ? await s.schemas.checkInPool(topic.id, guard, records.map((record) => record.payload))
+    : batchRefusal(records, guard.validate!);
   if (refusal !== null) throw schemaRefused(s, topic, refusal.rule, refusal.index);
   for (const record of records) record.payloadKind = PayloadKind.Json;
 }
