@@ -33,7 +33,9 @@ export async function runProduceSchema(options: BenchOptions): Promise<ProduceRe
     await createTopic(target, topic, options.partitions);
     await createTopic(target, `${topic}-schema`, options.partitions, { schema });
     const base = { url: target.url, serverPid: target.serverPid, server: target.server };
-    for (const [batch, connections, body] of [[false, options.connections, payload], [true, options.batchConnections, batchBody]] as const) {
+    const kinds = [[false, options.connections, payload], [true, options.batchConnections, batchBody]] as const;
+    for (const [batch, connections, body] of kinds) {
+      if (options.scenario === (batch ? 'produce-single' : 'produce-batch')) continue;
       for (const withSchema of [false, true]) {
         const name = `${batch ? `batch produce (${options.batch}, ` : 'single produce ('}${withSchema ? 'schema)' : 'no schema)'}`;
         const path = `/v1/topics/${withSchema ? `${topic}-schema` : topic}/produce${batch ? '/batch' : ''}`;
@@ -50,9 +52,10 @@ export async function runProduceSchema(options: BenchOptions): Promise<ProduceRe
   } finally {
     await target.server?.stop();
   }
-  const ratio = (schemaRow: number, plainRow: number): number | null =>
-    runs[schemaRow] !== undefined && runs[plainRow] !== undefined && runs[plainRow]!.msgsPerSec > 0
-      ? runs[schemaRow]!.msgsPerSec / runs[plainRow]!.msgsPerSec : null;
+  const ratio = (batch: boolean): number | null => {
+    const rows = runs.filter((run) => run.name.startsWith(batch ? 'batch' : 'single'));
+    return rows.length === 2 && rows[0]!.msgsPerSec > 0 ? rows[1]!.msgsPerSec / rows[0]!.msgsPerSec : null;
+  };
   return { scenario: options.scenario, startedAt, topic, target: target.url, options: reportedOptions(options, []), runs,
-    ratios: produceRatios(runs), missingPeers: [], redisVersion: null, failures, schemaRatios: { single: ratio(1, 0), batch: ratio(3, 2) } };
+    ratios: produceRatios(runs), missingPeers: [], redisVersion: null, failures, schemaRatios: { single: ratio(false), batch: ratio(true) } };
 }

@@ -3,7 +3,8 @@
 // and hands back ajv's generated code for cheap schemas so the front thread can check later small payloads itself.
 // Runs on a schema pool thread; src/front/schema_validation.ts sends the tasks and may terminate a thread that overruns.
 import type { ValidateFunction } from 'ajv';
-import { compileDocument, LruCache, payloadRefusal } from '../schema/validators.js';
+import { batchRefusal, compileDocument, LruCache } from '../schema/validators.js';
+import { PayloadKind } from '../protocol/ingress_frame.js';
 
 export interface SchemaValidateTask {
   topicId: string;
@@ -16,6 +17,8 @@ export interface SchemaValidateTask {
   progress: SharedArrayBuffer;
   /** Answer the validator's code (the front has none for this version yet). */
   wantSource: boolean;
+  /** Every payload is known to be one JSON text (kind Json): they may be read as one array (validators.ts). */
+  allJson: boolean;
 }
 
 /** source: the code asked for; false when ajv cannot make it for this schema (the front then never asks again). */
@@ -53,13 +56,13 @@ export default function runSchemaValidateTask(task: SchemaValidateTask): SchemaV
   const progress = new Int32Array(task.progress);
   const { validate, source } = compiledFor(task);
   const code = task.wantSource ? sourceOrFalse(source) : null;
+  const payloadKind = task.allJson ? PayloadKind.Json : PayloadKind.Binary;
   let start = 0;
-  for (let i = 0; i < task.ends.length; i++) {
-    Atomics.store(progress, 0, i + 1);
-    const end = task.ends[i]!;
-    const rule = payloadRefusal(task.payloads.subarray(start, end), validate);
-    if (rule !== null) return { ok: false, index: i, rule, source: code };
+  const records = task.ends.map((end) => {
+    const payload = task.payloads.subarray(start, end);
     start = end;
-  }
-  return { ok: true, source: code };
+    return { payload, payloadKind };
+  });
+  const refusal = batchRefusal(records, validate, (i) => Atomics.store(progress, 0, i + 1));
+  return refusal === null ? { ok: true, source: code } : { ok: false, ...refusal, source: code };
 }

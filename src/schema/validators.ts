@@ -63,9 +63,12 @@ export interface PayloadRefusal {
 }
 
 /** The first refused payload of a batch, in order, or null. */
-export function batchRefusal(records: readonly { payload: Uint8Array; payloadKind: PayloadKind }[], validate: ValidateFunction): PayloadRefusal | null {
+export function batchRefusal(
+  records: readonly { payload: Uint8Array; payloadKind: PayloadKind }[], validate: ValidateFunction, onPayload?: (index: number) => void,
+): PayloadRefusal | null {
   const values = jsonValuesAtOnce(records);
   for (let i = 0; i < records.length; i++) {
+    onPayload?.(i);
     if (values === null) {
       const rule = payloadRefusal(records[i]!.payload, validate);
       if (rule !== null) return { index: i, rule };

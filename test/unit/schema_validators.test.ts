@@ -108,6 +108,8 @@ t.test('the pool checks costly schemas and big payloads; the front takes over ch
   t.equal(schemas.checkHere(guard, bytes('{"id": 1}')), undefined, 'nothing compiled on the front yet');
   t.same(await schemas.checkInPool('topic-1', guard, [bytes('{"id": 1}'), bytes('{"id": 2}'), bytes('{"id": "3"}')]),
     { index: 2, rule: 'schema: type at /id: must be integer' }, 'a batch stops at its first refused message');
+  t.same(await schemas.checkInPool('topic-1', guard, [bytes('{"id": 1}'), bytes('{"id": false}')], true),
+    { index: 1, rule: 'schema: type at /id: must be integer' }, 'JSON payloads read as one array in the pool');
   t.equal(schemas.checkHere(guard, bytes('{"id": 1}')), null, 'the pool handed its code to the front');
   t.equal(schemas.checkHere(guard, bytes('{"id": true}')), 'schema: type at /id: must be integer');
   t.equal(schemas.checkHere(guard, bytes(`{"id": 1, "tags": ["${'x'.repeat(17_000)}"]}`)), undefined, 'over 16 KiB: the pool');

@@ -271,7 +271,8 @@ async function checkBatch(s: RouteServices, topic: TopicRecord, records: Ingress
   if (schema.document === null) return;
   const guard = s.schemas.guardOf(topic.id, schema.version, schema.document);
   const refusal: PayloadRefusal | null = s.schemas.needsPool(guard, records)
-    ? await s.schemas.checkInPool(topic.id, guard, records.map((record) => record.payload))
+    ? await s.schemas.checkInPool(topic.id, guard, records.map((record) => record.payload),
+      records.every((record) => record.payloadKind === PayloadKind.Json))
     : batchRefusal(records, guard.validate!);
   if (refusal !== null) throw schemaRefused(s, topic, refusal.rule, refusal.index);
   for (const record of records) record.payloadKind = PayloadKind.Json;
