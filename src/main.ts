@@ -54,12 +54,7 @@ async function main(): Promise<void> {
   const workers = new PartitionWorkers(workerThreads);
   await Promise.all([replica.whenReady(), workers.whenReady()]);
   const ingress = await openIngress(config, dataDir, log, replica, workers);
-  const { authPool, workPool } = startPools(config);
-  const schemas = new SchemaValidation({
-    slots: config['schema.validation_slots'] === 0 ? availableParallelism() : config['schema.validation_slots'],
-    waitMs: config['schema.validation_wait'],
-    payloadTimeMs: config['schema.validation_payload_time'],
-  });
+  const { authPool, workPool, schemas } = startPools(config);
   const services: FrontServices = {
     config, log, nodeId, replica, workers, ingress, authPool, workPool, schemas,
     batchBudget: new ByteBudget(config['http.max_batch_body_bytes_in_flight']),
@@ -137,7 +132,7 @@ async function openIngress(config: Config, dataDir: string, log: Logger, replica
   return ingress;
 }
 
-function startPools(config: Config): { authPool: Piscina; workPool: Piscina } {
+function startPools(config: Config): { authPool: Piscina; workPool: Piscina; schemas: SchemaValidation } {
   const authPool = new Piscina({
     filename: new URL('./pool/bcrypt_task.js', import.meta.url).href,
     minThreads: 1,
@@ -148,7 +143,14 @@ function startPools(config: Config): { authPool: Piscina; workPool: Piscina } {
     minThreads: 1,
     maxThreads: availableParallelism(),
   });
-  return { authPool, workPool };
+  // Schema checks of produce have a pool of their own: its slots are spec §8's bound, and a thread stuck on a
+  // pattern is terminated without touching the work pool's tasks.
+  const schemas = new SchemaValidation({
+    slots: config['schema.validation_slots'] === 0 ? availableParallelism() : config['schema.validation_slots'],
+    waitMs: config['schema.validation_wait'],
+    payloadTimeMs: config['schema.validation_payload_time'],
+  });
+  return { authPool, workPool, schemas };
 }
 
 /** The API listener was started on port 0 with no --advertise: the metadata thread learns its address now. */
