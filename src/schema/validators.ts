@@ -23,10 +23,14 @@ export interface SchemaCost {
   keyword: string | null;
 }
 
+/** Runs on the front thread once per version: a big document is costly by its size alone and is not parsed here (its
+ *  keyword, only for an overrun's wording, is then found by its quoted name in the text). */
 export function schemaCostOf(document: string): SchemaCost {
-  const parsed: unknown = JSON.parse(document);
-  const keyword = costlyKeywordIn(parsed, 0);
-  return { costly: keyword !== null || Buffer.byteLength(document) > cheapDocumentBytesMax, keyword };
+  if (Buffer.byteLength(document) > cheapDocumentBytesMax) {
+    return { costly: true, keyword: costlyKeywords.find((keyword) => document.includes(`"${keyword}"`)) ?? null };
+  }
+  const keyword = costlyKeywordIn(JSON.parse(document), 0);
+  return { costly: keyword !== null, keyword };
 }
 
 /** Any key named like a costly keyword counts, a property of that name included: a false alarm only costs a pool trip. */
