@@ -8,7 +8,7 @@ import type { ValidateFunction } from 'ajv';
 import { errors, type BrokerError } from '../errors.js';
 import type { SchemaValidateResult, SchemaValidateTask } from '../pool/schema_validate_task.js';
 import {
-  frontPayloadBytesMax, LruCache, payloadRefusal, schemaCostOf, type PayloadRefusal, type SchemaCost,
+  frontPayloadBytesMax, joinPayloads, LruCache, payloadRefusal, schemaCostOf, type PayloadRefusal, type SchemaCost,
 } from '../schema/validators.js';
 
 export interface SchemaValidationSettings {
@@ -189,20 +189,11 @@ function poolFailure(guard: Guard, error: unknown): BrokerError {
   return errors.internal(`schema version ${guard.version} could not be checked: ${error instanceof Error ? error.message : String(error)}`);
 }
 
-/** The payloads copied back to back into one buffer of their own, which the pool takes over whole. */
+/** The payloads copied into one buffer of their own as a JSON array's bytes, which the pool takes over whole. */
 function packTask(topicId: string, guard: Guard, payloads: readonly Uint8Array[], allJson: boolean): SchemaValidateTask {
-  let bytes = 0;
-  for (const payload of payloads) bytes += payload.byteLength;
-  const packed = new Uint8Array(new ArrayBuffer(bytes));
-  const ends: number[] = new Array(payloads.length);
-  let at = 0;
-  payloads.forEach((payload, i) => {
-    packed.set(payload, at);
-    at += payload.byteLength;
-    ends[i] = at;
-  });
+  const { joined, ends } = joinPayloads(payloads);
   return {
-    topicId, version: guard.version, document: guard.document, payloads: packed, ends,
+    topicId, version: guard.version, document: guard.document, payloads: joined, ends,
     progress: new SharedArrayBuffer(4), wantSource: !guard.cost.costly && guard.validate === null, allJson,
   };
 }

@@ -3,14 +3,14 @@
 // and hands back ajv's generated code for cheap schemas so the front thread can check later small payloads itself.
 // Runs on a schema pool thread; src/front/schema_validation.ts sends the tasks and may terminate a thread that overruns.
 import type { ValidateFunction } from 'ajv';
-import { batchRefusal, compileDocument, LruCache } from '../schema/validators.js';
+import { batchRefusal, compileDocument, LruCache, splitJoined } from '../schema/validators.js';
 import { PayloadKind } from '../protocol/ingress_frame.js';
 
 export interface SchemaValidateTask {
   topicId: string;
   version: number;
   document: string;
-  /** The payloads back to back: payload i is bytes [ends[i-1] (0 for the first), ends[i]). */
+  /** The payloads as joinPayloads (validators.ts) joins them, `[p0,p1,...]`, and where each ends. */
   payloads: Uint8Array;
   ends: number[];
   /** Int32 [0]: 1 + the index of the payload being checked, 0 while compiling; the front's watchdog reads it. */
@@ -57,12 +57,7 @@ export default function runSchemaValidateTask(task: SchemaValidateTask): SchemaV
   const { validate, source } = compiledFor(task);
   const code = task.wantSource ? sourceOrFalse(source) : null;
   const payloadKind = task.allJson ? PayloadKind.Json : PayloadKind.Binary;
-  let start = 0;
-  const records = task.ends.map((end) => {
-    const payload = task.payloads.subarray(start, end);
-    start = end;
-    return { payload, payloadKind };
-  });
-  const refusal = batchRefusal(records, validate, (i) => Atomics.store(progress, 0, i + 1));
+  const records = splitJoined(task.payloads, task.ends).map((payload) => ({ payload, payloadKind }));
+  const refusal = batchRefusal(records, validate, (i) => Atomics.store(progress, 0, i + 1), task.payloads);
   return refusal === null ? { ok: true, source: code } : { ok: false, ...refusal, source: code };
 }

@@ -69,8 +69,9 @@ export interface PayloadRefusal {
 /** The first refused payload of a batch, in order, or null. */
 export function batchRefusal(
   records: readonly { payload: Uint8Array; payloadKind: PayloadKind }[], validate: ValidateFunction, onPayload?: (index: number) => void,
+  joined?: Uint8Array,
 ): PayloadRefusal | null {
-  const values = jsonValuesAtOnce(records);
+  const values = jsonValuesAtOnce(records, joined);
   for (let i = 0; i < records.length; i++) {
     onPayload?.(i);
     if (values === null) {
@@ -89,23 +90,34 @@ export function batchRefusal(
  * Null when one is not JSON or the nesting is too deep; the caller then reads them one by one, which names the payload
  * and its rule.
  */
-function jsonValuesAtOnce(records: readonly { payload: Uint8Array; payloadKind: PayloadKind }[]): unknown[] | null {
+function jsonValuesAtOnce(records: readonly { payload: Uint8Array; payloadKind: PayloadKind }[], joined?: Uint8Array): unknown[] | null {
+  for (const record of records) if (record.payloadKind !== PayloadKind.Json) return null;
+  const read = readPayloadJson(joined ?? joinPayloads(records.map((record) => record.payload)).joined, limits.schema_payload_depth_max + 1);
+  return read.ok && Array.isArray(read.value) && read.value.length === records.length ? read.value : null;
+}
+
+/** The payloads as the bytes of a JSON array of them, `[p0,p1,...]` (one copy of each), and where each ends: payload i
+ *  is [ends[i-1] + 1 (1 for the first), ends[i]). */
+export function joinPayloads(payloads: readonly Uint8Array[]): { joined: Uint8Array<ArrayBuffer>; ends: number[] } {
   let bytes = 1;
-  for (const record of records) {
-    if (record.payloadKind !== PayloadKind.Json) return null;
-    bytes += record.payload.byteLength + 1;
-  }
-  const joined = new Uint8Array(bytes);
+  for (const payload of payloads) bytes += payload.byteLength + 1;
+  const joined = new Uint8Array(new ArrayBuffer(Math.max(2, bytes)));
+  const ends: number[] = new Array(payloads.length);
   joined[0] = 0x5b;
   let at = 1;
-  for (const record of records) {
-    joined.set(record.payload, at);
-    at += record.payload.byteLength;
+  payloads.forEach((payload, i) => {
+    joined.set(payload, at);
+    at += payload.byteLength;
+    ends[i] = at;
     joined[at++] = 0x2c;
-  }
-  joined[at - 1] = 0x5d;
-  const read = readPayloadJson(joined, limits.schema_payload_depth_max + 1);
-  return read.ok && Array.isArray(read.value) && read.value.length === records.length ? read.value : null;
+  });
+  joined[joined.length - 1] = 0x5d;
+  return { joined, ends };
+}
+
+/** The payloads of joinPayloads' bytes, as views. */
+export function splitJoined(joined: Uint8Array, ends: readonly number[]): Uint8Array[] {
+  return ends.map((end, i) => joined.subarray(i === 0 ? 1 : ends[i - 1]! + 1, end));
 }
 
 /** `schema: <keyword> at <instance path or />: <ajv's message>`, cut to fit an error text. */

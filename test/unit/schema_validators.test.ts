@@ -7,7 +7,7 @@ import t from 'tap';
 import { errors } from '../../src/errors.js';
 import { PayloadKind } from '../../src/protocol/ingress_frame.js';
 import {
-  batchRefusal, compileDocument, cutText, LruCache, payloadRefusal, schemaCostOf,
+  batchRefusal, compileDocument, cutText, joinPayloads, splitJoined, LruCache, payloadRefusal, schemaCostOf,
 } from '../../src/schema/validators.js';
 import { SchemaValidation, validatorFromSource } from '../../src/front/schema_validation.js';
 
@@ -41,6 +41,14 @@ t.test('a batch: the first refused payload by index, read at once or one by one'
   t.same(batchRefusal([json(atLimit)], validate), { index: 0, rule: 'schema: type at /: must be object' }, '256 levels are read');
   t.match(batchRefusal([json('{"id":1}'), { payload: bytes('{"id":1} x'), payloadKind: PayloadKind.Text }], validate),
     { index: 1, rule: /^payload: not one JSON text: / });
+});
+
+t.test('payloads joined as a JSON array split back into themselves', async (t) => {
+  const payloads = [bytes('{"a":1}'), bytes(' 2 '), bytes('"x"')];
+  const { joined, ends } = joinPayloads(payloads);
+  t.equal(new TextDecoder().decode(joined), '[{"a":1}, 2 ,"x"]');
+  t.same(splitJoined(joined, ends).map((p) => new TextDecoder().decode(p)), ['{"a":1}', ' 2 ', '"x"']);
+  t.equal(new TextDecoder().decode(joinPayloads([]).joined), '[]');
 });
 
 t.test('draft-07 documents compile by $schema, with draft-07 meaning', async (t) => {
