@@ -3,6 +3,7 @@
 // schema pool under the per-node bound of validation slots, with a 5 s wait for a slot and a watchdog that terminates
 // a pool thread stuck on one payload. Front thread; one per node (main.ts), used by handlers/produce.ts.
 import { createRequire } from 'node:module';
+import { flatPlanOf, type FlatPlan } from '../schema/validator_flat.js';
 import { Piscina } from 'piscina';
 import type { ValidateFunction } from 'ajv';
 import { errors, type BrokerError } from '../errors.js';
@@ -27,6 +28,8 @@ interface Guard {
   cost: SchemaCost;
   /** The pool's generated code of a cheap schema, once it came back. */
   validate: ValidateFunction | null;
+  /** The byte-level fast path of a flat closed object schema (validator_flat.ts), for batches. */
+  plan: FlatPlan | null;
 }
 
 
@@ -61,7 +64,8 @@ export class SchemaValidation {
   guardOf(topicId: string, version: number, document: string): Guard {
     const known = this.guards.get(topicId);
     if (known !== undefined && known.version === version) return known;
-    const guard: Guard = { version, document, cost: schemaCostOf(document), validate: null };
+    const cost = schemaCostOf(document);
+    const guard: Guard = { version, document, cost, validate: null, plan: cost.costly ? null : flatPlanOf(JSON.parse(document)) };
     this.guards.set(topicId, guard);
     return guard;
   }

@@ -5,6 +5,7 @@
 import type { ValidateFunction } from 'ajv';
 import { batchRefusal, compileDocument, LruCache, splitJoined } from '../schema/validators.js';
 import { PayloadKind } from '../protocol/ingress_frame.js';
+import { flatPlanOf, type FlatPlan } from '../schema/validator_flat.js';
 
 export interface SchemaValidateTask {
   topicId: string;
@@ -30,6 +31,7 @@ interface Compiled {
   version: number;
   validate: ValidateFunction;
   source: () => string;
+  plan: FlatPlan | null;
 }
 
 /** Compiled versions kept per thread, by topic (one version each: produce only checks the current one). */
@@ -39,7 +41,7 @@ const compiled = new LruCache<string, Compiled>(compiledMax);
 function compiledFor(task: SchemaValidateTask): Compiled {
   const cached = compiled.get(task.topicId);
   if (cached !== undefined && cached.version === task.version) return cached;
-  const entry = { version: task.version, ...compileDocument(task.document) };
+  const entry = { version: task.version, ...compileDocument(task.document), plan: flatPlanOf(JSON.parse(task.document)) };
   compiled.set(task.topicId, entry);
   return entry;
 }
@@ -54,10 +56,10 @@ function sourceOrFalse(source: () => string): string | false {
 
 export default function runSchemaValidateTask(task: SchemaValidateTask): SchemaValidateResult {
   const progress = new Int32Array(task.progress);
-  const { validate, source } = compiledFor(task);
+  const { validate, source, plan } = compiledFor(task);
   const code = task.wantSource ? sourceOrFalse(source) : null;
   const payloadKind = task.allJson ? PayloadKind.Json : PayloadKind.Binary;
   const records = splitJoined(task.payloads, task.ends).map((payload) => ({ payload, payloadKind }));
-  const refusal = batchRefusal(records, validate, (i) => Atomics.store(progress, 0, i + 1), task.payloads);
+  const refusal = batchRefusal(records, validate, (i) => Atomics.store(progress, 0, i + 1), task.payloads, plan);
   return refusal === null ? { ok: true, source: code } : { ok: false, ...refusal, source: code };
 }

@@ -8,6 +8,7 @@ import { limits } from '../config.js';
 import { compileSchemaWithSource } from './ajv_compile.js';
 import { readPayloadJson } from './payload_json.js';
 import { PayloadKind } from '../protocol/ingress_frame.js';
+import { flatPlanAccepts, type FlatPlan } from './validator_flat.js';
 
 /** Payloads over this validate in the schema pool, whatever the schema (spec §8 Schema validation capacity). */
 export const frontPayloadBytesMax = 16 * 1024;
@@ -69,8 +70,9 @@ export interface PayloadRefusal {
 /** The first refused payload of a batch, in order, or null. */
 export function batchRefusal(
   records: readonly { payload: Uint8Array; payloadKind: PayloadKind }[], validate: ValidateFunction, onPayload?: (index: number) => void,
-  joined?: Uint8Array,
+  joined?: Uint8Array, plan: FlatPlan | null = null,
 ): PayloadRefusal | null {
+  if (plan !== null) return planRefusal(records, validate, plan, onPayload);
   const values = jsonValuesAtOnce(records, joined);
   for (let i = 0; i < records.length; i++) {
     onPayload?.(i);
@@ -80,6 +82,21 @@ export function batchRefusal(
     } else if (validate(values[i]) !== true) {
       return { index: i, rule: schemaErrorText(validate.errors?.[0]) };
     }
+  }
+  return null;
+}
+
+/** batchRefusal with a flat plan: a payload it certainly accepts needs no parse; any other is read and checked. */
+function planRefusal(
+  records: readonly { payload: Uint8Array; payloadKind: PayloadKind }[], validate: ValidateFunction, plan: FlatPlan,
+  onPayload?: (index: number) => void,
+): PayloadRefusal | null {
+  for (let i = 0; i < records.length; i++) {
+    onPayload?.(i);
+    const { payload, payloadKind } = records[i]!;
+    if (payloadKind === PayloadKind.Json && flatPlanAccepts(plan, payload)) continue;
+    const rule = payloadRefusal(payload, validate);
+    if (rule !== null) return { index: i, rule };
   }
   return null;
 }

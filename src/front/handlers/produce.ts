@@ -273,7 +273,7 @@ async function checkBatch(s: RouteServices, topic: TopicRecord, records: Ingress
   const refusal: PayloadRefusal | null = s.schemas.needsPool(guard, records)
     ? await s.schemas.checkInPool(topic.id, guard, records.map((record) => record.payload),
       records.every((record) => record.payloadKind === PayloadKind.Json))
-    : batchRefusal(records, guard.validate!);
+    : batchRefusal(records, guard.validate!, undefined, undefined, guard.plan);
   if (refusal !== null) throw schemaRefused(s, topic, refusal.rule, refusal.index);
   for (const record of records) record.payloadKind = PayloadKind.Json;
 }

@@ -1,0 +1,150 @@
+// A byte-level fast path for the commonest produce schema, a flat closed object (properties of type integer, number,
+// string, boolean or null with numeric and length bounds, required, additionalProperties false): it answers "valid"
+// straight from a payload's bytes, without JSON.parse or building the object, and "not sure" for anything else, which
+// then takes the full check (validators.ts). It never answers valid where ajv would refuse: the tests compare it with
+// ajv on drawn payloads. Pure; the batch checks on the front thread and in the schema pool use it.
+import { scanNumber, skipJsonSpace } from '../protocol/json_scan.js';
+
+type Kind = 'integer' | 'number' | 'string' | 'boolean' | 'null';
+
+interface FieldRule {
+  key: Uint8Array;
+  kind: Kind;
+  minimum: number;
+  maximum: number;
+  exclusiveMinimum: number;
+  exclusiveMaximum: number;
+  minLength: number;
+  maxLength: number;
+  required: boolean;
+}
+
+export interface FlatPlan {
+  fields: FieldRule[];
+  requiredCount: number;
+}
+
+const annotations = new Set(['title', 'description', '$comment', 'examples', 'default', 'deprecated', 'readOnly', 'writeOnly']);
+const rootKeys = new Set(['$schema', 'type', 'properties', 'required', 'additionalProperties', ...annotations]);
+const bounds = ['minimum', 'maximum', 'exclusiveMinimum', 'exclusiveMaximum', 'minLength', 'maxLength'] as const;
+const fieldKeys = new Set<string>(['type', ...bounds, ...annotations]);
+const kinds = new Set<string>(['integer', 'number', 'string', 'boolean', 'null']);
+const encoder = new TextEncoder();
+
+const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
+
+/** The plan of a document this fast path covers, or null. */
+export function flatPlanOf(schema: unknown): FlatPlan | null {
+  if (!isObject(schema) || schema.type !== 'object' || schema.additionalProperties !== false || !isObject(schema.properties)) return null;
+  if (Object.keys(schema).some((key) => !rootKeys.has(key))) return null;
+  const required = schema.required ?? [];
+  if (!Array.isArray(required) || !required.every((name) => typeof name === 'string' && Object.hasOwn(schema.properties as object, name))) return null;
+  const fields: FieldRule[] = [];
+  // Seen properties are bits of one number.
+  if (Object.keys(schema.properties).length > 30) return null;
+  for (const [name, sub] of Object.entries(schema.properties)) {
+    if (name === '__proto__' || !isObject(sub) || typeof sub.type !== 'string' || !kinds.has(sub.type)) return null;
+    if (Object.keys(sub).some((key) => !fieldKeys.has(key))) return null;
+    if (bounds.some((bound) => sub[bound] !== undefined && typeof sub[bound] !== 'number')) return null;
+    const bound = (name: (typeof bounds)[number], otherwise: number): number => (sub[name] as number | undefined) ?? otherwise;
+    fields.push({
+      key: encoder.encode(name), kind: sub.type as Kind, required: required.includes(name),
+      minimum: bound('minimum', -Infinity), maximum: bound('maximum', Infinity),
+      exclusiveMinimum: bound('exclusiveMinimum', -Infinity), exclusiveMaximum: bound('exclusiveMaximum', Infinity),
+      minLength: bound('minLength', 0), maxLength: bound('maxLength', Infinity),
+    });
+  }
+  return { fields, requiredCount: new Set(required).size };
+}
+
+/** True only when the payload (bytes known to be one JSON text in valid UTF-8) certainly passes the plan. */
+export function flatPlanAccepts(plan: FlatPlan, bytes: Uint8Array): boolean {
+  let at = skipJsonSpace(bytes, 0);
+  if (bytes[at] !== 0x7b) return false;
+  at = skipJsonSpace(bytes, at + 1);
+  let seen = 0;
+  let required = 0;
+  if (bytes[at] !== 0x7d) {
+    for (;;) {
+      const field = fieldAt(plan, bytes, at);
+      if (field < 0 || (seen & (1 << field)) !== 0) return false;
+      seen |= 1 << field;
+      const rule = plan.fields[field]!;
+      if (rule.required) required++;
+      at = skipJsonSpace(bytes, at + rule.key.length + 2);
+      if (bytes[at] !== 0x3a) return false;
+      at = valueEnd(rule, bytes, skipJsonSpace(bytes, at + 1));
+      if (at < 0) return false;
+      at = skipJsonSpace(bytes, at);
+      if (bytes[at] === 0x7d) break;
+      if (bytes[at] !== 0x2c) return false;
+      at = skipJsonSpace(bytes, at + 1);
+    }
+  }
+  return skipJsonSpace(bytes, at + 1) === bytes.length && required === plan.requiredCount;
+}
+
+/** The field whose key token (quotes included, no escape) starts at `at`, or -1. */
+function fieldAt(plan: FlatPlan, bytes: Uint8Array, at: number): number {
+  if (bytes[at] !== 0x22) return -1;
+  for (let f = 0; f < plan.fields.length; f++) {
+    const key = plan.fields[f]!.key;
+    if (bytes[at + key.length + 1] !== 0x22) continue;
+    let same = true;
+    for (let i = 0; i < key.length && same; i++) same = bytes[at + 1 + i] === key[i];
+    if (same) return f;
+  }
+  return -1;
+}
+
+/** The index past a value at `at` that certainly passes rule, or -1. */
+function valueEnd(rule: FieldRule, bytes: Uint8Array, at: number): number {
+  switch (rule.kind) {
+    case 'string':
+      return stringEnd(rule, bytes, at);
+    case 'boolean':
+      return literalEnd(bytes, at, 'true') >= 0 ? at + 4 : literalEnd(bytes, at, 'false');
+    case 'null':
+      return literalEnd(bytes, at, 'null');
+    default:
+      return numberEnd(rule, bytes, at);
+  }
+}
+
+function literalEnd(bytes: Uint8Array, at: number, literal: string): number {
+  for (let i = 0; i < literal.length; i++) if (bytes[at + i] !== literal.charCodeAt(i)) return -1;
+  return at + literal.length;
+}
+
+/** A string without escapes within the length bounds, counted in code points as ajv counts them. */
+function stringEnd(rule: FieldRule, bytes: Uint8Array, at: number): number {
+  if (bytes[at] !== 0x22) return -1;
+  let codePoints = 0;
+  for (let i = at + 1; i < bytes.length; i++) {
+    const b = bytes[i]!;
+    if (b === 0x22) return codePoints >= rule.minLength && codePoints <= rule.maxLength ? i + 1 : -1;
+    if (b === 0x5c || b < 0x20) return -1;
+    if ((b & 0xc0) !== 0x80) codePoints++;
+  }
+  return -1;
+}
+
+/** A finite number of the rule's kind within its bounds; integers only as plain digits (at most 15). */
+function numberEnd(rule: FieldRule, bytes: Uint8Array, at: number): number {
+  const end = scanNumber(bytes, at);
+  if (end < 0) return -1;
+  const negative = bytes[at] === 0x2d;
+  let digits = 0;
+  let plain = end - at <= 15;
+  for (let i = negative ? at + 1 : at; i < end && plain; i++) {
+    const b = bytes[i]!;
+    if (b < 0x30 || b > 0x39) plain = false;
+    else digits = digits * 10 + (b - 0x30);
+  }
+  if (rule.kind === 'integer' && !plain) return -1;
+  // Up to 15 digits the sum is exact, as JSON.parse's value is; -0 stays -0 as it does there.
+  const value = plain ? (negative ? -digits : digits) : Number(String.fromCharCode(...bytes.subarray(at, end)));
+  if (!Number.isFinite(value)) return -1;
+  if (value < rule.minimum || value > rule.maximum || value <= rule.exclusiveMinimum || value >= rule.exclusiveMaximum) return -1;
+  return end;
+}
