@@ -3,7 +3,7 @@
 // and hands back ajv's generated code for cheap schemas so the front thread can check later small payloads itself.
 // Runs on a schema pool thread; src/front/schema_validation.ts sends the tasks and may terminate a thread that overruns.
 import type { ValidateFunction } from 'ajv';
-import { batchRefusal, compileDocument, LruCache, splitJoined } from '../schema/validators.js';
+import { batchRefusal, compileDocument, joinedRefusal, LruCache, splitJoined, type PayloadRefusal } from '../schema/validators.js';
 import { PayloadKind } from '../protocol/ingress_frame.js';
 import { flatPlanOf, type FlatPlan } from '../schema/validator_flat.js';
 
@@ -58,8 +58,15 @@ export default function runSchemaValidateTask(task: SchemaValidateTask): SchemaV
   const progress = new Int32Array(task.progress);
   const { validate, source, plan } = compiledFor(task);
   const code = task.wantSource ? sourceOrFalse(source) : null;
-  const payloadKind = task.allJson ? PayloadKind.Json : PayloadKind.Binary;
-  const records = splitJoined(task.payloads, task.ends).map((payload) => ({ payload, payloadKind }));
-  const refusal = batchRefusal(records, validate, (i) => Atomics.store(progress, 0, i + 1), task.payloads, plan);
+  const onPayload = (i: number): void => {
+    Atomics.store(progress, 0, i + 1);
+  };
+  let refusal: PayloadRefusal | null;
+  if (task.allJson && plan !== null) refusal = joinedRefusal(task.payloads, task.ends, validate, plan, onPayload);
+  else {
+    const payloadKind = task.allJson ? PayloadKind.Json : PayloadKind.Binary;
+    const records = splitJoined(task.payloads, task.ends).map((payload) => ({ payload, payloadKind }));
+    refusal = batchRefusal(records, validate, onPayload, task.payloads);
+  }
   return refusal === null ? { ok: true, source: code } : { ok: false, ...refusal, source: code };
 }

@@ -57,9 +57,10 @@ export function flatPlanOf(schema: unknown): FlatPlan | null {
   return { fields, requiredCount: new Set(required).size };
 }
 
-/** True only when the payload (bytes known to be one JSON text in valid UTF-8) certainly passes the plan. */
-export function flatPlanAccepts(plan: FlatPlan, bytes: Uint8Array): boolean {
-  let at = skipJsonSpace(bytes, 0);
+/** True only when the payload (bytes [start, end), known to be one JSON text in valid UTF-8 and followed, if at all, by
+ *  a byte that is not JSON space) certainly passes the plan. */
+export function flatPlanAccepts(plan: FlatPlan, bytes: Uint8Array, start = 0, end = bytes.length): boolean {
+  let at = skipJsonSpace(bytes, start);
   if (bytes[at] !== 0x7b) return false;
   at = skipJsonSpace(bytes, at + 1);
   let seen = 0;
@@ -73,7 +74,7 @@ export function flatPlanAccepts(plan: FlatPlan, bytes: Uint8Array): boolean {
       if (rule.required) required++;
       at = skipJsonSpace(bytes, at + rule.key.length + 2);
       if (bytes[at] !== 0x3a) return false;
-      at = valueEnd(rule, bytes, skipJsonSpace(bytes, at + 1));
+      at = valueEnd(rule, bytes, skipJsonSpace(bytes, at + 1), end);
       if (at < 0) return false;
       at = skipJsonSpace(bytes, at);
       if (bytes[at] === 0x7d) break;
@@ -81,7 +82,7 @@ export function flatPlanAccepts(plan: FlatPlan, bytes: Uint8Array): boolean {
       at = skipJsonSpace(bytes, at + 1);
     }
   }
-  return skipJsonSpace(bytes, at + 1) === bytes.length && required === plan.requiredCount;
+  return skipJsonSpace(bytes, at + 1) === end && required === plan.requiredCount;
 }
 
 /** The field whose key token (quotes included, no escape) starts at `at`, or -1. */
@@ -98,10 +99,10 @@ function fieldAt(plan: FlatPlan, bytes: Uint8Array, at: number): number {
 }
 
 /** The index past a value at `at` that certainly passes rule, or -1. */
-function valueEnd(rule: FieldRule, bytes: Uint8Array, at: number): number {
+function valueEnd(rule: FieldRule, bytes: Uint8Array, at: number, end: number): number {
   switch (rule.kind) {
     case 'string':
-      return stringEnd(rule, bytes, at);
+      return stringEnd(rule, bytes, at, end);
     case 'boolean':
       return literalEnd(bytes, at, 'true') >= 0 ? at + 4 : literalEnd(bytes, at, 'false');
     case 'null':
@@ -117,10 +118,10 @@ function literalEnd(bytes: Uint8Array, at: number, literal: string): number {
 }
 
 /** A string without escapes within the length bounds, counted in code points as ajv counts them. */
-function stringEnd(rule: FieldRule, bytes: Uint8Array, at: number): number {
+function stringEnd(rule: FieldRule, bytes: Uint8Array, at: number, end: number): number {
   if (bytes[at] !== 0x22) return -1;
   let codePoints = 0;
-  for (let i = at + 1; i < bytes.length; i++) {
+  for (let i = at + 1; i < end; i++) {
     const b = bytes[i]!;
     if (b === 0x22) return codePoints >= rule.minLength && codePoints <= rule.maxLength ? i + 1 : -1;
     if (b === 0x5c || b < 0x20) return -1;

@@ -86,6 +86,23 @@ export function batchRefusal(
   return null;
 }
 
+/** batchRefusal over joinPayloads' bytes with a flat plan, taking no view of a payload the plan accepts. */
+export function joinedRefusal(
+  joined: Uint8Array, ends: readonly number[], validate: ValidateFunction, plan: FlatPlan, onPayload: (index: number) => void,
+): PayloadRefusal | null {
+  let start = 1;
+  for (let i = 0; i < ends.length; i++) {
+    onPayload(i);
+    const end = ends[i]!;
+    if (!flatPlanAccepts(plan, joined, start, end)) {
+      const rule = payloadRefusal(joined.subarray(start, end), validate);
+      if (rule !== null) return { index: i, rule };
+    }
+    start = end + 1;
+  }
+  return null;
+}
+
 /** batchRefusal with a flat plan: a payload it certainly accepts needs no parse; any other is read and checked. */
 function planRefusal(
   records: readonly { payload: Uint8Array; payloadKind: PayloadKind }[], validate: ValidateFunction, plan: FlatPlan,

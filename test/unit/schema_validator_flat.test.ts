@@ -5,7 +5,8 @@
 import t from 'tap';
 import fc from 'fast-check';
 import { flatPlanAccepts, flatPlanOf } from '../../src/schema/validator_flat.js';
-import { compileDocument } from '../../src/schema/validators.js';
+import { batchRefusal, compileDocument, joinedRefusal, joinPayloads } from '../../src/schema/validators.js';
+import { PayloadKind } from '../../src/protocol/ingress_frame.js';
 
 const bytes = (text: string): Uint8Array => new TextEncoder().encode(text);
 
@@ -73,4 +74,20 @@ t.test('property: the fast path never accepts what ajv refuses', async (t) => {
     );
     t.ok(accepted > 0, `${accepted} drawn payloads took the fast path`);
   }
+});
+
+t.test('property: a batch checked through the fast path answers exactly as the full check', async (t) => {
+  const plan = flatPlanOf(schemas[0])!;
+  const { validate } = compileDocument(JSON.stringify(schemas[0]));
+  fc.assert(
+    fc.property(fc.array(payloadText, { minLength: 1, maxLength: 6 }), (texts) => {
+      const payloads = texts.map(bytes);
+      const { joined, ends } = joinPayloads(payloads);
+      const fast = joinedRefusal(joined, ends, validate, plan, () => {});
+      const full = batchRefusal(payloads.map((payload) => ({ payload, payloadKind: PayloadKind.Json })), validate);
+      return JSON.stringify(fast) === JSON.stringify(full);
+    }),
+    { numRuns: 1000 },
+  );
+  t.pass('1000 drawn batches');
 });
