@@ -13,7 +13,7 @@ export interface SchemaValidateTask {
   document: string;
   /** The payloads as joinPayloads (validators.ts) joins them, `[p0,p1,...]`, and where each ends. */
   payloads: Uint8Array;
-  ends: number[];
+  ends: Int32Array;
   /** Int32 [0]: 1 + the index of the payload being checked, 0 while compiling; the front's watchdog reads it. */
   progress: SharedArrayBuffer;
   /** Answer the validator's code (the front has none for this version yet). */

@@ -88,7 +88,7 @@ export function batchRefusal(
 
 /** batchRefusal over joinPayloads' bytes with a flat plan, taking no view of a payload the plan accepts. */
 export function joinedRefusal(
-  joined: Uint8Array, ends: readonly number[], validate: ValidateFunction, plan: FlatPlan, onPayload: (index: number) => void,
+  joined: Uint8Array, ends: Int32Array, validate: ValidateFunction, plan: FlatPlan, onPayload: (index: number) => void,
 ): PayloadRefusal | null {
   let start = 1;
   for (let i = 0; i < ends.length; i++) {
@@ -131,12 +131,13 @@ function jsonValuesAtOnce(records: readonly { payload: Uint8Array; payloadKind: 
 }
 
 /** The payloads as the bytes of a JSON array of them, `[p0,p1,...]` (one copy of each), and where each ends: payload i
- *  is [ends[i-1] + 1 (1 for the first), ends[i]). */
-export function joinPayloads(payloads: readonly Uint8Array[]): { joined: Uint8Array<ArrayBuffer>; ends: number[] } {
+ *  is [ends[i-1] + 1 (1 for the first), ends[i]). A typed array, not a list: a port clones 1,000 numbers of a list
+ *  one by one (about 56 µs measured), the typed array in one copy. */
+export function joinPayloads(payloads: readonly Uint8Array[]): { joined: Uint8Array<ArrayBuffer>; ends: Int32Array } {
   let bytes = 1;
   for (const payload of payloads) bytes += payload.byteLength + 1;
   const joined = new Uint8Array(new ArrayBuffer(Math.max(2, bytes)));
-  const ends: number[] = new Array(payloads.length);
+  const ends = new Int32Array(payloads.length);
   joined[0] = 0x5b;
   let at = 1;
   payloads.forEach((payload, i) => {
@@ -150,8 +151,8 @@ export function joinPayloads(payloads: readonly Uint8Array[]): { joined: Uint8Ar
 }
 
 /** The payloads of joinPayloads' bytes, as views. */
-export function splitJoined(joined: Uint8Array, ends: readonly number[]): Uint8Array[] {
-  return ends.map((end, i) => joined.subarray(i === 0 ? 1 : ends[i - 1]! + 1, end));
+export function splitJoined(joined: Uint8Array, ends: Int32Array): Uint8Array[] {
+  return Array.from(ends, (end, i) => joined.subarray(i === 0 ? 1 : ends[i - 1]! + 1, end));
 }
 
 /** `schema: <keyword> at <instance path or />: <ajv's message>`, cut to fit an error text. */
