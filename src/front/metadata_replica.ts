@@ -75,7 +75,7 @@ export class MetadataReplica {
   }
 
   /** The topic's current schema version and its canonical document text (version 0 and null without a schema). */
-  schemaOf(topic: TopicRecord): { version: number; document: string | null } {
+  schemaOf(topic: TopicRecord): { readonly version: number; readonly document: string | null } {
     return currentSchemaOf(this.state, topic.id);
   }
 

@@ -58,9 +58,12 @@ export function deleteSchemaHistory(state: MetadataState, topicId: string): void
   state.schemas.delete(topicId);
 }
 
+/** A topic without a schema: one shared answer, so a produce to it allocates nothing for the question. */
+const noSchema: { readonly version: number; readonly document: string | null } = Object.freeze({ version: 0, document: null });
+
 /** The current version and its document, or version 0 and null without a schema. */
-export function currentSchemaOf(state: MetadataState, topicId: string): { version: number; document: string | null } {
-  const documents = state.schemas.get(topicId)?.documents;
-  if (documents === undefined || documents.length === 0) return { version: 0, document: null };
+export function currentSchemaOf(state: MetadataState, topicId: string): { readonly version: number; readonly document: string | null } {
+  const documents = state.schemas.size === 0 ? undefined : state.schemas.get(topicId)?.documents;
+  if (documents === undefined || documents.length === 0) return noSchema;
   return { version: documents.length, document: documents[documents.length - 1]! };
 }
