@@ -134,6 +134,14 @@ export class Metrics {
       },
     });
     new Gauge({
+      name: 'svc_raft_applied_index',
+      help: 'The last metadata log index this node applied (spec §4 metrics): a node behind the others lags here.',
+      registers: [this.registry],
+      collect() {
+        this.set(replica.appliedIndex);
+      },
+    });
+    new Gauge({
       name: 'svc_partitions_total',
       help: 'Partitions of all topics in this node\'s metadata copy.',
       registers: [this.registry],

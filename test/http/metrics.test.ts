@@ -48,6 +48,12 @@ t.test('produced counts, consumer lag and the ingress latch', async (t) => {
   t.equal(sample(text, 'svc_messages_consumed_total', 'topic="m1",partition="1"'), 1, 'one message handed out under a lease');
   t.match(text, /\nsvc_ingress_wal_failed 0\n/);
   t.match(text, /\nsvc_topics_total 1\n/);
+  // The metadata log index this node applied: the create above is in it, and another create moves it on.
+  const applied = Number(/\nsvc_raft_applied_index (\d+)\n/.exec(text)?.[1] ?? NaN);
+  t.ok(applied >= 1, `svc_raft_applied_index ${applied}`);
+  t.equal((await fetch(`${node.url}/v1/topics`, { method: 'POST', headers: json, body: JSON.stringify({ name: 'm1-next' }) })).status, 201);
+  const after = Number(/\nsvc_raft_applied_index (\d+)\n/.exec(await scrape())?.[1] ?? NaN);
+  t.ok(after > applied, `svc_raft_applied_index moved on with a create (${applied} -> ${after})`);
   t.match(text, /svc_http_requests_total\{route="\/v1\/topics\/\{topic\}\/produce",method="POST",status="202"\} 3/);
 });
 
