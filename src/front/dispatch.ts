@@ -3,7 +3,7 @@
 // carries request/reply messages (read, stats) with request ids. One instance per node.
 import type { Worker } from 'node:worker_threads';
 import { refusalError, type BrokerError } from '../errors.js';
-import { workerForPartition } from '../protocol/ownership.js';
+import { groupByWorker, workerForPartition } from '../protocol/ownership.js';
 import { assertNever, type FromWorker, type ToWorker } from '../protocol/thread_messages.js';
 
 type Reply = Extract<FromWorker, { reqId: number }>;
@@ -46,21 +46,9 @@ export class PartitionWorkers {
     return workerForPartition(topicId, partition, this.workers.length);
   }
 
-  /** Items grouped by the worker owning partitionOf(item), keeping their order within each worker and the order in
-   *  which workers first appear; one message per worker then carries its group. */
+  /** Items grouped by the worker owning each one's partition (protocol/ownership.ts groupByWorker). */
   groupByOwner<T>(topicId: string, items: readonly T[], partitionOf: (item: T) => number): Map<number, T[]> {
-    const groups = new Map<number, T[]>();
-    // A batch ack names few partitions many times: each owner is hashed once.
-    const ownerByPartition = new Map<number, number>();
-    for (const item of items) {
-      const partition = partitionOf(item);
-      let owner = ownerByPartition.get(partition);
-      if (owner === undefined) ownerByPartition.set(partition, (owner = this.ownerOf(topicId, partition)));
-      const group = groups.get(owner);
-      if (group === undefined) groups.set(owner, [item]);
-      else group.push(item);
-    }
-    return groups;
+    return groupByWorker(topicId, this.workers.length, items, partitionOf);
   }
 
   /** Sends one synced ingress group to every worker; each stores the records of the partitions it owns. */

@@ -2,7 +2,7 @@
 // partition, under negative reqIds (the front's are positive, so a worker answers each on the port it came from).
 // Node-link thread only; data_server.ts is its user.
 import type { MessagePort } from 'node:worker_threads';
-import { workerForPartition } from '../protocol/ownership.js';
+import { groupByWorker, workerForPartition } from '../protocol/ownership.js';
 import type { FromWorker, ToWorker } from '../protocol/thread_messages.js';
 
 type Answer = Exclude<FromWorker, { kind: 'durable' | 'available' | 'ready' | 'closed' }>;
@@ -21,16 +21,9 @@ export class WorkerLinks {
     return workerForPartition(topicId, partition, this.ports.length);
   }
 
-  /** Items grouped by the worker owning each one's partition, order kept within a group. */
+  /** Items grouped by the worker owning each one's partition (protocol/ownership.ts groupByWorker). */
   groupByWorker<T>(topicId: string, items: readonly T[], partitionOf: (item: T) => number): Map<number, T[]> {
-    const groups = new Map<number, T[]>();
-    for (const item of items) {
-      const worker = this.ownerOf(topicId, partitionOf(item));
-      const group = groups.get(worker);
-      if (group === undefined) groups.set(worker, [item]);
-      else group.push(item);
-    }
-    return groups;
+    return groupByWorker(topicId, this.ports.length, items, partitionOf);
   }
 
   /** Sends a request and resolves with the worker's answer; reqId is given so a parked take can be unparked. */

@@ -47,6 +47,24 @@ export class ConsumeState {
     });
   }
 
+  /** Awaits a parked take's reply, ending it early (unpark) at the deadline, when the client goes away, when its
+   *  topic is deleted or when the node shuts down; the same for a take parked here or on another node. */
+  async whileParked<T>(ctx: RequestContext, topicId: string, deadlineMs: number, unpark: () => void, reply: Promise<T>): Promise<T> {
+    const timer = setTimeout(unpark, deadlineMs - Date.now());
+    const removeAbort = ctx.onAbort(unpark);
+    let unparks = this.parkedByTopic.get(topicId);
+    if (unparks === undefined) this.parkedByTopic.set(topicId, (unparks = new Set()));
+    unparks.add(unpark);
+    try {
+      return await reply;
+    } finally {
+      clearTimeout(timer);
+      removeAbort();
+      unparks.delete(unpark);
+      if (unparks.size === 0 && this.parkedByTopic.get(topicId) === unparks) this.parkedByTopic.delete(topicId);
+    }
+  }
+
   unparkTopic(topicId: string): void {
     for (const unpark of this.parkedByTopic.get(topicId) ?? []) unpark();
   }
@@ -162,22 +180,8 @@ async function take(s: RouteServices, topic: TopicRecord, byWorker: Map<number, 
  *  worker leased just before the unpark arrived (the caller answers with it, or releases it). */
 async function takeParked(ctx: RequestContext, s: RouteServices, topic: TopicRecord, worker: number, partitions: number[], max: number,
   deadlineMs: number): Promise<Taken> {
-  const parkedByTopic = s.consume.parkedByTopic;
   const { reply, unpark } = s.workers.requestParked(worker, { kind: 'take', topicId: topic.id, partitions, max });
-  const timer = setTimeout(unpark, deadlineMs - Date.now());
-  const removeAbort = ctx.onAbort(unpark);
-  let unparks = parkedByTopic.get(topic.id);
-  if (unparks === undefined) parkedByTopic.set(topic.id, (unparks = new Set()));
-  unparks.add(unpark);
-  let answer: Awaited<typeof reply>;
-  try {
-    answer = await reply;
-  } finally {
-    clearTimeout(timer);
-    removeAbort();
-    unparks.delete(unpark);
-    if (unparks.size === 0 && parkedByTopic.get(topic.id) === unparks) parkedByTopic.delete(topic.id);
-  }
+  const answer = await s.consume.whileParked(ctx, topic.id, deadlineMs, unpark, reply);
   const failure = workerFailure(answer);
   if (failure !== null) throw failure;
   if (answer.kind !== 'taken') throw errors.internal('unexpected worker answer');

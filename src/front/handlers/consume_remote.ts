@@ -4,6 +4,7 @@
 // consume.ts calls it when the partition a request names lives elsewhere.
 import { BrokerError, errors } from '../../errors.js';
 import { messageJson } from '../../protocol/message_json.js';
+import { groupBy } from '../../protocol/ownership.js';
 import { handleSeparator } from '../../protocol/receipt_handle.js';
 import type { TopicRecord } from '../../protocol/metadata_types.js';
 import type { SettleMode } from '../../protocol/thread_messages.js';
@@ -37,22 +38,9 @@ export async function pollRemote(ctx: RequestContext, s: RouteServices, topic: T
   return { status: 200, contentType: jsonType, headers, body };
 }
 
-async function takeParkedRemote(ctx: RequestContext, s: RouteServices, topic: TopicRecord, partition: number, max: number, waitMs: number) {
+function takeParkedRemote(ctx: RequestContext, s: RouteServices, topic: TopicRecord, partition: number, max: number, waitMs: number) {
   const { reply, unpark } = s.remote.takeParked(topic, partition, max, waitMs);
-  const timer = setTimeout(unpark, waitMs);
-  const removeAbort = ctx.onAbort(unpark);
-  const parkedByTopic = s.consume.parkedByTopic;
-  let unparks = parkedByTopic.get(topic.id);
-  if (unparks === undefined) parkedByTopic.set(topic.id, (unparks = new Set()));
-  unparks.add(unpark);
-  try {
-    return await reply;
-  } finally {
-    clearTimeout(timer);
-    removeAbort();
-    unparks.delete(unpark);
-    if (unparks.size === 0 && parkedByTopic.get(topic.id) === unparks) parkedByTopic.delete(topic.id);
-  }
+  return s.consume.whileParked(ctx, topic.id, Date.now() + waitMs, unpark, reply);
 }
 
 /** Settles the handles at `indexes` (each of a partition another node owns) with their owners, one request per
@@ -60,13 +48,7 @@ async function takeParkedRemote(ctx: RequestContext, s: RouteServices, topic: To
  *  nothing known: its handles get that 503 or 502, and the error is returned for them. */
 export async function settleRemote(s: RouteServices, topic: TopicRecord, mode: SettleMode, handles: readonly string[],
   partitions: readonly number[], indexes: readonly number[], statuses: number[]): Promise<Map<number, BrokerError>> {
-  const byOwner = new Map<number, number[]>();
-  for (const i of indexes) {
-    const owner = topic.owners[partitions[i]!]!;
-    const group = byOwner.get(owner);
-    if (group === undefined) byOwner.set(owner, [i]);
-    else group.push(i);
-  }
+  const byOwner = groupBy(indexes, (i) => topic.owners[partitions[i]!]!);
   const failures = new Map<number, BrokerError>();
   await Promise.all([...byOwner.values()].map(async (at) => {
     const joined = at.map((i) => handles[i]!).join(handleSeparator);

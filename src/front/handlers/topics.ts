@@ -4,6 +4,7 @@
 import { randomBytes } from 'node:crypto';
 import { limits } from '../../config.js';
 import { errors, refusalError } from '../../errors.js';
+import { groupBy } from '../../protocol/ownership.js';
 import type { TopicChanges, TopicCreateRecord, TopicRecord } from '../../protocol/metadata_types.js';
 import type { MemberView, PartitionStatsView } from '../../protocol/thread_messages.js';
 import { canReadTopic, requireTopic } from '../access.js';
@@ -156,8 +157,7 @@ export async function onGetTopic(ctx: RequestContext, s: RouteServices): Promise
 /** Statistics of partitions other nodes own, one request per owner node, all within ownerStatsMs (spec §4 get-topic):
  *  an owner that does not answer in time leaves its partitions out, to be shown as placeholders. */
 async function remotePartitionStats(s: RouteServices, topic: TopicRecord, partitions: number[]): Promise<PartitionStatsView[]> {
-  const byOwner = new Map<number, number[]>();
-  for (const p of partitions) byOwner.set(topic.owners[p]!, [...(byOwner.get(topic.owners[p]!) ?? []), p]);
+  const byOwner = groupBy(partitions, (p) => topic.owners[p]!);
   const answers = await Promise.all([...byOwner.values()].map((ps) =>
     s.remote.ask(topic, ps[0]!, { kind: 'stats', topicId: topic.id, partitions: ps }, 'statsResult', ownerStatsMs).then((reply) => reply.stats, () => [])));
   return answers.flat();
