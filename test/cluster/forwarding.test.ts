@@ -26,7 +26,7 @@ t.test('forwarded replay, stats, consume, ack, batch ack and long poll; 503 with
   const leader = await cluster.agreedLeader(15_000);
   if (leader === undefined) return t.fail('a leader within 15 s');
   t.ok(await cluster.allReady(15_000), 'all 3 ready');
-  t.ok(await eventually(async () => (await cluster.members(leader))?.filter((m) => m.liveness === 'alive' && m.api_address !== '').length === 3, 10_000));
+  t.ok(await cluster.membersAlive(leader));
   t.equal((await cluster.client(leader).post('/v1/topics', { name: 'fwd', partitions: 6 })).status, 201);
   t.ok(await cluster.visibleOnAll('/v1/topics/fwd', 10_000));
   const owners = await ownersOf(cluster.client(leader), 'fwd');

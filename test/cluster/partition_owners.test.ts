@@ -27,8 +27,7 @@ t.test('owners spread evenly, every owner answers its partitions, partitions_own
   if (leader === undefined) return t.fail('the 3 nodes agree on a leader within 15 s');
   t.ok(await cluster.allReady(15_000), 'all 3 ready');
   // Placement uses live members with a registered record: wait until the leader lists all 3 alive.
-  t.ok(await eventually(async () => (await cluster.members(leader))?.filter((m) => m.liveness === 'alive' && m.api_address !== '').length === 3, 10_000),
-    '3 alive members, each with its member record');
+  t.ok(await cluster.membersAlive(leader), '3 alive members, each with its member record');
 
   const created = await cluster.client(cluster.follower(leader)).post('/v1/topics', { name: 'po-six', partitions: 6 });
   t.equal(created.status, 201, created.text.slice(0, 200));

@@ -244,6 +244,13 @@ export class TestCluster {
     }, timeoutMs, 100);
   }
 
+  /** Resolves once `leader` lists every running node alive with its member record, which placement needs before it
+   *  puts partitions on a node (false on timeout). */
+  async membersAlive(leader: number, timeoutMs = 10_000): Promise<boolean> {
+    const count = this.nodes.size;
+    return eventually(async () => (await this.members(leader))?.filter((m) => m.liveness === 'alive' && m.api_address !== '').length === count, timeoutMs);
+  }
+
   /** Resolves once every running node answers /readyz 200 (false on timeout). */
   async allReady(timeoutMs = 15_000): Promise<boolean> {
     const ready = await pollUntil(async () => {

@@ -433,9 +433,32 @@ export async function headerLimitsUnderLoad(t: Test, proxy: RunningProxy, topic:
 }
 
 /** The node that owns partition 0 of topic, as the leader's get-topic says. */
-export async function ownerOfPartition0(cluster: TestCluster, leader: number, topic: string): Promise<number> {
+async function ownerOfPartition0(cluster: TestCluster, leader: number, topic: string): Promise<number> {
   const stats = ((await cluster.client(leader).get(`/v1/topics/${topic}`)).json() as { partition_stats: { owner_node: string }[] }).partition_stats;
   return Number(stats[0]!.owner_node);
+}
+
+/**
+ * Every case a proxy in front of a cluster must pass, on topics named `${prefix}-...`: produce, header limits under
+ * load (fields of lineKiB each), the edge cases, and a 10 s long poll with its ack, forwarded to the owner of
+ * partition 0 wherever the proxy sends them (issue 29); the message produced during the wait goes to that owner
+ * (produce is not handed between nodes yet).
+ */
+export async function clusterCases(t: Test, cluster: TestCluster, leader: number, proxy: RunningProxy, prefix: string,
+  lineKiB: number, expectations: ProxyExpectations): Promise<void> {
+  const main = `${prefix}-main`;
+  await createTopicThrough(t, proxy, main);
+  t.ok(await cluster.visibleOnAll(`/v1/topics/${main}`, 10_000), 'the topic is on every node');
+  await produceCases(t, proxy, main);
+  await headerLimitsUnderLoad(t, proxy, main, lineKiB);
+  await edgeCases(t, proxy, main, expectations);
+  const [poll, idle] = [`${prefix}-poll`, `${prefix}-idle`];
+  await createTopicThrough(t, proxy, poll);
+  await createTopicThrough(t, proxy, idle);
+  t.ok(await cluster.visibleOnAll(`/v1/topics/${idle}`, 10_000), 'the long-poll topics are on every node');
+  const pollOwner = await ownerOfPartition0(cluster, leader, poll);
+  await longPollCases(t, proxy, poll, idle,
+    async (body) => (await cluster.client(pollOwner).post(`/v1/topics/${poll}/produce?partition=0`, JSON.parse(body))).status);
 }
 
 /** Creates a topic of 3 partitions through the proxy; fails the test unless 201. */

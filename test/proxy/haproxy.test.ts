@@ -15,7 +15,7 @@
 import t from 'tap';
 import { TestCluster, eventually } from '../helpers/cluster.js';
 import {
-  adminHeaders, createTopicThrough, edgeCases, headerLimitsUnderLoad, httpsSend, longPollCases, makeCertificates, ownerOfPartition0, produceCases, startHaproxy,
+  adminHeaders, clusterCases, httpsSend, makeCertificates, startHaproxy,
 } from '../helpers/proxy.js';
 
 const expectations = { lowercaseMethodStatus: 405, manyHeadersStatus: 200 };
@@ -28,28 +28,14 @@ t.test('HAProxy in front of a 3-node cluster', async (t) => {
   if (leader === undefined) return t.fail('the 3 nodes agree on a leader within 15 s');
   // Partitions go to live members with a registered record: every node then owns one of a 3-partition topic, so
   // a round-robin produce (no partition given) is served by whichever node HAProxy picks.
-  t.ok(await eventually(async () => (await cluster.members(leader))?.filter((m) => m.liveness === 'alive' && m.api_address !== '').length === 3, 10_000),
-    '3 alive members');
+  t.ok(await cluster.membersAlive(leader), '3 alive members');
   const proxy = await startHaproxy(t, cluster.running().map((id) => `127.0.0.1:${cluster.nodes.get(id)!.port}`), certs);
 
   // The check runs every 2 s; L7OK means GET /readyz over HTTP/1.1 answered 200 (an HTTP/1.0 check gets nothing).
   const allUp = await eventually(async () => [...(await proxy.serverStatus()).values()].filter((s) => s === 'UP L7OK').length === 3, 10_000);
   t.ok(allUp, `every node UP by its HTTP/1.1 /readyz check (${JSON.stringify([...(await proxy.serverStatus()).entries()])})`);
 
-  await createTopicThrough(t, proxy, 'hx-main');
-  t.ok(await cluster.visibleOnAll('/v1/topics/hx-main', 10_000), 'the topic is on every node');
-  await produceCases(t, proxy, 'hx-main');
-  await headerLimitsUnderLoad(t, proxy, 'hx-main', 10);
-  await edgeCases(t, proxy, 'hx-main', expectations);
-
-  // A 10 s long poll and its ack through the proxy, forwarded to the owner of partition 0 wherever the proxy sends
-  // them (issue 29); the message produced during the wait goes to that owner (produce is not handed between nodes).
-  await createTopicThrough(t, proxy, 'hx-poll');
-  await createTopicThrough(t, proxy, 'hx-idle');
-  t.ok(await cluster.visibleOnAll('/v1/topics/hx-idle', 10_000), 'the long-poll topics are on every node');
-  const pollOwner = await ownerOfPartition0(cluster, leader, 'hx-poll');
-  await longPollCases(t, proxy, 'hx-poll', 'hx-idle',
-    async (body) => (await cluster.client(pollOwner).post('/v1/topics/hx-poll/produce?partition=0', JSON.parse(body))).status);
+  await clusterCases(t, cluster, leader, proxy, 'hx', 10, expectations);
 
   // Active health check: a killed node fails its checks and is marked DOWN (fall 2, inter 2 s); a request sent to it
   // before that finds its connection refused and is retried on another node (retry-on conn-failure, redispatch).

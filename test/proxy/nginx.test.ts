@@ -10,9 +10,9 @@
 // partition, which any node forwards to its owner (issue 29).
 // Fails, never skips, without nginx or openssl: scripts/install-proxies.sh installs them.
 import t from 'tap';
-import { TestCluster, eventually } from '../helpers/cluster.js';
+import { TestCluster } from '../helpers/cluster.js';
 import {
-  adminHeaders, createTopicThrough, edgeCases, headerLimitsUnderLoad, httpsSend, longPollCases, makeCertificates, ownerOfPartition0, produceCases, startNginx,
+  adminHeaders, clusterCases, httpsSend, makeCertificates, startNginx,
 } from '../helpers/proxy.js';
 
 const expectations = { lowercaseMethodStatus: 400, manyHeadersStatus: 200 };
@@ -25,24 +25,10 @@ t.test('nginx in front of a 3-node cluster', async (t) => {
   if (leader === undefined) return t.fail('the 3 nodes agree on a leader within 15 s');
   // Partitions go to live members with a registered record: every node then owns one of a 3-partition topic, so
   // a round-robin produce (no partition given) is served by whichever node nginx picks.
-  t.ok(await eventually(async () => (await cluster.members(leader))?.filter((m) => m.liveness === 'alive' && m.api_address !== '').length === 3, 10_000),
-    '3 alive members');
+  t.ok(await cluster.membersAlive(leader), '3 alive members');
   const proxy = await startNginx(t, cluster.running().map((id) => `127.0.0.1:${cluster.nodes.get(id)!.port}`), certs);
 
-  await createTopicThrough(t, proxy, 'nx-main');
-  t.ok(await cluster.visibleOnAll('/v1/topics/nx-main', 10_000), 'the topic is on every node');
-  await produceCases(t, proxy, 'nx-main');
-  await headerLimitsUnderLoad(t, proxy, 'nx-main', 1);
-  await edgeCases(t, proxy, 'nx-main', expectations);
-
-  // A 10 s long poll and its ack through the proxy, forwarded to the owner of partition 0 wherever the proxy sends
-  // them (issue 29); the message produced during the wait goes to that owner (produce is not handed between nodes).
-  await createTopicThrough(t, proxy, 'nx-poll');
-  await createTopicThrough(t, proxy, 'nx-idle');
-  t.ok(await cluster.visibleOnAll('/v1/topics/nx-idle', 10_000), 'the long-poll topics are on every node');
-  const pollOwner = await ownerOfPartition0(cluster, leader, 'nx-poll');
-  await longPollCases(t, proxy, 'nx-poll', 'nx-idle',
-    async (body) => (await cluster.client(pollOwner).post('/v1/topics/nx-poll/produce?partition=0', JSON.parse(body))).status);
+  await clusterCases(t, cluster, leader, proxy, 'nx', 1, expectations);
 
   // Passive health check: a killed node refuses connections; nginx passes each request (a produce too: nothing was
   // sent) to the next node and marks the dead one failed for fail_timeout.
