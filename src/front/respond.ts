@@ -32,7 +32,10 @@ export function jsonReply(status: number, value: unknown, headers?: Record<strin
   return { status, body: JSON.stringify(value), contentType: jsonType, headers };
 }
 
+/** An error as the catalog says to answer it: plain text where spec §7 says so (404, 405, 431, a forwarded 502),
+ *  else the JSON `{"error": ...}`. */
 export function errorReply(error: BrokerError): Reply {
+  if (error.plainText) return plainReply(error.status, error.message, error.headers);
   return { status: error.status, body: JSON.stringify({ error: error.message }), contentType: jsonType, headers: error.headers };
 }
 

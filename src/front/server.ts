@@ -15,7 +15,7 @@ import type { NodeLifecycle } from './handlers/health.js';
 import { ProduceState } from './handlers/produce.js';
 import { Query } from './query.js';
 import { deferred, RequestContext, type DeferredAnswers, type RequestHeaders } from './request_context.js';
-import { errorReply, plainReply, writeReply, type Reply } from './respond.js';
+import { errorReply, writeReply, type Reply } from './respond.js';
 import { RouteTable } from './route_table.js';
 import { apiRoutes, metricsRoutes, type HandlerResult, type RouteEntry } from './routes.js';
 import type { FrontServices, RouteServices } from './services.js';
@@ -280,7 +280,7 @@ export class FrontServer {
   private writeEarly(res: HttpResponse, error: BrokerError, route: string, method: string, hasBody: boolean): void {
     this.services.metrics.countRequest(route, method, error.status);
     // A body we never read must not be taken for the next request: close after answering.
-    writeReply(res, error.plainText ? plainReply(error.status, error.message, error.headers) : errorReply(error), hasBody,
+    writeReply(res, errorReply(error), hasBody,
       method === 'HEAD');
   }
 }

@@ -4,7 +4,8 @@
 // lease through a third node answers 204 (and the message is not delivered again), a batch ack of handles of several
 // owners answers each 204 in request order, and a long poll pinned to a partition owned elsewhere wakes when the
 // owner commits a message; with the owner killed, the forwarded requests answer 503 with Retry-After, and get-topic
-// answers 200 with the owner's partitions as placeholders and `partial: true`.
+// answers 200 with the owner's partitions as placeholders and `partial: true`; an owner stopped (holding its
+// connections, answering nothing) makes a forwarded request answer 502 in plain text.
 // Method: black box on 3 real node processes on loopback; produce goes to each partition's owner (produce
 // forwarding is the next step of issue 29), everything else through the other nodes.
 import t from 'tap';
@@ -83,6 +84,17 @@ t.test('forwarded replay, stats, consume, ack, batch ack and long poll; 503 with
 
   const victim = owners[p0]!;
   const survivor = [1, 2, 3].find((id) => id !== victim)!;
+  // An owner that holds its connections but answers nothing (stopped, not dead): 502 in plain text after the
+  // forwarding timeout, since the request may have been applied.
+  const owner = cluster.nodes.get(victim)!.process;
+  owner.kill('SIGSTOP');
+  try {
+    const silent = await cluster.client(survivor).get(`/v1/topics/fwd/consume?partition=${p0}&offset=0`);
+    t.equal(silent.status, 502, 'a replay forwarded to a silent owner: 502');
+    t.match(String(silent.headers['content-type']), /^text\/plain/, 'in plain text');
+  } finally {
+    owner.kill('SIGCONT');
+  }
   await cluster.kill(victim);
   const down = await cluster.client(survivor).get(`/v1/topics/fwd/consume?partition=${p0}&offset=0`);
   t.equal(down.status, 503, 'a replay of a dead owner\'s partition: 503');
