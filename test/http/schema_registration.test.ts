@@ -59,6 +59,20 @@ for (const [what, schema, mentions] of unregistrable) {
   });
 }
 
+t.test('schema true is a document: version 1', async (t) => {
+  const created = await client.post('/v1/topics', { name: 'sr-true', schema: true });
+  t.equal(created.status, 201, created.text);
+  t.same(await history('sr-true'), { topic: 'sr-true', version: 1, versions: [{ version: 1, schema: true }] });
+});
+
+t.test('schema_base_version that is not a non-negative integer: 400, nothing registered', async (t) => {
+  t.equal((await client.post('/v1/topics', { name: 'sr-base-bad', schema: closed })).status, 201);
+  for (const base of [-1, 1.5, '1', null]) {
+    assertError(t, await client.patch('/v1/topics/sr-base-bad', { schema: widened, schema_base_version: base }), 400, 'schema_base_version');
+  }
+  t.equal((await history('sr-base-bad')).version, 1);
+});
+
 t.test('a draft-07 document is accepted through $schema', async (t) => {
   const schema = { $schema: 'http://json-schema.org/draft-07/schema#', type: 'object', items: [{ type: 'string' }] };
   const created = await client.post('/v1/topics', { name: 'sr-draft07', schema });
