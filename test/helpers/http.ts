@@ -165,6 +165,45 @@ export function rawRequest(port: number, text: string | Buffer, timeoutMs = 10_0
   });
 }
 
+/** What a raw exchange read: the bytes (latin1) and when the peer closed, if it did before the end. */
+export interface RawExchange { bytes: string; closedAfterMs: number | null }
+
+/**
+ * Writes parts to a loopback port 20 ms apart (then half-closes, if asked) and reads until `done(bytes)` says the
+ * answer is whole, the peer closes, or timeoutMs passes. For requests a client library would never send, and for
+ * the ones a server may leave unanswered (rawRequest parses one answer; this only reads).
+ */
+export function rawExchange(port: number, parts: readonly (string | Buffer)[], options: { timeoutMs: number; halfClose?: boolean;
+  done?: (bytes: string) => boolean }): Promise<RawExchange> {
+  return new Promise((resolve) => {
+    const socket = connect({ host: '127.0.0.1', port });
+    const startedMs = Date.now();
+    let bytes = '';
+    let settled = false;
+    const settle = (closed: boolean): void => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      socket.destroy();
+      resolve({ bytes, closedAfterMs: closed ? Date.now() - startedMs : null });
+    };
+    const timer = setTimeout(() => settle(false), options.timeoutMs);
+    socket.on('connect', async () => {
+      for (const [i, part] of parts.entries()) {
+        if (i > 0) await sleep(20);
+        if (!socket.destroyed) socket.write(part);
+      }
+      if (options.halfClose === true && !socket.destroyed) socket.end();
+    });
+    socket.on('data', (chunk: Buffer) => {
+      bytes += chunk.toString('latin1');
+      if (options.done?.(bytes) === true) settle(false);
+    });
+    socket.on('close', () => settle(true));
+    socket.on('error', () => settle(true));
+  });
+}
+
 /**
  * Asserts a JSON error answer (spec §7): the status, a JSON content type, a body that is an object whose only field
  * is error (a string), and, when given, that the message contains `mentions` (case-insensitive for strings).

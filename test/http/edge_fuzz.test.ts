@@ -8,10 +8,9 @@
 // runs the full one, SEED=<n> replays a seed.
 import t from 'tap';
 import { readFile } from 'node:fs/promises';
-import { connect } from 'node:net';
 import { fuzzRequest, type FuzzRequest } from '../helpers/edge_fuzz.js';
 import { rawFuzzRequest, type RawFuzzRequest } from '../helpers/edge_fuzz_raw.js';
-import { Client, pollUntil, send, type HttpResponse } from '../helpers/http.js';
+import { Client, pollUntil, rawExchange, send, type HttpResponse } from '../helpers/http.js';
 import { startNodeFor } from '../helpers/node.js';
 import { Prng } from '../helpers/prng.js';
 
@@ -39,29 +38,10 @@ const answerMs = 1000;
 const lateMs = 10_000;
 
 /** The status of the first answer on a raw connection, or 0 when none came within timeoutMs. */
-function sendRaw(request: RawFuzzRequest, timeoutMs: number): Promise<number> {
-  return new Promise((resolve) => {
-    const socket = connect({ host: '127.0.0.1', port: node.port });
-    let raw = '';
-    const finish = (): void => {
-      clearTimeout(timer);
-      socket.destroy();
-      resolve(Number(/^HTTP\/1\.1 (\d{3}) /.exec(raw)?.[1] ?? 0));
-    };
-    const timer = setTimeout(finish, timeoutMs);
-    socket.on('connect', async () => {
-      for (const [i, part] of request.parts.entries()) {
-        if (i > 0) await new Promise((r) => setTimeout(r, 20));
-        if (!socket.destroyed) socket.write(part);
-      }
-    });
-    socket.on('data', (chunk: Buffer) => {
-      raw += chunk.toString('latin1');
-      if (/^HTTP\/1\.1 \d{3} [^]*?\r\n\r\n/.test(raw)) finish();
-    });
-    socket.on('error', finish);
-    socket.on('close', finish);
-  });
+async function sendRaw(request: RawFuzzRequest, timeoutMs: number): Promise<number> {
+  const done = (raw: string): boolean => /^HTTP\/1\.1 \d{3} [^]*?\r\n\r\n/.test(raw);
+  const { bytes } = await rawExchange(node.port, request.parts, { timeoutMs, done });
+  return Number(/^HTTP\/1\.1 (\d{3}) /.exec(bytes)?.[1] ?? 0);
 }
 
 async function sendOneRaw(request: RawFuzzRequest, tally: Tally): Promise<void> {

@@ -5,31 +5,16 @@
 // Method: black box with a raw socket: a HEAD and a GET /healthz sent together on one connection; the bytes read
 // must be exactly two answers, the first with no body.
 import t from 'tap';
-import { connect } from 'node:net';
+import { rawExchange } from '../helpers/http.js';
 import { startNodeFor } from '../helpers/node.js';
 
 const node = await startNodeFor(t);
 
-/** Everything the node sends back for the given requests on one connection, once `answers` answers ended. */
-function exchange(text: string, answers: number, timeoutMs = 5000): Promise<string> {
-  return new Promise((resolve) => {
-    const socket = connect({ host: '127.0.0.1', port: node.port });
-    let raw = '';
-    const done = (): void => {
-      clearTimeout(timer);
-      socket.destroy();
-      resolve(raw);
-    };
-    const timer = setTimeout(done, timeoutMs);
-    socket.on('connect', () => socket.write(text));
-    socket.on('data', (chunk: Buffer) => {
-      raw += chunk.toString('latin1');
-      // The last answer is a GET /healthz: complete once its JSON body closed.
-      if ((raw.match(/HTTP\/1\.1 /g)?.length ?? 0) >= answers && raw.endsWith('}')) done();
-    });
-    socket.on('close', done);
-    socket.on('error', done);
-  });
+/** Everything the node sends back for the given requests on one connection, once `answers` answers ended (the last
+ *  is a GET /healthz: complete once its JSON body closed). */
+async function exchange(text: string, answers: number, timeoutMs = 5000): Promise<string> {
+  const done = (raw: string): boolean => (raw.match(/HTTP\/1\.1 /g)?.length ?? 0) >= answers && raw.endsWith('}');
+  return (await rawExchange(node.port, [text], { timeoutMs, done })).bytes;
 }
 
 function splitAnswers(raw: string): { status: number; headers: string; rest: string }[] {

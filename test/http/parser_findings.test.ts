@@ -6,46 +6,16 @@
 // Method: black box with raw sockets; each produce is pinned to partition 0 of its own topic, and replay of offset 0
 // shows what was stored. Held requests are watched for 1.5 s (uWS closes them after about 11 s).
 import t, { type Test } from 'tap';
-import { connect } from 'node:net';
-import { Client, sleep } from '../helpers/http.js';
+import { Client, rawExchange, sleep, type RawExchange } from '../helpers/http.js';
 import { startNodeFor } from '../helpers/node.js';
 
 const node = await startNodeFor(t);
 const client = new Client(node.url, node.auth);
 
-interface Outcome { bytes: string; closedAfterMs: number | null }
-
-/** Writes the parts 20 ms apart (then half-closes, if asked) and reports what came back within watchMs, and when the
- *  node closed, if it did. */
-function watch(parts: (string | Buffer)[], watchMs = 1500, halfClose = false): Promise<Outcome> {
-  return new Promise((resolve) => {
-    const socket = connect({ host: '127.0.0.1', port: node.port });
-    const startedMs = Date.now();
-    let bytes = '';
-    let settled = false;
-    const settle = (closed: boolean): void => {
-      if (settled) return;
-      settled = true;
-      clearTimeout(timer);
-      socket.destroy();
-      resolve({ bytes, closedAfterMs: closed ? Date.now() - startedMs : null });
-    };
-    const timer = setTimeout(() => settle(false), watchMs);
-    socket.on('connect', async () => {
-      for (const [i, part] of parts.entries()) {
-        if (i > 0) await sleep(20);
-        if (!socket.destroyed) socket.write(part);
-      }
-      if (halfClose && !socket.destroyed) socket.end();
-    });
-    socket.on('data', (chunk: Buffer) => {
-      bytes += chunk.toString('latin1');
-      // The answers expected here have empty bodies: the header block's end is the answer's end.
-      if (bytes.endsWith('\r\n\r\n')) settle(false);
-    });
-    socket.on('close', () => settle(true));
-    socket.on('error', () => settle(true));
-  });
+/** Writes the parts (then half-closes, if asked) and reports what came back within watchMs, and when the node
+ *  closed, if it did. The answers expected here have empty bodies: the header block's end is the answer's end. */
+function watch(parts: (string | Buffer)[], watchMs = 1500, halfClose = false): Promise<RawExchange> {
+  return rawExchange(node.port, parts, { timeoutMs: watchMs, halfClose, done: (bytes) => bytes.endsWith('\r\n\r\n') });
 }
 
 function produce(topic: string, headerLines: string[], body: string, requestLine?: string, eol = '\r\n'): string {
