@@ -6,6 +6,7 @@
 import assert from 'node:assert/strict';
 import { faultPointHit, faultPointsArmed } from './fault_points.js';
 import { indexEntryBytes } from './segment_index.js';
+import { OriginPositions } from './origin_positions.js';
 import { recordFieldsAssert, recordFrameBytesMax, recordFrameWrite, recordFromFrameAt } from './segment_record.js';
 import type { IngressPosition, PartitionLogStats, SegmentReadResult, SegmentStore, StoredRecord } from './segment_store.js';
 
@@ -38,6 +39,7 @@ export class MemorySegmentStore implements SegmentStore {
   /** lastIngress of the written records, and of the synced ones alone (what a mark may promise). */
   private writtenLastIngress: IngressPosition | null = null;
   private storedLastIngress: IngressPosition | null = null;
+  private readonly origins = new OriginPositions();
   private flushing = false;
   private retaining = false;
   private closed = false;
@@ -91,7 +93,8 @@ export class MemorySegmentStore implements SegmentStore {
     return this.lastIngressValue === null ? null : { ...this.lastIngressValue };
   }
 
-  holdsIngress(seq: number, index: number): boolean {
+  holdsIngress(seq: number, index: number, origin = 0): boolean {
+    if (origin !== 0) return this.origins.holds(origin, seq, index);
     const last = this.lastIngressValue;
     return last !== null && (seq < last.seq || (seq === last.seq && index <= last.index));
   }
@@ -99,15 +102,18 @@ export class MemorySegmentStore implements SegmentStore {
   stage(r: Omit<StoredRecord, 'offset'>): number {
     assert(!this.closed, 'stage on a closed partition log');
     recordFieldsAssert(r);
-    if (this.holdsIngress(r.ingressSeq, r.ingressIndex)) {
-      assert.fail(`ingress (${r.ingressSeq}, ${r.ingressIndex}) is not after (${this.lastIngressValue?.seq}, ${this.lastIngressValue?.index})`);
+    const origin = r.origin ?? 0;
+    if (this.holdsIngress(r.ingressSeq, r.ingressIndex, origin)) {
+      const last = origin === 0 ? this.lastIngressValue : null;
+      assert.fail(`ingress (${r.ingressSeq}, ${r.ingressIndex}) is not after (${last?.seq}, ${last?.index}) of origin ${origin}`);
     }
     const offset = this.nextOffsetValue;
     const target = new Uint8Array(recordFrameBytesMax(offset, r));
     const frameBytes = recordFrameWrite(target, 0, offset, r);
     this.staged.push({ frame: target.subarray(0, frameBytes), timestampSec: r.timestampSec });
     this.nextOffsetValue = offset + 1;
-    this.lastIngressValue = { seq: r.ingressSeq, index: r.ingressIndex };
+    if (origin !== 0) this.origins.stage(offset, origin, r.ingressSeq, r.ingressIndex);
+    else this.lastIngressValue = { seq: r.ingressSeq, index: r.ingressIndex };
     return offset;
   }
 
@@ -263,15 +269,19 @@ export class MemorySegmentStore implements SegmentStore {
     return { segments, mark: this.mark === null ? null : { ...this.mark } };
   }
 
-  /** The ingress position of the last kept record, else the mark's (as PartitionLog.open finds it). */
+  /** The ingress position of the last kept record of this node's, else the mark's; each origin's last kept record.
+   *  A whole scan: the file store reads the same from its origins mark and active segment. */
   private lastStoredIngress(): IngressPosition | null {
-    if (this.highWatermarkValue > this.oldestOffset) {
-      const segment = this.segments[this.segmentIndexOf(this.highWatermarkValue - 1)]!;
-      const frame = segment.frames[this.highWatermarkValue - 1 - segment.baseOffset]!;
-      const record = recordFromFrameAt(frame, 0, frame.byteLength, this.highWatermarkValue - 1);
-      return { seq: record.ingressSeq, index: record.ingressIndex };
+    let local: IngressPosition | null = null;
+    for (const segment of this.segments) {
+      segment.frames.forEach((frame, k) => {
+        const record = recordFromFrameAt(frame, 0, frame.byteLength, segment.baseOffset + k);
+        const position = { seq: record.ingressSeq, index: record.ingressIndex };
+        if (record.origin === undefined) local = position;
+        else this.origins.recovered(record.origin, position);
+      });
     }
-    return this.mark === null ? null : this.mark.lastIngress;
+    return local ?? (this.mark === null ? null : this.mark.lastIngress);
   }
 
   private segmentIndexOf(offset: number): number {

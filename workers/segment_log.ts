@@ -16,17 +16,18 @@
 // close cut them, so sealed segments end at their last frame. The active .idx gets its entries at a roll or a clean
 // close (activeIdxComplete); until then readers take positions from memory, and open() rebuilds it from the .log.
 import assert from 'node:assert/strict';
-import { open, readdir, readFile, rename, rm, unlink, type FileHandle } from 'node:fs/promises';
+import { open, readdir, readFile, rm, unlink, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Packr } from 'msgpackr';
 import { encodeFrame, frameBodyBytesMax, frameHeaderBytes, scanFrames } from '../src/util/frame.js';
 import { parseSegmentFileName, segmentPath } from './partition_dirs.js';
 import { forgetSealedSegment, forgetSealedSegmentsOf, withSealedSegment } from './sealed_handles.js';
 import { indexEntryBytes, indexEntryRead, segmentPositionLimit, SegmentPositions } from './segment_index.js';
-import { dirCreateDurably, dirSync, readExact, readExactSync, writeAll, writeAllSync } from '../src/util/durable_fs.js';
+import { dirCreateDurably, dirSync, fileReplaceDurably, readExact, readExactSync, writeAll, writeAllSync } from '../src/util/durable_fs.js';
 import { ZeroFill } from '../src/util/zero_fill.js';
 import { Staging, type StagedFrames } from './staging.js';
 import { faultPointHit, faultPointsArmed } from './fault_points.js';
+import { OriginPositions, originsMarkFileName, originsMarkRead, originsMarkWrite } from './origin_positions.js';
 import { recordDecode, recordFieldsAssert, recordFrameBytesMax, recordFrameWrite, recordFromFrameAt } from './segment_record.js';
 import type { IngressPosition, PartitionLogStats, SegmentReadResult, SegmentStore, StoredRecord } from './segment_store.js';
 
@@ -111,6 +112,8 @@ export class PartitionLog implements SegmentStore {
   private writtenLastIngress: IngressPosition | null = null;
   /** lastIngress of the synced records alone: what the mark may promise to a restart. */
   private storedLastIngress: IngressPosition | null = null;
+  /** Positions of records other nodes handed over, per origin (issue 29). */
+  private readonly origins = new OriginPositions();
   private readonly staging = new Staging();
   private flushing = false;
   /** Settles (never rejects) when the sync in flight ends: a roll, retain or close waits for it before closing the
@@ -136,6 +139,8 @@ export class PartitionLog implements SegmentStore {
     for (let i = 0; i + 1 < listing.bases.length; i++) {
       log.segments.push(await sealedSegmentRecover(opts.dir, listing.bases[i]!, listing.bases[i + 1]!));
     }
+    const originsMark = await originsMarkRead(opts.dir);
+    for (const [origin, position] of originsMark ?? []) if (origin !== 0) log.origins.recovered(origin, position);
     const activeBase = listing.bases.at(-1);
     if (activeBase !== undefined) await log.openActiveRecover(activeBase);
     const mark = listing.hasMark ? await markRead(opts.dir) : null;
@@ -145,7 +150,7 @@ export class PartitionLog implements SegmentStore {
     }
     // A mark is written at the highWatermark of its time and offsets only grow: one above it is corrupt.
     assert(mark === null || mark.nextOffset <= log.highWatermarkValue, `${markFileName} is ahead of the segments`);
-    await log.openTailRead(mark);
+    await log.openTailRead(mark, originsMark?.get(0));
     log.storedLastIngress = log.lastIngress;
     log.writtenLastIngress = log.storedLastIngress;
     log.syncedHighWatermarkValue = log.highWatermarkValue;
@@ -191,7 +196,8 @@ export class PartitionLog implements SegmentStore {
 
   /** Whether the record at (seq, index) of the ingress log is already staged or stored here: records arrive in
    *  ingress order, so everything at or before the last one is. Asked per dispatched record; allocates nothing. */
-  holdsIngress(seq: number, index: number): boolean {
+  holdsIngress(seq: number, index: number, origin = 0): boolean {
+    if (origin !== 0) return this.origins.holds(origin, seq, index);
     const last = this.lastIngressValue;
     return last !== null && (seq < last.seq || (seq === last.seq && index <= last.index));
   }
@@ -201,8 +207,10 @@ export class PartitionLog implements SegmentStore {
     // Checked per record on the hot path: the messages are built only when a check fails.
     if (this.closed) assert.fail('stage on a closed partition log');
     recordFieldsAssert(r);
-    if (this.holdsIngress(r.ingressSeq, r.ingressIndex)) {
-      assert.fail(`ingress (${r.ingressSeq}, ${r.ingressIndex}) is not after (${this.lastIngressValue?.seq}, ${this.lastIngressValue?.index})`);
+    const origin = r.origin ?? 0;
+    if (this.holdsIngress(r.ingressSeq, r.ingressIndex, origin)) {
+      const last = origin === 0 ? this.lastIngressValue : null;
+      assert.fail(`ingress (${r.ingressSeq}, ${r.ingressIndex}) is not after (${last?.seq}, ${last?.index}) of origin ${origin}`);
     }
     const offset = this.nextOffsetValue;
     // The frame is written in place into the staging block (segment_record.ts), saving an encode and a copy per record.
@@ -211,7 +219,9 @@ export class PartitionLog implements SegmentStore {
     const at = staging.at;
     staging.commit(recordFrameWrite(staging.target, at, offset, r, staging.words), r.timestampSec);
     this.nextOffsetValue = offset + 1;
-    this.lastIngressValue = { seq: r.ingressSeq, index: r.ingressIndex };
+    // Once records came from elsewhere, a roll must know where each origin stood at its offset, this node's too.
+    if (origin !== 0 || this.origins.any) this.origins.stage(offset, origin, r.ingressSeq, r.ingressIndex);
+    if (origin === 0) this.lastIngressValue = { seq: r.ingressSeq, index: r.ingressIndex };
     return offset;
   }
 
@@ -227,6 +237,7 @@ export class PartitionLog implements SegmentStore {
     const staged = this.staging.take();
     const firstOffset = this.nextOffsetValue - count;
     const lastIngress = this.lastIngress;
+    this.origins.flushBegin();
     try {
       let from = 0;
       while (from < count) {
@@ -236,6 +247,7 @@ export class PartitionLog implements SegmentStore {
         from = to;
       }
       this.writtenLastIngress = lastIngress;
+      this.origins.flushEnd();
     } finally {
       this.flushing = false;
     }
@@ -565,6 +577,8 @@ export class PartitionLog implements SegmentStore {
       // A sealed segment ends at its last frame (open() takes its size for the end of its data), and the cut must be
       // durable before the next segment exists.
       await this.activeFilesRetire(this.segments.at(-1)!.logBytes);
+      // The next open finds handed-over records' origins in the active segment only: the sealed ones' go here first.
+      if (this.origins.any) await originsMarkWrite(this.dir, this.origins.writtenBelow(baseOffset, this.writtenLastIngress));
       await this.segmentCreate(baseOffset);
     });
   }
@@ -603,6 +617,7 @@ export class PartitionLog implements SegmentStore {
     const positions = new SegmentPositions();
     let first: StoredRecord | null = null;
     let last: StoredRecord | null = null;
+    let lastLocal: StoredRecord | null = null;
     const fileBytes = (await log.stat()).size;
     const validBytes = await logScan(log, fileBytes, (body, position) => {
       const record = recordDecode(body);
@@ -610,6 +625,8 @@ export class PartitionLog implements SegmentStore {
       positions.push(position);
       first ??= record;
       last = record;
+      if (record.origin === undefined) lastLocal = record;
+      else this.origins.recovered(record.origin, { seq: record.ingressSeq, index: record.ingressIndex });
     });
     if (validBytes < fileBytes) {
       if (faultPointsArmed) faultPointHit('truncate', segmentPath(this.dir, baseOffset, 'log'));
@@ -629,15 +646,22 @@ export class PartitionLog implements SegmentStore {
     this.activePositions = positions;
     this.nextOffsetValue = baseOffset + positions.length;
     this.highWatermarkValue = this.nextOffsetValue;
-    if (lastRecord !== null) this.lastIngressValue = { seq: lastRecord.ingressSeq, index: lastRecord.ingressIndex };
+    const local = lastLocal as StoredRecord | null;
+    if (local !== null) this.lastIngressValue = { seq: local.ingressSeq, index: local.ingressIndex };
   }
 
-  /** Fills lastIngress when the active segment's scan could not: from the last sealed record when the
-   *  active segment is empty, or from the mark when no segment holds a record. */
-  private async openTailRead(mark: TailMark | null): Promise<void> {
+  /** Fills lastIngress when the active segment's scan found no record of this node's: from the origins mark of the
+   *  last roll (which a partition holding handed-over records wrote), else from the last sealed record (all this
+   *  node's then), or from the mark when no sealed segment holds a record. */
+  private async openTailRead(mark: TailMark | null, rolledLocal: IngressPosition | undefined): Promise<void> {
     if (this.lastIngressValue !== null) return;
-    if (this.highWatermarkValue > this.oldestOffset) {
-      const last = await this.read(this.highWatermarkValue - 1);
+    if (rolledLocal !== undefined) {
+      this.lastIngressValue = rolledLocal;
+      return;
+    }
+    const beforeActive = this.segments.at(-1)?.baseOffset ?? this.highWatermarkValue;
+    if (beforeActive > this.oldestOffset) {
+      const last = await this.read(beforeActive - 1);
       assert(typeof last === 'object', 'last stored record unreadable at open');
       this.lastIngressValue = { seq: last.ingressSeq, index: last.ingressIndex };
       return;
@@ -671,6 +695,7 @@ async function partitionDirList(dir: string): Promise<{ bases: number[]; hasMark
   // leaves a lone .idx; it would block creating that segment again.
   for (const base of idxs) if (!logs.has(base)) await unlink(segmentPath(dir, base, 'idx'));
   if (names.includes(markTmpFileName)) await unlink(join(dir, markTmpFileName));
+  if (names.includes(`${originsMarkFileName}.tmp`)) await unlink(join(dir, `${originsMarkFileName}.tmp`));
   return { bases: [...logs].sort((a, b) => a - b), hasMark: names.includes(markFileName) };
 }
 
@@ -762,17 +787,7 @@ async function sealedIndexRebuild(dir: string, segment: Segment, log: FileHandle
 async function markWrite(dir: string, mark: TailMark): Promise<void> {
   assert(Number.isSafeInteger(mark.nextOffset) && mark.nextOffset >= 0, `mark nextOffset ${mark.nextOffset} invalid`);
   const wire: WireMark = [mark.nextOffset, mark.lastIngress?.seq ?? null, mark.lastIngress?.index ?? null];
-  const bytes = encodeFrame(packr.pack(wire));
-  const tmpPath = join(dir, markTmpFileName);
-  const handle = await open(tmpPath, 'w');
-  try {
-    await writeAll(handle, bytes, 0);
-    await handle.sync();
-  } finally {
-    await handle.close();
-  }
-  await rename(tmpPath, join(dir, markFileName));
-  await dirSync(dir);
+  await fileReplaceDurably(dir, markFileName, encodeFrame(packr.pack(wire)));
 }
 
 /** The mark, checked after reading. It only ever appears whole (renamed into place), so one that fails a

@@ -10,6 +10,9 @@ import type { PartitionStatsView, StoredRecordView } from '../src/protocol/threa
 export interface StoredRecord extends StoredRecordView {
   ingressSeq: number;
   ingressIndex: number;
+  /** The node whose ingress log the record came from, when another node handed it over (issue 29); absent for this
+   *  node's own records. */
+  origin?: number;
 }
 
 /** The partition statistics of spec §2 but the index, which the worker adds. sizeBytes counts the bytes of the
@@ -48,9 +51,9 @@ export interface SegmentStore {
   readonly oldestOffset: number;
   /** (seq, index) of the last staged or stored record, or null. */
   readonly lastIngress: IngressPosition | null;
-  /** Whether the record at (seq, index) of the ingress log is already staged or stored here (records arrive in
-   *  ingress order). Asked per dispatched record: allocates nothing. */
-  holdsIngress(seq: number, index: number): boolean;
+  /** Whether the record at (seq, index) of the ingress log of origin (0: this node's) is already staged or stored
+   *  here (records arrive in each origin's ingress order). Asked per dispatched record: allocates nothing. */
+  holdsIngress(seq: number, index: number, origin?: number): boolean;
   /** Assigns the next offset and buffers the record; no I/O. */
   stage(r: Omit<StoredRecord, 'offset'>): number;
   /** Writes everything staged (rolling segments as needed), then advances highWatermark. One at a time. */

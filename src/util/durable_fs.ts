@@ -3,8 +3,8 @@
 // thread may use them too, except writeAllSync, writevAllSync and readExactSync, which block: partition workers
 // only.
 import { readSync, writevSync, writeSync } from 'node:fs';
-import { mkdir, open, type FileHandle } from 'node:fs/promises';
-import { dirname, resolve } from 'node:path';
+import { mkdir, open, rename, type FileHandle } from 'node:fs/promises';
+import { dirname, join, resolve } from 'node:path';
 
 /** Writes all of bytes at position, blocking the calling thread: a partition worker, never the front thread. */
 export function writeAllSync(fd: number, bytes: Uint8Array, position: number): void {
@@ -73,6 +73,20 @@ export async function dirSync(dir: string): Promise<void> {
   } finally {
     await handle.close();
   }
+}
+
+/** Replaces dir/name atomically and durably: written and synced as name.tmp, renamed, directory synced. */
+export async function fileReplaceDurably(dir: string, name: string, bytes: Uint8Array): Promise<void> {
+  const tmpPath = join(dir, `${name}.tmp`);
+  const handle = await open(tmpPath, 'w');
+  try {
+    await writeAll(handle, bytes, 0);
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+  await rename(tmpPath, join(dir, name));
+  await dirSync(dir);
 }
 
 /** mkdir -p, then syncs the parent of every directory it created so the new entries survive a crash. */

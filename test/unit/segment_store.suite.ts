@@ -59,6 +59,7 @@ export function segmentStoreSuite(t: Test, factory: StoreFactory): void {
   t.test('retain and flush never overlap', (t) => retainFlushExclusive(t, factory));
   t.test('a restart restores offsets, lastIngress and holdsIngress', (t) => restart(t, factory));
   t.test('a crash keeps what was synced; a replay stores the lost tail at the same offsets', (t) => crash(t, factory));
+  t.test('records of other origins: each origin\'s position survives rolls and a restart', (t) => origins(t, factory));
 }
 
 async function roundTrip(t: Test, factory: StoreFactory): Promise<void> {
@@ -232,4 +233,37 @@ async function crash(t: Test, factory: StoreFactory): Promise<void> {
   for (let i = kept; i < 7; i++) t.equal(after.stage(record(i)), i);
   await after.flush();
   for (let i = 0; i < 7; i++) await expectRecord(t, after, i, i);
+}
+
+/** Record i of the test stream as origin o handed it over (its own ingress seqs, 500 + i). */
+function foreign(i: number, origin: number): Omit<StoredRecord, 'offset'> {
+  return { ...record(i), ingressSeq: 500 + i, origin };
+}
+
+async function origins(t: Test, factory: StoreFactory): Promise<void> {
+  const store = await factory.create(t, segmentBytesSmall);
+  // Interleaved: local 0, origin 2's 1, origin 3's 2, local 3, origin 2's 4, ... over several segment rolls.
+  const origin = (i: number): number => [0, 2, 3][i % 3]!;
+  const stream = (i: number): Omit<StoredRecord, 'offset'> => (origin(i) === 0 ? record(i) : foreign(i, origin(i)));
+  for (let i = 0; i < 9; i++) t.equal(store.stage(stream(i)), i);
+  t.ok(store.holdsIngress(508, 0, 3), 'origin 3 holds its staged record');
+  t.notOk(store.holdsIngress(508, 0, 2), 'positions are per origin');
+  await store.flush();
+  await store.sync();
+  for (let i = 9; i < 11; i++) store.stage(stream(i));
+  await store.flush();
+  await store.sync();
+  t.ok(store.stats().segments >= 3, 'the records span several segments');
+  const reopened = await factory.restart(t, store);
+  t.same(reopened.lastIngress, { seq: 109, index: 0 }, 'the local position skips handed-over records');
+  t.ok(reopened.holdsIngress(510, 0, 2), 'origin 2 up to its last record (10)');
+  t.notOk(reopened.holdsIngress(513, 0, 2));
+  t.ok(reopened.holdsIngress(508, 0, 3), 'origin 3 up to its last record (8), found before the active segment');
+  t.notOk(reopened.holdsIngress(511, 0, 3));
+  t.notOk(reopened.holdsIngress(500, 0, 4), 'an origin never seen holds nothing');
+  const got = await reopened.read(4);
+  t.equal(typeof got === 'object' ? got.origin : got, 2, 'a handed-over record reads back with its origin');
+  const local = await reopened.read(3);
+  t.equal(typeof local === 'object' ? local.origin : local, undefined, 'a local record has no origin');
+  t.equal(reopened.stage(foreign(11, 3)), 11, 'origin 3 goes on after its last position');
 }
