@@ -23,6 +23,7 @@ import type { BcryptTask } from './pool/bcrypt_task.js';
 import { SchemaValidation } from './front/schema_validation.js';
 import type { ClusterThreadConfig, MetadataThreadData, PartitionWorkerData, ToMetadata } from './protocol/thread_messages.js';
 import { RemotePartitions } from './front/remote_partitions.js';
+import { Handoff } from './front/handoff.js';
 import { closeNodeLink, isMultiNode, NodeLinkListenFailed, startNodeLink, type NodeLink } from './node_link/node_link.js';
 import { readClusterSecretFile } from './transport/cluster_secret.js';
 import { DataDirLockedError, lockDataDir } from './util/data_dir_lock.js';
@@ -53,13 +54,13 @@ async function main(): Promise<void> {
   const replica = new MetadataReplica(metadataThread);
   const workers = new PartitionWorkers(workerThreads);
   await Promise.all([replica.whenReady(), workers.whenReady()]);
-  const ingress = await openIngress(config, dataDir, log, replica, workers);
+  const handoff = new Handoff(nodeLink?.dataChannel ?? null, () => replica.appliedIndex);
+  const ingress = await openIngress(config, dataDir, log, replica, workers, { handoff, nodeId });
   const { authPool, workPool, schemas } = startPools(config);
   const services: FrontServices = {
-    config, log, nodeId, replica, workers, ingress, authPool, workPool, schemas,
+    config, log, nodeId, replica, workers, ingress, authPool, workPool, schemas, handoff,
     batchBudget: new ByteBudget(config['http.max_batch_body_bytes_in_flight']),
-    metrics: new Metrics(replica, workers, schemas),
-    remote: new RemotePartitions(nodeLink?.dataChannel ?? null),
+    metrics: new Metrics(replica, workers, schemas, handoff), remote: new RemotePartitions(nodeLink?.dataChannel ?? null),
   };
   // A one-node cluster leads at once, so its root admin exists before it listens (the first screen shows how to
   // log in). A node of a larger cluster listens first: reads must answer even while no quorum exists.
@@ -90,6 +91,7 @@ async function main(): Promise<void> {
   stopOnSignals(log, async () => {
     await server.shutdown();
     await ingress.close();
+    handoff.close();
     await workers.shutdown();
     await closeMetadataThread(metadataThread);
     if (nodeLink !== null) await closeNodeLink(nodeLink);
@@ -115,8 +117,10 @@ async function exitUnless<T>(run: () => Promise<T>, expected: (error: unknown) =
   }
 }
 
-/** Opens the ingress log, wires it to the workers and hands them what a crash left unstored. */
-async function openIngress(config: Config, dataDir: string, log: Logger, replica: MetadataReplica, workers: PartitionWorkers): Promise<IngressLog> {
+/** Opens the ingress log, wires it to the workers and the owners it hands records to, and hands them what a crash
+ *  left unstored. */
+async function openIngress(config: Config, dataDir: string, log: Logger, replica: MetadataReplica, workers: PartitionWorkers,
+  { handoff, nodeId }: { handoff: Handoff; nodeId: number }): Promise<IngressLog> {
   const faults = new Set(config['test.fault_points'].split(',').map((point) => point.trim()));
   const injected = (point: string) => (faults.has(point) ? () => new Error(`fault point ${point}`) : undefined);
   const { log: ingress, replay, replayLastSeq } = await IngressLog.open({
@@ -124,10 +128,19 @@ async function openIngress(config: Config, dataDir: string, log: Logger, replica
     segmentBytesMax: config['storage.ingress_segment_bytes'],
     faults: { write: injected('ingress.write'), sync: injected('ingress.sync') },
   });
-  ingress.onSynced = (group, lastSeq) => workers.dispatch(group, lastSeq, replica.appliedIndex);
-  workers.onAllDurable = (seqUpTo) => ingress.markDurable(seqUpTo);
-  // Records answered 202 before a crash but not yet stored by their partition: the workers skip what they hold.
-  replay.forEach((chunk, i) => workers.dispatch(chunk, replayLastSeq[i]!, replica.appliedIndex));
+  ingress.onSynced = (group, lastSeq) => {
+    handoff.groupSynced(group, lastSeq);
+    workers.dispatch(group, lastSeq, replica.appliedIndex);
+  };
+  workers.onAllDurable = (seqUpTo) => handoff.localDurable(seqUpTo);
+  handoff.onDurable = (seqUpTo) => ingress.markDurable(seqUpTo);
+  // Records answered 202 before a crash but not yet stored by their partition: the workers and other owners skip
+  // what they hold.
+  const otherMembers = [...replica.state.members.keys()].filter((id) => id !== nodeId);
+  replay.forEach((chunk, i) => {
+    handoff.replayed(chunk, (replayLastSeq[i - 1] ?? 0) + 1, replayLastSeq[i]!, otherMembers);
+    workers.dispatch(chunk, replayLastSeq[i]!, replica.appliedIndex);
+  });
   if (replay.length > 0) log.info({ chunks: replay.length, lastSeq: replayLastSeq[replayLastSeq.length - 1] }, 'ingress log replayed');
   return ingress;
 }
@@ -182,7 +195,7 @@ function startThreads(config: Config, dataDir: string, log: Logger, lifecycle: N
   const channels = Array.from({ length: workerCount }, () => new MessageChannel());
   const workerThreads = channels.map((channel, workerIndex) => {
     const workerData: PartitionWorkerData = {
-      workerIndex, workerCount, dataDir, segmentBytesMax: config['storage.segment_bytes'], metadataPort: channel.port2,
+      nodeId: cluster.nodeId, workerIndex, workerCount, dataDir, segmentBytesMax: config['storage.segment_bytes'], metadataPort: channel.port2,
       retentionCheckIntervalMs: config['storage.retention_check_interval'], ackFlushIntervalMs: config['storage.ack_flush_interval'],
       flushIntervalMs: config['storage.partition_flush_interval'], syncIntervalMs: config['storage.partition_sync_interval'],
       logLevel: config['log.level'],

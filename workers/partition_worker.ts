@@ -14,12 +14,12 @@ import { checkedFrameBodies } from '../src/util/frame.js';
 import { createLogger, type Logger } from '../src/util/log.js';
 import { ConsumeRoutes, type ConsumeHost } from './partition_consume_routes.js';
 import { PartitionCursorLogs } from './partition_cursor_logs.js';
-import { PartitionWriteCore, type LogPosition, type WriteCommand, type WriteEffect, type WriteTimer } from './partition_write_core.js';
+import { PartitionWriteCore, type HandoffStaged, type LogPosition, type WriteCommand, type WriteEffect, type WriteTimer } from './partition_write_core.js';
 import { PartitionTable, type ReplicaChange } from './partition_table.js';
 import { sealedHandlesOnCloseFailure } from './sealed_handles.js';
 import { PartitionLog } from './segment_log.js';
 
-type Dispatch = Extract<ToWorker, { kind: 'dispatch' }>;
+type Dispatch = Extract<ToWorker, { kind: 'dispatch' | 'handoff' }>;
 
 /** Partitions opened at once at start: each open reads up to a 4 MiB window, so this bounds memory. */
 const startOpenConcurrency = 8;
@@ -39,6 +39,9 @@ class PartitionWorker implements ConsumeHost {
   private readonly retiring: (() => Promise<void>)[] = [];
   /** Logs that gained staged records while a 'stage' effect is performed (reused: no allocation per dispatch). */
   private readonly stagedLogs = new Set<PartitionLog>();
+  /** The last seq of this node's ingress log staged: what the core's 'durable' reports count (hand-offs carry
+   *  other logs' seqs). */
+  private localSeqStaged = 0;
   private shuttingDownFlag = false;
   /** Set once shutdown starts closing logs: from then on reads and stats would see empty partitions. */
   private logsClosedFlag = false;
@@ -83,6 +86,7 @@ class PartitionWorker implements ConsumeHost {
   private onMessage(msg: ToWorker): void {
     switch (msg.kind) {
       case 'dispatch':
+      case 'handoff':
         return this.run({ kind: 'dispatchArrived', dispatch: msg });
       case 'read':
         return this.routes.onRead(msg);
@@ -108,7 +112,8 @@ class PartitionWorker implements ConsumeHost {
     }
   }
 
-  /** Requests other nodes forwarded (negative reqIds); dispatch and shutdown come only from the front. */
+  /** Requests other nodes forwarded (negative reqIds); dispatch and shutdown come only from the front, hand-offs only
+   *  from the node-link thread. */
   private onLinkMessage(msg: ToWorker): void {
     if (msg.kind === 'dispatch' || msg.kind === 'shutdown' || msg.kind === 'counters') {
       throw new Error(`node-link sent ${msg.kind} to a partition worker`);
@@ -174,6 +179,9 @@ class PartitionWorker implements ConsumeHost {
       case 'synced':
         for (const waiter of effect.waiters) this.syncWaiterWake(waiter);
         return;
+      case 'handedOff':
+        for (const reqId of effect.waiters) this.data.linkPort!.postMessage({ kind: 'handedOff', reqId } satisfies FromWorker);
+        return;
       case 'retain':
         return this.complete('retention', this.retentionRound(effect.nowMs), () => ({ kind: 'retentionDone' }));
       case 'destroy':
@@ -207,27 +215,38 @@ class PartitionWorker implements ConsumeHost {
   }
 
   private stage(dispatches: readonly Dispatch[]): void {
-    for (const dispatch of dispatches) this.dispatchStage(dispatch);
-    const seqUpTo = dispatches.at(-1)!.lastSeq;
+    const handoffs: HandoffStaged<PartitionLog>[] = [];
+    for (const dispatch of dispatches) {
+      if (dispatch.kind === 'dispatch') {
+        this.dispatchStage(dispatch, 0, null);
+        this.localSeqStaged = dispatch.lastSeq;
+        continue;
+      }
+      const touched = new Set<PartitionLog>();
+      this.dispatchStage(dispatch, dispatch.origin, touched);
+      handoffs.push({ waiter: dispatch.reqId, ends: [...touched].map((log) => [log, log.nextOffset]) });
+    }
     try {
-      this.run({ kind: 'staged', seqUpTo, logs: this.stagedLogs });
+      this.run({ kind: 'staged', seqUpTo: this.localSeqStaged, logs: this.stagedLogs, handoffs });
     } finally {
       this.stagedLogs.clear();
     }
   }
 
-  private dispatchStage(dispatch: Dispatch): void {
-    // The front computed these crcs as it wrote the group, or checked them as it read the ingress log back at start.
+  /** origin 0: this node's ingress group; touched collects the logs a hand-off staged to. */
+  private dispatchStage(dispatch: Dispatch, origin: number, touched: Set<PartitionLog> | null): void {
+    // The front computed these crcs as it wrote the group, or checked them as it read the ingress log back at start
+    // (a hand-off's frames were checked by the transport's own frame crc, and are checked again here).
     for (const body of checkedFrameBodies(dispatch.frames)) {
       const entry = decodeIngressEntry(body);
-      assert(entry.seq <= dispatch.lastSeq, `ingress entry ${entry.seq} after dispatch lastSeq ${dispatch.lastSeq}`);
+      if (dispatch.kind === 'dispatch') assert(entry.seq <= dispatch.lastSeq, `ingress entry ${entry.seq} after dispatch lastSeq ${dispatch.lastSeq}`);
       const topic = this.table.topicOf(entry.topicId);
       // A topic this replica no longer holds was deleted after the produce: its records are dropped.
-      if (topic !== undefined) this.dispatchStageEntry(entry, topic);
+      if (topic !== undefined) this.dispatchStageEntry(entry, topic, origin, touched);
     }
   }
 
-  private dispatchStageEntry(entry: IngressEntry, topic: TopicRecord): void {
+  private dispatchStageEntry(entry: IngressEntry, topic: TopicRecord, origin: number, touched: Set<PartitionLog> | null): void {
     // A batch spreads its records over the topic's partitions: each partition's log (null: not stored here) is looked
     // up once per entry, not once per record, and marked dirty once (a tenth of the worker's batch produce work was
     // these lookups and the Set adds).
@@ -239,12 +258,12 @@ class PartitionWorker implements ConsumeHost {
       const partition = record.partition;
       let log = logOf[partition];
       if (log === undefined) {
-        const stored = partition < topic.partitions && this.table.owns(entry.topicId, partition);
+        const stored = partition < topic.partitions && topic.owners[partition] === this.data.nodeId && this.table.owns(entry.topicId, partition);
         log = stored ? (this.table.logOf(entry.topicId, partition) ?? this.table.logCreate(entry.topicId, partition)) : null;
         logOf[partition] = log;
       }
       // Already staged or stored: a replay after a crash or a re-sent hand-off stores nothing twice.
-      if (log === null || log.holdsIngress(entry.seq, index)) continue;
+      if (log === null || log.holdsIngress(entry.seq, index, origin)) continue;
       log.stage({
         timestampSec: entry.timestampSec,
         key: record.key,
@@ -252,9 +271,11 @@ class PartitionWorker implements ConsumeHost {
         payloadKind: record.payloadKind,
         ingressSeq: entry.seq,
         ingressIndex: index,
+        ...(origin === 0 ? {} : { origin }),
       });
       if (dirtied[partition] !== true) {
         this.stagedLogs.add(log);
+        touched?.add(log);
         dirtied[partition] = true;
       }
     }

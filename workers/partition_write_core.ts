@@ -17,10 +17,10 @@ export interface WriteCoreConfig {
   retentionCheckIntervalMs: number;
 }
 
-/** What the core needs of a dispatch: the metadata index its records were judged at, and its last ingress seq. */
+/** What the core needs of a dispatch or hand-off: the metadata index its records were judged at (the shell reports
+ *  the ingress seqs it staged in 'staged'). */
 export interface HeldDispatch {
   metaIndex: number;
-  lastSeq: number;
 }
 
 /** A partition log's offsets as the shell read them after an append or sync. */
@@ -34,6 +34,13 @@ export interface LogPosition<L> {
 
 export type WriteTimer = 'flush' | 'sync' | 'retention';
 
+/** Records another node handed over (issue 29), staged: its waiter is answered 'handedOff' once every log it touched
+ *  is synced up to the end it staged to. */
+export interface HandoffStaged<L> {
+  waiter: number;
+  ends: readonly [L, number][];
+}
+
 export type WriteCommand<L, D extends HeldDispatch> =
   /** The worker opened its partitions and listens: the retention timer starts. */
   | { kind: 'start' }
@@ -43,8 +50,9 @@ export type WriteCommand<L, D extends HeldDispatch> =
   | { kind: 'dispatchArrived'; dispatch: D }
   /** The metadata replica applied everything up to appliedIndex (snapshot or committed entries). */
   | { kind: 'replicaAdvanced'; appliedIndex: number }
-  /** The shell staged the records of the 'stage' effect's dispatches; logs gained staged records. */
-  | { kind: 'staged'; seqUpTo: number; logs: Iterable<L> }
+  /** The shell staged the records of the 'stage' effect's dispatches; logs gained staged records. seqUpTo is the last
+   *  seq of this node's ingress log staged; handoffs, the hand-offs among them. */
+  | { kind: 'staged'; seqUpTo: number; logs: Iterable<L>; handoffs?: readonly HandoffStaged<L>[] }
   /** The 'append' effect's flush round ended; one position per log it named. */
   | { kind: 'flushDone'; logs: readonly LogPosition<L>[] }
   /** The 'sync' effect's sync round ended; one position per log it named. */
@@ -79,6 +87,8 @@ export type WriteEffect<L, D extends HeldDispatch> =
   | { kind: 'durable'; seqUpTo: number }
   /** These syncWait waiters may go on. */
   | { kind: 'synced'; waiters: number[] }
+  /** These hand-offs' records are synced: their origins may drop them. */
+  | { kind: 'handedOff'; waiters: number[] }
   /** A retention round (spec §1.12) with nowMs as the time; then 'retentionDone'. */
   | { kind: 'retain'; nowMs: number }
   /** Close and remove these logs (and the topic directory if empty); then 'destroyed'. */
@@ -98,6 +108,11 @@ interface LogState {
   /** Flush rounds that left records of this log unsynced, oldest first (checks 'durable' against them). */
   unsyncedRounds: { seqUpTo: number; endOffset: number }[];
   cursors: PartitionCursors;
+  /** Holds records other nodes handed over: their interleaving with this node's cannot be replayed from one ingress
+   *  log, so its records become visible only once synced. */
+  foreign: boolean;
+  /** What the read path was last told (committed). */
+  committedOffset: number;
 }
 
 interface Deletion<L> {
@@ -138,6 +153,7 @@ export class PartitionWriteCore<L, D extends HeldDispatch> {
   /** Logs whose cursor table waits for a sync before it may be persisted. */
   private readonly cursorsWaitingSync = new Set<L>();
   private readonly cursorsPersisting = new Set<L>();
+  private handoffWaiters: HandoffStaged<L>[] = [];
   private round: { id: number; kind: 'flush'; logs: L[]; seqUpTo: number } | { id: number; kind: 'retention' } | null = null;
   private syncRound: { id: number; logs: L[]; seqUpTo: number | null; waiters: number[] } | null = null;
   private nextRoundId = 1;
@@ -200,7 +216,8 @@ export class PartitionWriteCore<L, D extends HeldDispatch> {
         this.appliedIndex = cmd.appliedIndex;
         return this.heldRelease();
       case 'staged':
-        return this.onStaged(cmd.seqUpTo, cmd.logs);
+        this.onStaged(cmd.seqUpTo, cmd.logs);
+        return this.onHandoffsStaged(cmd.handoffs ?? []);
       case 'flushDone':
         return this.onFlushDone(cmd.logs);
       case 'syncDone':
@@ -241,7 +258,10 @@ export class PartitionWriteCore<L, D extends HeldDispatch> {
   }
 
   private stateNew(highWatermark: number, cursors: readonly CursorEntry[]): LogState {
-    return { highWatermark, syncedOffset: highWatermark, unsyncedRounds: [], cursors: new PartitionCursors(cursors) };
+    return {
+      highWatermark, syncedOffset: highWatermark, unsyncedRounds: [], cursors: new PartitionCursors(cursors), foreign: false,
+      committedOffset: highWatermark,
+    };
   }
 
   /** Every held dispatch the replica can judge now goes to staging, in arrival order. */
@@ -266,6 +286,25 @@ export class PartitionWriteCore<L, D extends HeldDispatch> {
     this.uncoveredSeq = seqUpTo;
   }
 
+  private onHandoffsStaged(handoffs: readonly HandoffStaged<L>[]): void {
+    for (const handoff of handoffs) {
+      for (const [log] of handoff.ends) this.states.get(log)!.foreign = true;
+      this.handoffWaiters.push(handoff);
+    }
+    this.handoffsAnswer();
+  }
+
+  /** Hand-offs whose every log is synced up to where they staged (or deleted since) are answered. */
+  private handoffsAnswer(): void {
+    const done: number[] = [];
+    this.handoffWaiters = this.handoffWaiters.filter((handoff) => {
+      const synced = handoff.ends.every(([log, end]) => (this.states.get(log)?.syncedOffset ?? end) >= end);
+      if (synced) done.push(handoff.waiter);
+      return !synced;
+    });
+    if (done.length > 0) this.effects.push({ kind: 'handedOff', waiters: done });
+  }
+
   private onFlushDone(positions: readonly LogPosition<L>[]): void {
     const round = this.round;
     check(round?.kind === 'flush', 'flushDone without a flush round');
@@ -281,13 +320,23 @@ export class PartitionWriteCore<L, D extends HeldDispatch> {
         state.unsyncedRounds.push({ seqUpTo: round.seqUpTo, endOffset: state.highWatermark });
         this.unsyncedRoundLogs.add(position.log);
         this.unsynced.add(position.log);
+        // Handed-over records wait for this sync (their origin, and consumers): it comes now, not an interval later.
+        if (state.foreign) this.syncDue = true;
       }
-      committed.push({ log: position.log, highWatermark: state.highWatermark, syncedOffset: state.syncedOffset });
+      this.committedPush(committed, position.log, state);
     }
-    // Consumers see the records now, before anything is synced: they never wait for a sync.
+    // Consumers see this node's records now, before anything is synced: they never wait for a sync.
     this.effects.push({ kind: 'committed', logs: committed });
     this.unsyncedSeq = round.seqUpTo;
     this.durableReport();
+  }
+
+  /** What the read path may see: everything written, or of a log holding handed-over records, what is synced. */
+  private committedPush(committed: LogPosition<L>[], log: L, state: LogState): void {
+    const visible = state.foreign ? Math.max(state.committedOffset, state.syncedOffset) : state.highWatermark;
+    if (visible === state.committedOffset && state.foreign) return;
+    state.committedOffset = visible;
+    committed.push({ log, highWatermark: visible, syncedOffset: state.syncedOffset });
   }
 
   /** A flush moves the high watermark (and the synced offset: a roll syncs the sealed segment). A sync moves only the
@@ -308,10 +357,15 @@ export class PartitionWriteCore<L, D extends HeldDispatch> {
     check(round !== null, 'syncDone without a sync round');
     check(positions.length === round.logs.length, 'syncDone must name every log of its round');
     this.syncRound = null;
+    const committed: LogPosition<L>[] = [];
     for (const position of positions) {
       const state = this.states.get(position.log);
-      if (state !== undefined) this.positionApply(position, state, false);
+      if (state === undefined) continue;
+      this.positionApply(position, state, false);
+      if (state.foreign) this.committedPush(committed, position.log, state);
     }
+    if (committed.length > 0) this.effects.push({ kind: 'committed', logs: committed });
+    this.handoffsAnswer();
     if (round.seqUpTo !== null) this.durableEmit(round.seqUpTo);
     if (round.waiters.length > 0) this.effects.push({ kind: 'synced', waiters: round.waiters });
     // A flush round that ended meanwhile waited for this sync before reporting.

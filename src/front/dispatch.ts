@@ -136,6 +136,8 @@ export class PartitionWorkers {
         return;
       case 'ready':
         return;
+      case 'handedOff':
+        throw new Error('a worker answered a hand-off on the front\'s port');
       default:
         assertNever(message);
     }

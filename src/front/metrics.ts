@@ -16,11 +16,20 @@ export class Metrics {
   /** topic name -> reason -> produce requests refused (spec §4 Health and metrics). */
   private readonly rejections = new Map<string, Map<string, number>>();
 
-  constructor(replica: MetadataReplica, workers: PartitionWorkers, validations: { readonly inFlight: number }) {
+  constructor(replica: MetadataReplica, workers: PartitionWorkers, validations: { readonly inFlight: number },
+    handoff: { backlogRecords(): number }) {
     this.registerCounters();
     this.registerGauges(replica, workers);
     this.registerPartitionSeries(replica, workers);
     this.registerProduceGuards(validations);
+    new Gauge({
+      name: 'svc_ingress_dispatch_backlog_records',
+      help: 'Records this node accepted for partitions other nodes own and has not yet seen them confirm (issue 29).',
+      registers: [this.registry],
+      collect() {
+        this.set(handoff.backlogRecords());
+      },
+    });
   }
 
   /** Schema checks of produce: refusals by reason, and the schema pool's slots in use. */

@@ -1,10 +1,13 @@
-// Which partitions of a topic this node owns (the leader placed owners in the metadata). Consume, replay, ack and
-// statistics of other owners' partitions are forwarded (src/front/remote_partitions.ts); until produce is handed
-// between nodes too (issue 29), a produce pinned elsewhere answers 503, and the node's own choices (round-robin
-// produce, consume without partition) stay on its own partitions.
-// Front thread; cached per topic record and partition count, since owners change only with the count.
+// Which partitions of a topic this node owns (the leader placed owners in the metadata), and where a produce goes
+// (spec §4 Produce, §1.6): the pinned partition, else the key's, else round-robin over every partition; a partition
+// whose owner is marked dead, or has failed hand-offs for 3 s (handoff.ts), takes no new produce: pinned, 503 with
+// Retry-After; by key or round-robin, the next partition whose owner takes it (key order then breaks: decisions.md).
+// Consume, replay, ack and statistics of other owners' partitions are forwarded (src/front/remote_partitions.ts).
+// Front thread; the local list is cached per topic record and partition count, since owners change only with it.
 import { errors, type BrokerError } from '../errors.js';
 import type { TopicRecord } from '../protocol/metadata_types.js';
+import { partitionForKey } from '../protocol/batch_produce_body.js';
+import type { RouteServices } from './services.js';
 
 const localCache = new WeakMap<TopicRecord, { partitions: number; local: number[] }>();
 
@@ -17,13 +20,40 @@ export function localPartitions(topic: TopicRecord, nodeId: number): number[] {
   return local;
 }
 
-export function ownedElsewhere(topic: TopicRecord, partition: number): BrokerError {
-  return errors.ownedElsewhere(topic.name, partition, topic.owners[partition]);
+/** Whether a new produce may go to owner: this node, or a member neither marked dead nor failing hand-offs. */
+export function ownerTakesProduce(s: RouteServices, owner: number): boolean {
+  if (owner === s.nodeId) return true;
+  if (s.replica.clusterStatus?.deadMembers.includes(owner) === true) return false;
+  return !s.handoff.failingLong(owner);
 }
 
-/** Throws the 503 unless this node owns the partition. */
-export function requireLocalPartition(topic: TopicRecord, partition: number, nodeId: number): void {
-  if (topic.owners[partition] !== nodeId) throw ownedElsewhere(topic, partition);
+/** Throws the 503 (Retry-After) of a pinned produce whose partition's owner takes none now. */
+export function requireProducible(s: RouteServices, topic: TopicRecord, partition: number): void {
+  const owner = topic.owners[partition]!;
+  if (!ownerTakesProduce(s, owner)) throw errors.ownerUnreachable(topic.name, partition, owner);
+}
+
+/** The partition of a produce: pinned, by key, or round-robin (roundRobin: the topic's next position). */
+export function producePartition(s: RouteServices, topic: TopicRecord, pin: number | undefined, key: Uint8Array | null): number {
+  if (pin !== undefined) {
+    requireProducible(s, topic, pin);
+    return pin;
+  }
+  if (key !== null) return firstProducibleFrom(s, topic, partitionForKey(key, topic.partitions));
+  const roundRobin = s.produce.roundRobin;
+  const next = (roundRobin.get(topic.id) ?? 0) % topic.partitions;
+  const partition = firstProducibleFrom(s, topic, next);
+  roundRobin.set(topic.id, partition + 1);
+  return partition;
+}
+
+/** start, or the next partition after it (wrapping) whose owner takes produces; 503 when none does. */
+function firstProducibleFrom(s: RouteServices, topic: TopicRecord, start: number): number {
+  for (let k = 0; k < topic.partitions; k++) {
+    const partition = (start + k) % topic.partitions;
+    if (ownerTakesProduce(s, topic.owners[partition]!)) return partition;
+  }
+  throw errors.noProducibleOwner(topic.name);
 }
 
 /** The 503 for a topic none of whose partitions live here. */

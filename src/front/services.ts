@@ -6,6 +6,7 @@ import type { Config } from '../config.js';
 import type { Logger } from '../util/log.js';
 import type { ByteBudget } from './body.js';
 import type { RemotePartitions } from './remote_partitions.js';
+import type { Handoff } from './handoff.js';
 import type { PartitionWorkers } from './dispatch.js';
 import type { ConsumeState } from './handlers/consume.js';
 import type { NodeLifecycle } from './handlers/health.js';
@@ -31,6 +32,8 @@ export interface FrontServices {
   metrics: Metrics;
   /** Requests for partitions other nodes own, over the data channel (issue 29). */
   remote: RemotePartitions;
+  /** Produced records of partitions other nodes own, handed to them in the background (issue 29). */
+  handoff: Handoff;
   /** Produce-time schema checks and their pool (src/front/schema_validation.ts). */
   schemas: SchemaValidation;
 }

@@ -23,6 +23,8 @@ export class DataServer {
         return this.take(from, body);
       case 'settle':
         return this.settle(body);
+      case 'handoff':
+        return this.handoff(from, body);
     }
   }
 
@@ -71,6 +73,15 @@ export class DataServer {
     } finally {
       if (park) this.parked.delete(key);
     }
+  }
+
+  /** Every worker takes the frames and stores its partitions' records; the origin hears once all are synced. */
+  private async handoff(origin: number, body: Extract<DataRequest, { kind: 'handoff' }>): Promise<DataReply> {
+    const answers = await Promise.all(this.workers.all().map((worker) =>
+      this.workers.request(worker, { kind: 'handoff', origin, metaIndex: body.metaIndex, frames: body.frames }).answer));
+    const failed = answers.find((answer) => answer.kind !== 'handedOff');
+    if (failed !== undefined) throw new Error(`worker answered ${failed.kind} to a hand-off`);
+    return { kind: 'handedOff' };
   }
 
   private async settle(body: Extract<DataRequest, { kind: 'settle' }>): Promise<DataReply> {

@@ -17,6 +17,11 @@ export class WorkerLinks {
     for (const port of ports) port.on('message', (message: FromWorker) => this.onAnswer(message));
   }
 
+  /** Every worker's index. */
+  all(): number[] {
+    return this.ports.map((_, worker) => worker);
+  }
+
   ownerOf(topicId: string, partition: number): number {
     return workerForPartition(topicId, partition, this.ports.length);
   }

@@ -15,7 +15,11 @@ export type DataRequest =
   | { kind: 'take'; topicId: string; partitions: number[]; max: number; parkRef?: number }
   /** Ack, extend or nack of receipt handles (joined by ','), answered by 'settledResult' with one status per
    *  handle, in order. */
-  | { kind: 'settle'; topicId: string; mode: SettleMode; handles: string };
+  | { kind: 'settle'; topicId: string; mode: SettleMode; handles: string }
+  /** Synced groups of the asker's ingress log (frames as written there, in seq order) with records for partitions this
+   *  node owns: each stored once per (asker, seq, index), answered 'handedOff' once synced. metaIndex: the asker's
+   *  applied metadata index (the owner's workers hold the records until they have applied as far). */
+  | { kind: 'handoff'; metaIndex: number; frames: Uint8Array };
 
 /** One-way messages of the data channel. */
 export type DataMessage =
@@ -30,4 +34,5 @@ export type DataReply =
   | { kind: 'statsResult'; stats: PartitionStatsView[] }
   | { kind: 'taken'; count: number; messagesJson: string; handles: string }
   | { kind: 'settledResult'; statuses: number[] }
+  | { kind: 'handedOff' }
   | { kind: 'failed'; refusal: WorkerRefusal };

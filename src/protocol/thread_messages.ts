@@ -50,6 +50,9 @@ export interface ClusterStatus {
   leaderHeardAtMs: number;
   /** The replica has applied what the leader had committed when this node started (spec §4 /readyz). */
   caughtUp: boolean;
+  /** Members the liveness view (the leader's, as this node last heard it) marks dead: produce routes around their
+   *  partitions (spec §1.6). */
+  deadMembers: number[];
 }
 
 /** A committed entry, broadcast in log order to the front and every worker; each applies it itself. */
@@ -123,6 +126,10 @@ export type ToWorker =
    *  and answers 'durable'. metaIndex: the front's applied metadata index when it was sent; the worker
    *  holds the group until its own replica has applied that far, so it knows every topic named. */
   | { kind: 'dispatch'; metaIndex: number; frames: Uint8Array; lastSeq: number }
+  /** Node-link -> worker: a synced ingress group of another node's ingress log (origin), handed over (issue 29). The
+   *  worker stores the records of the partitions it owns on this node, once each per origin ((seq, index) as for
+   *  'dispatch'), and answers 'handedOff' once they are synced. metaIndex: the origin's applied metadata index. */
+  | { kind: 'handoff'; reqId: number; origin: number; metaIndex: number; frames: Uint8Array }
   /** Front -> worker: read one record (replay). Answered by 'readResult' or 'failed'. */
   | { kind: 'read'; reqId: number; topicId: string; partition: number; offset: number }
   /** Front -> worker: statistics of these partitions of a topic. Answered by 'statsResult'. */
@@ -155,6 +162,8 @@ export type FromWorker =
   /** Worker -> front: every record of every dispatch up to lastSeq that this worker owns is synced.
    *  The ingress log may drop segments once every worker has reported past them. */
   | { kind: 'durable'; seqUpTo: number }
+  /** Worker -> node-link: the hand-off's records of this worker's partitions are synced (or were already held). */
+  | { kind: 'handedOff'; reqId: number }
   | { kind: 'readResult'; reqId: number; status: 'ok' | 'past_end' | 'aged_out'; record?: StoredRecordView }
   | { kind: 'statsResult'; reqId: number; stats: PartitionStatsView[] }
   /** count leases taken; messagesJson: their spec §2 Messages (each with its receipt_handle) joined by ',', built
@@ -178,6 +187,8 @@ export type FromWorker =
 
 /** workerData of a partition worker. */
 export interface PartitionWorkerData {
+  /** This node's id: a worker stores only records of partitions the metadata places on this node. */
+  nodeId: number;
   workerIndex: number;
   workerCount: number;
   dataDir: string;

@@ -46,6 +46,7 @@ class WorkerUnderTest {
 
   constructor(dataDir: string, opts: { workerIndex?: number; workerCount?: number; retentionCheckIntervalMs?: number; syncIntervalMs?: number } = {}) {
     const workerData: PartitionWorkerData = {
+      nodeId: 1,
       workerIndex: opts.workerIndex ?? 0,
       workerCount: opts.workerCount ?? 1,
       dataDir,

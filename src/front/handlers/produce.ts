@@ -5,7 +5,7 @@
 import { limits } from '../../config.js';
 import { errors, refusalError, type BrokerError } from '../../errors.js';
 import { PayloadKind, type IngressEntry, type IngressRecord } from '../../protocol/ingress_frame.js';
-import { localPartitions, noLocalPartition, requireLocalPartition } from '../partition_owners.js';
+import { localPartitions, ownerTakesProduce, producePartition, requireProducible } from '../partition_owners.js';
 import { parseBatchBody, partitionForKey, partitionUnassigned, type BatchParse } from '../../protocol/batch_produce_body.js';
 import { classifyPayload, decodeBase64 } from '../../protocol/payload.js';
 import type { TopicRecord } from '../../protocol/metadata_types.js';
@@ -47,16 +47,6 @@ export class ProduceState {
   }
 }
 
-/** Round-robin over the partitions this node owns (all of them on a one-node cluster). */
-function nextPartition(s: RouteServices, topic: TopicRecord): number {
-  const local = localPartitions(topic, s.nodeId);
-  if (local.length === 0) throw noLocalPartition(topic);
-  const roundRobin = s.produce.roundRobin;
-  const next = (roundRobin.get(topic.id) ?? 0) % local.length;
-  roundRobin.set(topic.id, next + 1);
-  return local[next]!;
-}
-
 function takeProduceSlot(s: RouteServices, ctx: RequestContext, weight: number): void {
   const state = s.produce;
   if (state.capMax === 0) return;
@@ -73,7 +63,18 @@ function appendToIngress(s: RouteServices, topic: TopicRecord, entry: IngressEnt
   entry.seq = ingress.takeSeq();
   entry.topicId = topic.id;
   entry.timestampSec = Math.floor(Date.now() / 1000);
+  if (localPartitions(topic, s.nodeId).length < topic.partitions) noteRemoteRecords(s, topic, entry);
   ingress.appendThen(entry, listener);
+}
+
+/** Records of partitions other nodes own go to them once their group is synced (handoff.ts). */
+function noteRemoteRecords(s: RouteServices, topic: TopicRecord, entry: IngressEntry): void {
+  const counts = new Map<number, number>();
+  for (const record of entry.records) {
+    const owner = topic.owners[record.partition]!;
+    if (owner !== s.nodeId) counts.set(owner, (counts.get(owner) ?? 0) + 1);
+  }
+  for (const [owner, records] of counts) s.handoff.note(owner, entry.seq, records);
 }
 
 /** appendToIngress of one record, through the shared single entry; kind when a schema check already knows it. */
@@ -148,8 +149,7 @@ class SingleProduce implements BodyListener, AppendListener {
       }
       if (payload.byteLength === 0) throw errors.invalid('body', 'empty: a message needs a payload');
       const topic = this.topic;
-      const partition = this.pin ?? (this.key !== null ? partitionForKey(this.key, topic.partitions) : nextPartition(this.s, topic));
-      requireLocalPartition(topic, partition, this.s.nodeId);
+      const partition = producePartition(this.s, topic, this.pin, this.key);
       this.partition = partition;
       const schema = this.s.replica.schemaOf(topic);
       if (schema.document === null) appendOne(this.s, topic, partition, this.key, payload, this);
@@ -176,7 +176,7 @@ class SingleProduce implements BodyListener, AppendListener {
       // The topic may have been deleted, or the partition moved, while the pool worked.
       const current = s.replica.topic(topic.name);
       if (current.id !== topic.id) throw errors.topicNotFound(topic.name);
-      requireLocalPartition(current, this.partition, s.nodeId);
+      requireProducible(s, current, this.partition);
       appendOne(s, current, this.partition, this.key, owned, this, PayloadKind.Json);
     }).catch((error: unknown) => this.ctx.fail(error));
   }
@@ -250,12 +250,23 @@ export async function onProduceBatch(ctx: RequestContext, s: RouteServices): Pro
   const records = parsed.records;
   takeProduceSlot(s, ctx, records.length);
   for (const record of records) {
-    if (record.partition === partitionUnassigned) record.partition = nextPartition(s, current);
-    else requireLocalPartition(current, record.partition, s.nodeId);
+    if (record.partition === partitionUnassigned) record.partition = producePartition(s, current, undefined, null);
+    else if (!ownerTakesProduce(s, current.owners[record.partition]!)) record.partition = reroutedPartition(s, current, record);
   }
   const entry: IngressEntry = { seq: 0, topicId: '', timestampSec: 0, records };
   await new Promise<void>((resolve, reject) => appendToIngress(s, current, entry, new BatchAppend(s, current, records, resolve, reject)));
   return jsonReply(202, { accepted: records.length });
+}
+
+/** A batch record whose partition's owner takes no produce now: one placed by its key goes to the next partition that
+ *  takes it (spec §1.6); one pinned is refused with 503. The body parse keeps no mark of which it was: a record whose
+ *  partition is its key's counts as placed by the key. */
+function reroutedPartition(s: RouteServices, topic: TopicRecord, record: IngressRecord): number {
+  if (record.key !== null && partitionForKey(record.key, topic.partitions) === record.partition) {
+    return producePartition(s, topic, undefined, record.key);
+  }
+  requireProducible(s, topic, record.partition);
+  return record.partition;
 }
 
 /** A schema refusal as a produce answers it, counted (svc_produce_rejections_total, reason schema). */

@@ -152,6 +152,11 @@ export class Membership {
     return [...this.host.state().members.keys()].filter((id) => this.host.liveness.alive(id, isLeader, nowMs));
   }
 
+  deadMemberIds(): number[] {
+    const live = new Set(this.liveMemberIds());
+    return [...this.host.state().members.keys()].filter((id) => !live.has(id)).sort((a, b) => a - b);
+  }
+
   memberViews(): MemberView[] {
     const nowMs = Date.now();
     const status = this.host.core.status();

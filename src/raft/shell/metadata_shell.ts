@@ -440,6 +440,7 @@ export class MetadataShell {
       leader: status.leader,
       leaderHeardAtMs: status.role === 'leader' ? nowMs : this.leaderHeardAtMs,
       caughtUp: this.caughtUp,
+      deadMembers: this.membership.deadMemberIds(),
     };
     const { leaderHeardAtMs: _ignored, ...compared } = clusterStatus;
     const json = JSON.stringify(compared);

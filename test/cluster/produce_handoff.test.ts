@@ -1,0 +1,132 @@
+// Goal: a produce through any node is stored at its partition's owner (issue 29 points 1-3, spec §1.2, §1.6): a
+// node x partition matrix of pinned produces all answer 202 and each partition then holds exactly its messages, read
+// through another node; round-robin produce spreads over every partition, local and remote; a record handed over
+// is stored once even when the origin is killed (kill -9) before its owner confirmed and hands it over again after
+// its restart; with an owner killed, produces without a partition keep answering 202 and go to live partitions, a
+// pinned produce of its partition answers 503 with Retry-After once the owner is known down, and after its restart
+// every message accepted for it is readable.
+// Method: black box on 3 real node processes on loopback (kill -9 and SIGSTOP for real); messages are read back by
+// replay (consume with partition and offset) until 204.
+import t from 'tap';
+import { TestCluster, eventually } from '../helpers/cluster.js';
+import type { Client } from '../helpers/http.js';
+import type { Teardown } from '../helpers/node.js';
+
+interface Stats { index: number; owner_node: string; next_offset: number }
+
+async function ownersOf(client: Client, topic: string): Promise<number[]> {
+  const body = (await client.get(`/v1/topics/${topic}`)).json() as { partition_stats: Stats[] };
+  return body.partition_stats.map((p) => Number(p.owner_node));
+}
+
+/** Every payload of the partition, in offset order, read by replay through client (at most limit). */
+async function payloadsOf(client: Client, topic: string, partition: number, limit = 500): Promise<unknown[]> {
+  const payloads: unknown[] = [];
+  for (let offset = 0; offset < limit; offset++) {
+    const res = await client.get(`/v1/topics/${topic}/consume?partition=${partition}&offset=${offset}`);
+    if (res.status === 204) return payloads;
+    if (res.status !== 200) throw new Error(`replay ${partition}/${offset}: ${res.status} ${res.text}`);
+    payloads.push((res.json() as { payload: unknown }).payload);
+  }
+  return payloads;
+}
+
+/** Waits until the topic's partitions together hold count messages (seen through client). */
+async function totalBecomes(client: Client, topic: string, count: number, timeoutMs: number): Promise<boolean> {
+  return eventually(async () => {
+    const body = (await client.get(`/v1/topics/${topic}`)).json() as { partition_stats: Stats[] };
+    return body.partition_stats.reduce((sum, s) => sum + s.next_offset, 0) === count;
+  }, timeoutMs, 200);
+}
+
+async function startedCluster(t: Teardown & { passing?(): boolean }): Promise<{ cluster: TestCluster; leader: number }> {
+  const cluster = await TestCluster.create(t, 3);
+  await cluster.startAll();
+  const leader = await cluster.agreedLeader(15_000);
+  if (leader === undefined) throw new Error('no leader within 15 s');
+  if (!(await cluster.allReady(15_000))) throw new Error('not all 3 ready');
+  return { cluster, leader };
+}
+
+t.test('pinned produce through every node to every partition; round-robin over all', async (t) => {
+  const { cluster, leader } = await startedCluster(t);
+  t.equal((await cluster.client(leader).post('/v1/topics', { name: 'ho', partitions: 6 })).status, 201);
+  t.ok(await cluster.visibleOnAll('/v1/topics/ho', 10_000));
+  const owners = await ownersOf(cluster.client(leader), 'ho');
+  t.same(new Set(owners), new Set([1, 2, 3]), 'every node owns a partition');
+  for (const via of [1, 2, 3]) {
+    for (let p = 0; p < 6; p++) {
+      const res = await cluster.client(via).post(`/v1/topics/ho/produce?partition=${p}`, { via, p });
+      t.equal(res.status, 202, `node ${via} -> partition ${p} (owner ${owners[p]})`);
+    }
+  }
+  t.ok(await totalBecomes(cluster.client(1), 'ho', 18, 10_000), 'all 18 stored at their owners');
+  for (let p = 0; p < 6; p++) {
+    const reader = [1, 2, 3].find((id) => id !== owners[p])!;
+    const got = await payloadsOf(cluster.client(reader), 'ho', p);
+    t.same(got, [1, 2, 3].map((via) => ({ via, p })), `partition ${p}: one message from each node, in produce order`);
+  }
+  for (const via of [1, 2, 3]) {
+    for (let i = 0; i < 12; i++) t.equal((await cluster.client(via).post('/v1/topics/ho/produce', { via, i })).status, 202);
+  }
+  t.ok(await totalBecomes(cluster.client(2), 'ho', 18 + 36, 10_000), 'round-robin produces all stored');
+  const body = (await cluster.client(3).get('/v1/topics/ho')).json() as { partition_stats: Stats[] };
+  t.same(body.partition_stats.map((s) => s.next_offset), Array(6).fill(9), 'round-robin through each node covers all 6 partitions evenly');
+  const batch = await cluster.client(1).post('/v1/topics/ho/produce/batch', { messages: [0, 1, 2, 3, 4, 5].map((p) => ({ partition: p, payload: { b: p } })) });
+  t.equal(batch.status, 202, batch.text);
+  t.ok(await totalBecomes(cluster.client(1), 'ho', 60, 10_000), 'a batch spread over every owner is stored');
+});
+
+t.test('a hand-off re-sent after the origin is killed is stored once', async (t) => {
+  const { cluster, leader } = await startedCluster(t);
+  t.equal((await cluster.client(leader).post('/v1/topics', { name: 'once', partitions: 3 })).status, 201);
+  t.ok(await cluster.visibleOnAll('/v1/topics/once', 10_000));
+  const owners = await ownersOf(cluster.client(leader), 'once');
+  const owner = owners[0]!;
+  const origin = [1, 2, 3].find((id) => id !== owner)!;
+  const reader = [1, 2, 3].find((id) => id !== owner && id !== origin)!;
+  for (let i = 0; i < 10; i++) t.equal((await cluster.client(origin).post('/v1/topics/once/produce?partition=0', { i })).status, 202);
+  t.ok(await eventually(async () => (await payloadsOf(cluster.client(reader), 'once', 0)).length === 10, 10_000), 'first 10 handed over');
+  // The owner stops answering: the next hand-offs wait at the origin, which is then killed before any confirmation.
+  const ownerProcess = cluster.nodes.get(owner)!.process;
+  ownerProcess.kill('SIGSTOP');
+  for (let i = 10; i < 20; i++) t.equal((await cluster.client(origin).post('/v1/topics/once/produce?partition=0', { i })).status, 202);
+  await cluster.kill(origin);
+  ownerProcess.kill('SIGCONT');
+  await cluster.start(origin);
+  t.ok(await eventually(async () => (await payloadsOf(cluster.client(reader), 'once', 0)).length >= 20, 20_000), 'the replay handed the rest over');
+  await new Promise((resolve) => setTimeout(resolve, 1_000));
+  const got = await payloadsOf(cluster.client(reader), 'once', 0);
+  t.same(got, Array.from({ length: 20 }, (_, i) => ({ i })), 'every 202 stored exactly once, in order');
+});
+
+t.test('an owner killed: produces go around it, pinned ones answer 503, its messages come back with it', async (t) => {
+  const { cluster, leader } = await startedCluster(t);
+  t.equal((await cluster.client(leader).post('/v1/topics', { name: 'down', partitions: 6 })).status, 201);
+  t.ok(await cluster.visibleOnAll('/v1/topics/down', 10_000));
+  const owners = await ownersOf(cluster.client(leader), 'down');
+  const victim = owners.find((o) => o !== leader)!;
+  const survivor = [1, 2, 3].find((id) => id !== victim)!;
+  const victimPartition = owners.indexOf(victim);
+  let accepted = 0;
+  for (let i = 0; i < 12; i++) if ((await cluster.client(survivor).post('/v1/topics/down/produce', { before: i })).status === 202) accepted++;
+  t.equal(accepted, 12, 'round-robin before the kill');
+  await cluster.kill(victim);
+  const pinnedRefused = await eventually(async () => {
+    const res = await cluster.client(survivor).post(`/v1/topics/down/produce?partition=${victimPartition}`, { pinned: true });
+    if (res.status === 202) accepted++;
+    return res.status === 503 && res.headers['retry-after'] !== undefined;
+  }, 20_000, 250);
+  t.ok(pinnedRefused, 'a pinned produce of the dead owner\'s partition: 503 with Retry-After');
+  let after = 0;
+  for (let i = 0; i < 24; i++) {
+    const res = await cluster.client(survivor).post('/v1/topics/down/produce', { after: i });
+    if (res.status === 202) after++;
+  }
+  t.equal(after, 24, 'produces without a partition keep answering 202');
+  const live = (await cluster.client(survivor).get('/v1/topics/down')).json() as { partition_stats: Stats[]; partial?: boolean };
+  t.equal(live.partial, true, 'get-topic: partial while the owner is down');
+  await cluster.start(victim);
+  const total = 12 + (accepted - 12) + 24;
+  t.ok(await totalBecomes(cluster.client(survivor), 'down', total, 30_000), `all ${total} accepted messages stored once the owner is back`);
+});
