@@ -2,7 +2,7 @@
 // node x partition matrix of pinned produces all answer 202 and each partition then holds exactly its messages, read
 // through another node; round-robin produce spreads over every partition, local and remote; a record handed over
 // is stored once even when the origin is killed (kill -9) before its owner confirmed and hands it over again after
-// its restart; with an owner killed, produces without a partition keep answering 202 and go to live partitions, a
+// its restart (svc_ingress_dispatch_backlog_records counts them meanwhile); with an owner killed, produces without a partition keep answering 202 and go to live partitions, a
 // pinned produce of its partition answers 503 with Retry-After once the owner is known down, and after its restart
 // every message accepted for it is readable.
 // Method: black box on 3 real node processes on loopback (kill -9 and SIGSTOP for real); messages are read back by
@@ -91,6 +91,9 @@ t.test('a hand-off re-sent after the origin is killed is stored once', async (t)
   const ownerProcess = cluster.nodes.get(owner)!.process;
   ownerProcess.kill('SIGSTOP');
   for (let i = 10; i < 20; i++) t.equal((await cluster.client(origin).post('/v1/topics/once/produce?partition=0', { i })).status, 202);
+  const metrics = (await cluster.client(origin).get('/metrics')).text;
+  const backlog = Number(/^svc_ingress_dispatch_backlog_records (\d+)/m.exec(metrics)?.[1]);
+  t.ok(backlog >= 10, `svc_ingress_dispatch_backlog_records counts the unconfirmed records (${backlog})`);
   await cluster.kill(origin);
   ownerProcess.kill('SIGCONT');
   await cluster.start(origin);
