@@ -305,6 +305,9 @@ export const settings = {
   'cluster.member_dead_after': durationSetting(5 * secondMs, 500, 10 * 60 * secondMs),
   /** Applied metadata entries between two snapshots of the metadata state; older log entries are then dropped. */
   'cluster.snapshot_entries': intSetting(10_000, 2, 10_000_000),
+  /** Bytes of synced ingress groups held in memory for one other owner until it confirms them; past it, that
+   *  owner's backlog is read back from the ingress log's files (issue 29). */
+  'cluster.handoff_queue_bytes': sizeSetting(64 * MiB, 64 * KiB, 16 * GiB),
   /** Named fault points switched on for tests only (STYLE §6): a comma list of ingress.write, ingress.sync.
    *  Each makes that step of the ingress log fail, so tests can see the 500 latch of spec §7. Empty in service. */
   'test.fault_points': stringSetting('', 'a comma list of ingress.write, ingress.sync', (text) =>

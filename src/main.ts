@@ -24,6 +24,7 @@ import { SchemaValidation } from './front/schema_validation.js';
 import type { ClusterThreadConfig, MetadataThreadData, PartitionWorkerData, ToMetadata } from './protocol/thread_messages.js';
 import { RemotePartitions } from './front/remote_partitions.js';
 import { Handoff } from './front/handoff.js';
+import type { PortChannel } from './transport/port_channel.js';
 import { closeNodeLink, isMultiNode, NodeLinkListenFailed, startNodeLink, type NodeLink } from './node_link/node_link.js';
 import { readClusterSecretFile } from './transport/cluster_secret.js';
 import { DataDirLockedError, lockDataDir } from './util/data_dir_lock.js';
@@ -54,8 +55,7 @@ async function main(): Promise<void> {
   const replica = new MetadataReplica(metadataThread);
   const workers = new PartitionWorkers(workerThreads);
   await Promise.all([replica.whenReady(), workers.whenReady()]);
-  const handoff = new Handoff(nodeLink?.dataChannel ?? null, () => replica.appliedIndex);
-  const ingress = await openIngress(config, dataDir, log, replica, workers, { handoff, nodeId });
+  const { ingress, handoff } = await openIngress(config, dataDir, log, replica, workers, { channel: nodeLink?.dataChannel ?? null, nodeId });
   const { authPool, workPool, schemas } = startPools(config);
   const services: FrontServices = {
     config, log, nodeId, replica, workers, ingress, authPool, workPool, schemas, handoff,
@@ -120,7 +120,7 @@ async function exitUnless<T>(run: () => Promise<T>, expected: (error: unknown) =
 /** Opens the ingress log, wires it to the workers and the owners it hands records to, and hands them what a crash
  *  left unstored. */
 async function openIngress(config: Config, dataDir: string, log: Logger, replica: MetadataReplica, workers: PartitionWorkers,
-  { handoff, nodeId }: { handoff: Handoff; nodeId: number }): Promise<IngressLog> {
+  { channel, nodeId }: { channel: PortChannel | null; nodeId: number }): Promise<{ ingress: IngressLog; handoff: Handoff }> {
   const faults = new Set(config['test.fault_points'].split(',').map((point) => point.trim()));
   const injected = (point: string) => (faults.has(point) ? () => new Error(`fault point ${point}`) : undefined);
   const { log: ingress, replay, replayLastSeq } = await IngressLog.open({
@@ -128,6 +128,7 @@ async function openIngress(config: Config, dataDir: string, log: Logger, replica
     segmentBytesMax: config['storage.ingress_segment_bytes'],
     faults: { write: injected('ingress.write'), sync: injected('ingress.sync') },
   });
+  const handoff = new Handoff(channel, () => replica.appliedIndex, config['cluster.handoff_queue_bytes'], ingress);
   ingress.onSynced = (group, lastSeq) => {
     handoff.groupSynced(group, lastSeq);
     workers.dispatch(group, lastSeq, replica.appliedIndex);
@@ -142,7 +143,7 @@ async function openIngress(config: Config, dataDir: string, log: Logger, replica
     workers.dispatch(chunk, replayLastSeq[i]!, replica.appliedIndex);
   });
   if (replay.length > 0) log.info({ chunks: replay.length, lastSeq: replayLastSeq[replayLastSeq.length - 1] }, 'ingress log replayed');
-  return ingress;
+  return { ingress, handoff };
 }
 
 function startPools(config: Config): { authPool: Piscina; workPool: Piscina; schemas: SchemaValidation } {

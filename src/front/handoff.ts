@@ -1,12 +1,15 @@
 // Produce through any node, the origin's side (issue 29 point 1, spec §1.2): a synced ingress group that holds
 // records for partitions other nodes own is handed to each of those owners in the background, in seq order, over the
 // data channel (src/node_link/data_server.ts stores them and answers once synced). The ingress log keeps a group until
-// the local workers and every owner it went to hold it durably. A failing owner is retried until it answers; one
-// failing for handoffGiveUpMs counts as unreachable for new produces (rerouting, partition_choice.ts). Front thread;
+// the local workers and every owner it went to hold it durably. Groups owed to one owner are held in memory up to
+// cluster.handoff_queue_bytes; past it the owner's backlog is a seq range read back from the ingress log's files
+// (ingress_reader.ts), so a slow owner grows the disk, not the memory. A failing owner is retried until it answers;
+// one failing for handoffGiveUpMs counts as unreachable for new produces (rerouting, partition_owners.ts). Front thread;
 // main.ts wires it between the ingress log and the workers' durable reports; handlers/produce.ts notes each remote
 // record before it is appended.
 import type { DataReply } from '../protocol/data_messages.js';
 import type { PortChannel } from '../transport/port_channel.js';
+import { IngressReader, type IngressSegments } from './ingress_reader.js';
 
 /** Spec §1.6: after this long of failed hand-offs, new produces go around the owner. */
 export const handoffGiveUpMs = 3_000;
@@ -22,8 +25,20 @@ interface PendingGroup {
   records: number;
 }
 
+/** An owner's backlog past the memory bound: the seqs fromSeq..toSeq, on disk only. */
+interface Spill {
+  fromSeq: number;
+  toSeq: number;
+  records: number;
+  reader: IngressReader;
+  /** The frames last read, kept for a retry of the same request. */
+  read: { fromSeq: number; frames: Uint8Array; lastSeq: number } | null;
+}
+
 interface OwnerQueue {
   groups: PendingGroup[];
+  bytes: number;
+  spill: Spill | null;
   sending: boolean;
   /** Date.now() of the first failure since the last success; null while it answers. */
   failingSinceMs: number | null;
@@ -46,6 +61,8 @@ export class Handoff {
   constructor(
     private readonly channel: PortChannel | null,
     private readonly metaIndexNow: () => number,
+    private readonly queueBytesMax: number,
+    private readonly segments: IngressSegments,
   ) {}
 
   /** A record for owner's partition is about to be appended at seq. */
@@ -64,7 +81,7 @@ export class Handoff {
     const firstSeq = this.lastGroupSeq + 1;
     for (const [owner, noted] of this.noted) {
       if (noted.maxSeq < firstSeq) continue;
-      this.enqueue(owner, { firstSeq, lastSeq, frames: frames.slice(), records: noted.records });
+      this.enqueue(owner, firstSeq, lastSeq, frames, noted.records);
       noted.records = 0;
     }
     this.lastGroupSeq = Math.max(this.lastGroupSeq, lastSeq);
@@ -72,7 +89,7 @@ export class Handoff {
 
   /** At start: retained groups may hold records no owner confirmed; each owner stores what it lacks once. */
   replayed(frames: Uint8Array, firstSeq: number, lastSeq: number, owners: readonly number[]): void {
-    for (const owner of owners) this.enqueue(owner, { firstSeq, lastSeq, frames: frames.slice(), records: 0 });
+    for (const owner of owners) this.enqueue(owner, firstSeq, lastSeq, frames, 0);
     this.lastGroupSeq = Math.max(this.lastGroupSeq, lastSeq);
   }
 
@@ -90,32 +107,48 @@ export class Handoff {
   /** Records accepted here and not yet confirmed by their owner (svc_ingress_dispatch_backlog_records). */
   backlogRecords(): number {
     let records = 0;
-    for (const queue of this.queues.values()) for (const group of queue.groups) records += group.records;
+    for (const queue of this.queues.values()) {
+      for (const group of queue.groups) records += group.records;
+      records += queue.spill?.records ?? 0;
+    }
     for (const noted of this.noted.values()) records += noted.records;
     return records;
   }
 
   close(): void {
     this.closed = true;
-    for (const queue of this.queues.values()) if (queue.retry !== null) clearTimeout(queue.retry);
+    for (const queue of this.queues.values()) {
+      if (queue.retry !== null) clearTimeout(queue.retry);
+      void queue.spill?.reader.close();
+    }
   }
 
-  private enqueue(owner: number, group: PendingGroup): void {
+  /** In memory while the owner's queue is under its bound and nothing is on disk before it; else on disk only. */
+  private enqueue(owner: number, firstSeq: number, lastSeq: number, frames: Uint8Array, records: number): void {
     let queue = this.queues.get(owner);
-    if (queue === undefined) this.queues.set(owner, (queue = { groups: [], sending: false, failingSinceMs: null, retry: null }));
-    queue.groups.push(group);
+    if (queue === undefined) {
+      queue = { groups: [], bytes: 0, spill: null, sending: false, failingSinceMs: null, retry: null };
+      this.queues.set(owner, queue);
+    }
+    if (queue.spill !== null) {
+      queue.spill.toSeq = lastSeq;
+      queue.spill.records += records;
+    } else if (queue.groups.length > 0 && queue.bytes + frames.byteLength > this.queueBytesMax) {
+      queue.spill = { fromSeq: firstSeq, toSeq: lastSeq, records, reader: new IngressReader(this.segments), read: null };
+    } else {
+      queue.groups.push({ firstSeq, lastSeq, frames: frames.slice(), records });
+      queue.bytes += frames.byteLength;
+    }
     this.pump(owner, queue);
   }
 
   /** One request per owner at a time, carrying the oldest groups: a hand-off is applied in seq order. */
   private pump(owner: number, queue: OwnerQueue): void {
-    if (queue.sending || queue.retry !== null || queue.groups.length === 0 || this.closed) return;
-    const batch = takeBatch(queue.groups);
+    if (queue.sending || queue.retry !== null || this.closed || (queue.groups.length === 0 && queue.spill === null)) return;
     queue.sending = true;
-    this.send(owner, batch).then((ok) => {
+    this.sendNext(owner, queue).catch(() => false).then((ok) => {
       queue.sending = false;
       if (ok) {
-        queue.groups.splice(0, batch.length);
         queue.failingSinceMs = null;
         this.report();
         return this.pump(owner, queue);
@@ -128,9 +161,34 @@ export class Handoff {
     }, () => undefined);
   }
 
-  private async send(owner: number, batch: readonly PendingGroup[]): Promise<boolean> {
+  /** Sends the oldest groups in memory, else the next piece of the backlog on disk; false when the owner failed. */
+  private async sendNext(owner: number, queue: OwnerQueue): Promise<boolean> {
+    if (queue.groups.length > 0) {
+      const batch = takeBatch(queue.groups);
+      if (!(await this.send(owner, batch.length === 1 ? batch[0]!.frames : joinFrames(batch)))) return false;
+      queue.groups.splice(0, batch.length);
+      for (const group of batch) queue.bytes -= group.frames.byteLength;
+      return true;
+    }
+    const spill = queue.spill!;
+    if (spill.read?.fromSeq !== spill.fromSeq) {
+      const read = await spill.reader.read(spill.fromSeq, spill.toSeq, requestBytesMax);
+      spill.read = read === null ? null : { fromSeq: spill.fromSeq, ...read };
+    }
+    // Synced groups are on disk until every holder confirmed them: none found in the range means none is owed.
+    if (spill.read !== null) {
+      if (!(await this.send(owner, spill.read.frames))) return false;
+      spill.fromSeq = spill.read.lastSeq + 1;
+      spill.read = null;
+      if (spill.fromSeq <= spill.toSeq) return true;
+    }
+    queue.spill = null;
+    await spill.reader.close();
+    return true;
+  }
+
+  private async send(owner: number, frames: Uint8Array): Promise<boolean> {
     if (this.channel === null) return false;
-    const frames = batch.length === 1 ? batch[0]!.frames : joinFrames(batch);
     try {
       const reply = (await this.channel.request(owner, { kind: 'handoff', metaIndex: this.metaIndexNow(), frames }, answerMs)) as DataReply;
       return reply.kind === 'handedOff';
@@ -144,8 +202,8 @@ export class Handoff {
   private report(): void {
     let floor = this.localDurableSeq;
     for (const queue of this.queues.values()) {
-      const oldest = queue.groups[0];
-      if (oldest !== undefined) floor = Math.min(floor, oldest.firstSeq - 1);
+      const oldest = queue.groups[0]?.firstSeq ?? queue.spill?.fromSeq;
+      if (oldest !== undefined) floor = Math.min(floor, oldest - 1);
     }
     if (floor <= this.reportedSeq) return;
     this.reportedSeq = floor;

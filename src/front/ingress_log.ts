@@ -234,6 +234,12 @@ export class IngressLog {
     }
   }
 
+  /** The segment files that may hold seq and later ones, oldest first (the hand-off reads a backlog from them). */
+  segmentsFrom(seq: number): { path: string; baseSeq: number }[] {
+    return this.segments.filter((segment) => segment.lastSeq >= seq || segment === this.active())
+      .map((segment) => ({ path: path.join(this.dir, segmentFileName(segment.baseSeq)), baseSeq: segment.baseSeq }));
+  }
+
   /** Every partition owner holds everything up to seqUpTo: delete sealed segments whose frames are all
    *  <= seqUpTo. The active segment stays. A failed unlink leaves the segment for the next call to retry. */
   markDurable(seqUpTo: number): void {

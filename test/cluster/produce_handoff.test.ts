@@ -2,7 +2,8 @@
 // node x partition matrix of pinned produces all answer 202 and each partition then holds exactly its messages, read
 // through another node; round-robin produce spreads over every partition, local and remote; a record handed over
 // is stored once even when the origin is killed (kill -9) before its owner confirmed and hands it over again after
-// its restart (svc_ingress_dispatch_backlog_records counts them meanwhile); with an owner killed, produces without a partition keep answering 202 and go to live partitions, a
+// its restart (svc_ingress_dispatch_backlog_records counts them meanwhile); a backlog past
+// cluster.handoff_queue_bytes is read back from the ingress log's files and stored once, in order; with an owner killed, produces without a partition keep answering 202 and go to live partitions, a
 // pinned produce of its partition answers 503 with Retry-After once the owner is known down, and after its restart
 // every message accepted for it is readable.
 // Method: black box on 3 real node processes on loopback (kill -9 and SIGSTOP for real); messages are read back by
@@ -39,8 +40,8 @@ async function totalBecomes(client: Client, topic: string, count: number, timeou
   }, timeoutMs, 200);
 }
 
-async function startedCluster(t: Teardown & { passing?(): boolean }): Promise<{ cluster: TestCluster; leader: number }> {
-  const cluster = await TestCluster.create(t, 3);
+async function startedCluster(t: Teardown & { passing?(): boolean }, extraArgs: string[] = []): Promise<{ cluster: TestCluster; leader: number }> {
+  const cluster = await TestCluster.create(t, 3, extraArgs);
   await cluster.startAll();
   const leader = await cluster.agreedLeader(15_000);
   if (leader === undefined) throw new Error('no leader within 15 s');
@@ -132,4 +133,30 @@ t.test('an owner killed: produces go around it, pinned ones answer 503, its mess
   await cluster.start(victim);
   const total = 12 + (accepted - 12) + 24;
   t.ok(await totalBecomes(cluster.client(survivor), 'down', total, 30_000), `all ${total} accepted messages stored once the owner is back`);
+});
+
+t.test('a backlog past the memory bound is handed over from the ingress log\'s files, once and in order', async (t) => {
+  const { cluster, leader } = await startedCluster(t, ['--set', 'cluster.handoff_queue_bytes=64KiB']);
+  t.equal((await cluster.client(leader).post('/v1/topics', { name: 'spill', partitions: 3 })).status, 201);
+  t.ok(await cluster.visibleOnAll('/v1/topics/spill', 10_000));
+  const owners = await ownersOf(cluster.client(leader), 'spill');
+  const owner = owners[1]!;
+  const origin = [1, 2, 3].find((id) => id !== owner)!;
+  const reader = [1, 2, 3].find((id) => id !== owner && id !== origin)!;
+  const ownerProcess = cluster.nodes.get(owner)!.process;
+  ownerProcess.kill('SIGSTOP');
+  const pad = 'x'.repeat(1000);
+  const count = 300;
+  try {
+    for (let i = 0; i < count; i++) {
+      const res = await cluster.client(origin).post('/v1/topics/spill/produce?partition=1', { i, pad });
+      if (res.status !== 202) t.fail(`produce ${i}: ${res.status}`);
+    }
+  } finally {
+    ownerProcess.kill('SIGCONT');
+  }
+  t.ok(await eventually(async () => (await payloadsOf(cluster.client(reader), 'spill', 1, count + 10)).length >= count, 60_000),
+    `${count} messages (about 300 KiB against a 64 KiB bound) reach the owner`);
+  const got = (await payloadsOf(cluster.client(reader), 'spill', 1, count + 10)) as { i: number }[];
+  t.same(got.map((m) => m.i), Array.from({ length: count }, (_, i) => i), 'each stored once, in produce order');
 });
