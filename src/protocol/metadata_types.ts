@@ -90,11 +90,15 @@ export interface MetadataState {
 /** A parent's children, in attach order (spec §2 Topic children). Never empty: a parent whose last child detaches
  *  is standalone again (NOTES 7), so its entry goes. */
 export interface FanoutParent {
+  /** The parent's name (a topic's name never changes under its id), so views need no search by id. */
+  parent: string;
   children: FanoutLink[];
 }
 
 /** One child's current attachment (spec §2 Topic: attach_epoch, attach_offsets, fanout_delay_ms). */
 export interface FanoutLink {
+  /** The child's name, kept beside its id like FanoutParent.parent. */
+  child: string;
   childId: string;
   /** New on every attach (16 hex characters from the front): copying tells a fresh attachment from an older one. */
   epoch: string;

@@ -25,10 +25,9 @@ export function linkOf(state: MetadataState, childId: string): { parentId: strin
   return { parentId, link };
 }
 
-/** A topic's name by id (links hold ids: a recreated topic under an old name is another topic). O(topics). */
-export function topicNameOf(state: MetadataState, id: string): string | undefined {
-  for (const topic of state.topics.values()) if (topic.id === id) return topic.name;
-  return undefined;
+/** The name of a parent by id (links key on ids: a recreated topic under an old name is another topic). */
+function parentNameOf(state: MetadataState, parentId: string): string {
+  return state.fanout.get(parentId)!.parent;
 }
 
 /** The topic the command names, still the one the request read (same id). */
@@ -49,7 +48,7 @@ function attachRefusal(state: MetadataState, parent: TopicRecord, child: { name:
   childDocuments: readonly string[], attach: FanoutAttach): MetadataRefusal | undefined {
   if (parent.id === child.id) return { id: 'fanoutSelf', args: [child.name] };
   const hasParent = state.fanoutParentOf.get(child.id);
-  if (hasParent !== undefined) return { id: 'fanoutHasParent', args: [child.name, topicNameOf(state, hasParent) ?? hasParent] };
+  if (hasParent !== undefined) return { id: 'fanoutHasParent', args: [child.name, parentNameOf(state, hasParent)] };
   if (state.fanout.has(child.id)) return { id: 'fanoutChildIsParent', args: [child.name] };
   if (state.fanoutParentOf.has(parent.id)) return { id: 'fanoutParentIsChild', args: [parent.name] };
   if ((state.fanout.get(parent.id)?.children.length ?? 0) >= limits.fanout_children_max) {
@@ -80,14 +79,15 @@ function retentionHolds(retentionMs: number, delayMs: number): boolean {
 
 /** Links a child that passed attachRefusal: a fresh attachment (new epoch, the given attach point), and the parent's
  *  schema history adopted when the child has none (equal otherwise). */
-function link(state: MetadataState, parent: TopicRecord, childId: string, attach: FanoutAttach): void {
+function link(state: MetadataState, parent: TopicRecord, child: { name: string; id: string }, attach: FanoutAttach): void {
+  const childId = child.id;
   const attachOffsets = [...attach.attachOffsets];
   // Partitions the parent gained since the offsets were read: all their records come after the attach.
   while (attachOffsets.length < parent.partitions) attachOffsets.push(0);
-  const stored: FanoutLink = { childId, epoch: attach.epoch, attachOffsets };
+  const stored: FanoutLink = { child: child.name, childId, epoch: attach.epoch, attachOffsets };
   if (attach.delayMs !== undefined && attach.delayMs > 0) stored.delayMs = attach.delayMs;
   const entry = state.fanout.get(parent.id);
-  if (entry === undefined) state.fanout.set(parent.id, { children: [stored] });
+  if (entry === undefined) state.fanout.set(parent.id, { parent: parent.name, children: [stored] });
   else entry.children.push(stored);
   state.fanoutParentOf.set(childId, parent.id);
   const parentHistory = state.schemas.get(parent.id);
@@ -104,7 +104,7 @@ export function applyFanoutAttach(state: MetadataState, childName: string, child
   if (isRefusal(child)) return { ok: false, refusal: child };
   const refusal = attachRefusal(state, parent, child, state.schemas.get(child.id)?.documents ?? [], attach);
   if (refusal !== undefined) return { ok: false, refusal };
-  link(state, parent, child.id, attach);
+  link(state, parent, child, attach);
   return { ok: true, topic: { ...parent, owners: [...parent.owners], targetOwners: [...parent.targetOwners] } };
 }
 
@@ -118,8 +118,8 @@ export function createAttachRefusal(state: MetadataState, child: { name: string;
 }
 
 /** The attach part of a create, once the child is in (createAttachRefusal passed on this same state). */
-export function linkCreated(state: MetadataState, childId: string, attach: FanoutAttach): void {
-  link(state, state.topics.get(attach.parent)!, childId, attach);
+export function linkCreated(state: MetadataState, child: { name: string; id: string }, attach: FanoutAttach): void {
+  link(state, state.topics.get(attach.parent)!, child, attach);
 }
 
 /** DELETE /v1/topics/{parent}/children/{child}: the child keeps its messages and its (copied) schema history. */
@@ -165,7 +165,7 @@ export function retentionRefusal(state: MetadataState, topic: TopicRecord, reten
 export function childSchemaRefusal(state: MetadataState, topic: TopicRecord): MetadataRefusal | undefined {
   const parentId = state.fanoutParentOf.size === 0 ? undefined : state.fanoutParentOf.get(topic.id);
   if (parentId === undefined) return undefined;
-  return { id: 'childSchemaManaged', args: [topic.name, topicNameOf(state, parentId) ?? parentId] };
+  return { id: 'childSchemaManaged', args: [topic.name, parentNameOf(state, parentId)] };
 }
 
 /** The ids of a parent's children, in attach order (none for another topic). */

@@ -20,8 +20,8 @@ const userKeys = ['username', 'passwordHash', 'credentialVersion', 'grants', 'ro
 const memberKeys = ['id', 'apiAddress', 'internalAddress', 'addedAtMs'] as const;
 const grantKeys = ['action', 'patterns'] as const;
 const topLevelKeys = ['format', 'credentialVersionLast', 'members', 'topics', 'users', 'schemas', 'fanout'] as const;
-const fanoutParentKeys = ['parentId', 'children'] as const;
-const fanoutLinkKeys = ['childId', 'epoch', 'attachOffsets', 'delayMs'] as const;
+const fanoutParentKeys = ['parentId', 'parent', 'children'] as const;
+const fanoutLinkKeys = ['child', 'childId', 'epoch', 'attachOffsets', 'delayMs'] as const;
 const schemaHistoryKeys = ['topicId', 'documents'] as const;
 const grantActions: readonly GrantAction[] = ['produce', 'consume', 'create', 'admin'];
 
@@ -48,7 +48,7 @@ function encodeSchemas(schemas: ReadonlyMap<string, SchemaHistory>): Record<stri
 
 function encodeFanout(fanout: ReadonlyMap<string, FanoutParent>): Record<string, unknown>[] {
   return [...fanout.entries()].sort(([a], [b]) => byCodeUnit(a, b))
-    .map(([parentId, entry]) => ({ parentId, children: entry.children.map((c) => ordered('fanout link', c, fanoutLinkKeys)) }));
+    .map(([parentId, entry]) => ({ parentId, parent: entry.parent, children: entry.children.map((c) => ordered('fanout link', c, fanoutLinkKeys)) }));
 }
 
 function encodeTopic(topic: TopicRecord): Record<string, unknown> {
@@ -111,22 +111,22 @@ export function decodeMetadataSnapshot(bytes: Uint8Array): MetadataState {
  *  grandchildren, at most fanout_children_max children, one attach offset per parent partition. */
 function decodeFanout(raw: unknown, state: MetadataState): void {
   if (raw === undefined) return;
-  const partitionsById = new Map([...state.topics.values()].map((topic) => [topic.id, topic.partitions]));
+  const byId = new Map([...state.topics.values()].map((topic) => [topic.id, topic]));
   for (const [i, entry] of array(raw, 'fanout').entries()) {
     const where = `fanout[${i}]`;
     const f = object(entry, where, fanoutParentKeys);
     const parentId = topicId(f.parentId, `${where}.parentId`);
-    const partitions = partitionsById.get(parentId);
-    if (partitions === undefined) throw problem(`${where}: topic ${parentId} is not in the snapshot`);
+    const parent = byId.get(parentId);
+    if (parent === undefined || parent.name !== f.parent) throw problem(`${where}: topic ${parentId} named ${String(f.parent)} is not in the snapshot`);
     if (state.fanout.has(parentId)) throw problem(`${where}: parent ${parentId} appears twice`);
-    const children = array(f.children, `${where}.children`).map((c, j) => decodeLink(c, `${where}.children[${j}]`, partitions));
+    const children = array(f.children, `${where}.children`).map((c, j) => decodeLink(c, `${where}.children[${j}]`, parent.partitions));
     if (children.length === 0 || children.length > limits.fanout_children_max) throw problem(`${where}: ${children.length} children`);
     for (const child of children) {
-      if (!partitionsById.has(child.childId)) throw problem(`${where}: child ${child.childId} is not in the snapshot`);
+      if (byId.get(child.childId)?.name !== child.child) throw problem(`${where}: child ${child.childId} named ${child.child} is not in the snapshot`);
       if (state.fanoutParentOf.has(child.childId)) throw problem(`${where}: child ${child.childId} has two parents`);
       state.fanoutParentOf.set(child.childId, parentId);
     }
-    state.fanout.set(parentId, { children });
+    state.fanout.set(parentId, { parent: parent.name, children });
   }
   for (const [childId, parentId] of state.fanoutParentOf) {
     if (state.fanout.has(childId)) throw problem(`fanout: topic ${childId} is both a child (of ${parentId}) and a parent`);
@@ -137,7 +137,7 @@ function decodeLink(raw: unknown, where: string, parentPartitions: number): Fano
   const l = object(raw, where, fanoutLinkKeys);
   const attachOffsets = array(l.attachOffsets, `${where}.attachOffsets`).map((o, p) => integer(o, `${where}.attachOffsets[${p}]`, 0));
   if (attachOffsets.length !== parentPartitions) throw problem(`${where}: ${attachOffsets.length} attach offsets for ${parentPartitions} parent partitions`);
-  const link: FanoutLink = { childId: topicId(l.childId, `${where}.childId`), epoch: string(l.epoch, `${where}.epoch`), attachOffsets };
+  const link: FanoutLink = { child: string(l.child, `${where}.child`), childId: topicId(l.childId, `${where}.childId`), epoch: string(l.epoch, `${where}.epoch`), attachOffsets };
   if (l.delayMs !== undefined) {
     link.delayMs = integer(l.delayMs, `${where}.delayMs`, 1);
     if (link.delayMs > limits.fanout_delay_ms_max) throw problem(`${where}.delayMs: over ${limits.fanout_delay_ms_max}`);

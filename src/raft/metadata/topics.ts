@@ -31,7 +31,7 @@ export function applyTopicCreate(state: MetadataState, topic: TopicCreateRecord,
   if (schema !== undefined) registerFirstSchema(state, stored.id, schema);
   state.topics.set(stored.name, stored);
   state.topicNamesLower.set(stored.name.toLowerCase(), stored.name);
-  if (attach !== undefined) linkCreated(state, stored.id, attach);
+  if (attach !== undefined) linkCreated(state, stored, attach);
   return { ok: true, topic: copyTopic(stored) };
 }
 
