@@ -72,9 +72,10 @@ function attachRefusal(state: MetadataState, parent: TopicRecord, child: { name:
   return same ? undefined : { id: 'fanoutSchemaMismatch', args: [child.name, parent.name] };
 }
 
-/** Spec §3: the parent's retention holds the delay plus one hour; 0 keeps forever. */
+/** Spec §3: the parent's retention holds a delay child's delay plus one hour; 0 keeps forever. Only delay children
+ *  bind it: an ordinary child's parent keeps any retention the topic rules allow. */
 function retentionHolds(retentionMs: number, delayMs: number): boolean {
-  return retentionMs === 0 || retentionMs >= delayMs + limits.fanout_delay_retention_margin_ms;
+  return delayMs === 0 || retentionMs === 0 || retentionMs >= delayMs + limits.fanout_delay_retention_margin_ms;
 }
 
 /** Links a child that passed attachRefusal: a fresh attachment (new epoch, the given attach point), and the parent's
