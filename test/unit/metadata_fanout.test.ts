@@ -2,9 +2,10 @@
 // parent, NOTES 7): attach of an existing topic and a create with parent, every attach rule refused with its catalog
 // id and nothing changed, schema adoption and the parent's versions reaching its children, detach and delete, the
 // delay-versus-retention rule at attach and at a later PATCH, a parent's growth, and a snapshot carrying links
-// byte for byte (and no bytes at all without links).
+// byte for byte (and no bytes at all without links), and a damaged one refused.
 // Method: apply commands to a fresh state and check results and the state left behind; encode and decode snapshots.
 import t from 'tap';
+import { Packr } from 'msgpackr';
 import { limits } from '../../src/config.js';
 import type { FanoutAttach, MetadataState, TopicCreateRecord } from '../../src/protocol/metadata_types.js';
 import { linkOf, roleOf } from '../../src/raft/metadata/fanout.js';
@@ -174,4 +175,30 @@ t.test('placement keeps a child created with parent off the parent nodes where i
   t.same(placed.type === 'topic.create' && placed.topic.owners, [2, 2, 2], 'member 2 takes every partition');
   const alone = fillOwners(state, create, [1]);
   t.same(alone.type === 'topic.create' && alone.topic.owners, [1, 1, 1], 'only the parent node is live: it takes them');
+});
+
+t.test('a snapshot whose links break a rule is refused with an error naming it', async (t) => {
+  const packr = new Packr({ useRecords: false, moreTypes: false });
+  const state = fresh('p', 'a', 'b');
+  attach(state, 'p', 'a', { delayMs: 5 });
+  const good = packr.unpack(encodeMetadataSnapshot(state)) as Record<string, any>;
+  const damaged = (change: (body: any) => void): Uint8Array => {
+    const body = structuredClone(good);
+    change(body);
+    return new Uint8Array(packr.pack(body));
+  };
+  const cases: [string, Uint8Array, RegExp][] = [
+    ['unknown parent', damaged((b) => { b.fanout[0].parentId = 'ffffffffffffffff'; }), /fanout\[0\]: topic ffffffffffffffff named p is not/],
+    ['wrong parent name', damaged((b) => { b.fanout[0].parent = 'q'; }), /named q is not in the snapshot/],
+    ['unknown child', damaged((b) => { b.fanout[0].children[0].child = 'zz'; }), /child .* named zz is not in the snapshot/],
+    ['no children', damaged((b) => { b.fanout[0].children = []; }), /fanout\[0\]: 0 children/],
+    ['child twice', damaged((b) => { b.fanout[0].children.push(b.fanout[0].children[0]); }), /has two parents/],
+    ['offsets short', damaged((b) => { b.fanout[0].children[0].attachOffsets.pop(); }), /2 attach offsets for 3 parent partitions/],
+    ['delay 0', damaged((b) => { b.fanout[0].children[0].delayMs = 0; }), /delayMs: not an integer >= 1/],
+    ['unknown link field', damaged((b) => { b.fanout[0].children[0].cursor = 1; }), /unknown field cursor/],
+    ['grandchild', damaged((b) => { b.fanout.push({ parentId: idOf('a'), parent: 'a', children: [{ ...b.fanout[0].children[0], child: 'b', childId: idOf('b') }] }); }),
+      /both a child .* and a parent/],
+  ];
+  t.ok(decodeMetadataSnapshot(damaged(() => undefined)).fanout.size === 1, 'the undamaged body decodes');
+  for (const [what, bytes, message] of cases) t.throws(() => decodeMetadataSnapshot(bytes), message, what);
 });
