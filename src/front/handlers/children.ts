@@ -47,7 +47,8 @@ async function attachOffsetsOf(s: RouteServices, parent: TopicRecord): Promise<n
  *  read and the apply is read again once (spec §4: 409 when it happens twice in a row). */
 export async function proposeAttach(s: RouteServices, parentName: string, delayMs: number | undefined,
   command: (parent: TopicRecord, attach: FanoutAttach) => Promise<MetadataCommand>): Promise<ApplyResult & { ok: true }> {
-  for (let attempt = 1; ; attempt++) {
+  let refusal: BrokerError = errors.fanoutTopicChanged(parentName);
+  for (let attempt = 1; attempt <= attachAttempts; attempt++) {
     const parent = await s.replica.topicForChange(parentName);
     const attach: FanoutAttach = {
       parent: parent.name, parentId: parent.id, epoch: randomBytes(8).toString('hex'), attachOffsets: await attachOffsetsOf(s, parent),
@@ -55,8 +56,10 @@ export async function proposeAttach(s: RouteServices, parentName: string, delayM
     if (delayMs !== undefined) attach.delayMs = delayMs;
     const result = await s.replica.propose(await command(parent, attach));
     if (result.ok) return result;
-    if (result.refusal.id !== 'fanoutTopicChanged' || attempt >= attachAttempts) throw refusalError(result.refusal);
+    refusal = refusalError(result.refusal);
+    if (result.refusal.id !== 'fanoutTopicChanged') break;
   }
+  throw refusal;
 }
 
 /** POST /v1/topics/{parent}/children. Spec §5: ownership (or admin) of both topics. */
