@@ -230,3 +230,14 @@ t.test('a parent takes at most 108 children (409 for the next)', async (t) => {
   await create(t, { name: 'fh-over' });
   assertError(t, await api.post('/v1/topics/fh-p/children', { child: 'fh-over' }), 409, '108', 'attach of the 109th');
 });
+
+t.test("a parent's growth gives its children an attach offset of 0 per new partition; listing a missing parent is 404", async (t) => {
+  await create(t, { name: 'fi-p' });
+  await produce(t, 'fi-p', 0, 1);
+  await create(t, { name: 'fi-c', parent: 'fi-p', partitions: 3 });
+  t.equal((await api.patch('/v1/topics/fi-p', { partitions: 5 })).status, 200);
+  const child = await read('fi-c');
+  t.same(child.attach_offsets, [1, 0, 0, 0, 0], 'one offset per parent partition');
+  t.equal(child.partitions, 3, "the child's own count is its own");
+  assertError(t, await api.get('/v1/topics/fi-none/children'), 404, 'fi-none', 'no such parent');
+});
