@@ -2,8 +2,8 @@
 // it lives (spec §2 Topic attach_offsets, issue 30 point 1): a child created with parent through one node carries the
 // counts committed on all three; the children listing's lag sums partitions of other owners too; with one owner
 // dead the listing says lag_complete false and an attach answers 503 with nothing linked (spec §4 POST .../children).
-// Method: black box on 3 real node processes on loopback (test/helpers/cluster.ts); each node produces to the
-// partitions it owns (a produce is accepted only by the owner in this release); every wait is a bounded poll.
+// Method: black box on 3 real node processes on loopback (test/helpers/cluster.ts); each partition's messages are
+// produced pinned, through the partition's owner, so each count is known; every wait is a bounded poll.
 import t from 'tap';
 import { TestCluster, eventually } from '../helpers/cluster.js';
 import { assertError } from '../helpers/http.js';
