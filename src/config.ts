@@ -77,6 +77,11 @@ export const limits = {
   remotes_body_bytes_max: 128 * KiB,
   /** Milliseconds (365 days) of a delay child's fanout_delay_ms. Spec §8 Delay child delay: over it 400. */
   fanout_delay_ms_max: 365 * dayMs,
+  /** Children of one parent. Spec §8 Children per parent: the next attach is 409. */
+  fanout_children_max: 108,
+  /** Milliseconds a parent's retention must hold beyond its longest child delay (spec §3: the delay plus one hour;
+   *  409 at attach and at a PATCH that lowers the retention). */
+  fanout_delay_retention_margin_ms: 1 * hourMs,
   /** Characters of one grant pattern. Spec §2 Grant: an empty or longer pattern is 400. */
   grant_pattern_chars_max: 255,
   /** Leases (or acked-ahead offsets) a topic may set per partition. The spec sets no upper bound; this one keeps a

@@ -74,6 +74,8 @@ export const errors = {
   topicNotFound: (name: string) => new BrokerError(404, `topic ${name} not found`),
   /** 404: the parent a create names does not exist (spec §4 POST /v1/topics: whatever else the request holds). */
   parentNotFound: (name: string) => new BrokerError(404, `parent topic ${name} not found`),
+  /** 404: a detach of two topics that are not linked (spec §4 DELETE .../children/{child}). */
+  notLinked: (parent: string, child: string) => new BrokerError(404, `topic ${child} is not a child of topic ${parent}`),
   /** 404: no such user (spec §4 Users). */
   userNotFound: (username: string) => new BrokerError(404, `user ${username} not found`),
   /** 404: no such cluster member (spec §4 forget). */
@@ -109,6 +111,32 @@ export const errors = {
   /** 409: another schema version was registered between the compatibility check and the write, twice in a row
    *  (spec §7 409: topic changed since it was read). */
   schemaChangedUnderRequest: (name: string) => new BrokerError(409, `topic ${name} changed while the request ran, twice in a row; retry`),
+  /** 409: fan-out rule (spec §3 attach rules): one parent per child. */
+  fanoutHasParent: (child: string, parent: string) => new BrokerError(409, `topic ${child} is already a child of topic ${parent}`),
+  /** 409: fan-out rule (spec §3 attach rules): a child has no children, so a parent is never attached as a child. */
+  fanoutChildIsParent: (child: string) => new BrokerError(409, `topic ${child} is a parent: a child has no children`),
+  /** 409: fan-out rule (spec §3 attach rules): a child has no children, so a child takes none. */
+  fanoutParentIsChild: (parent: string) => new BrokerError(409, `topic ${parent} is a child: a child has no children`),
+  /** 409: fan-out rule: a topic is never its own child. */
+  fanoutSelf: (name: string) => new BrokerError(409, `topic ${name} cannot be a child of itself`),
+  /** 409: the parent holds the most children it may (spec §8 Children per parent). */
+  fanoutChildrenFull: (parent: string, childrenMax: number) =>
+    new BrokerError(409, `topic ${parent} has ${childrenMax} children, the most a parent may`),
+  /** 409: the child's schema history is not the parent's (spec §3 attach rules, §7 409 schema history not identical). */
+  fanoutSchemaMismatch: (child: string, parent: string) =>
+    new BrokerError(409, `schema history of topic ${child} is not identical to that of topic ${parent}`),
+  /** 409: the parent's retention cannot hold a delay child's delay plus one hour (spec §3, NOTES 14), at attach or
+   *  at a PATCH that lowers it. */
+  fanoutDelayRetention: (parent: string, retentionMs: number, delayMs: number) =>
+    new BrokerError(409, `retention_ms ${retentionMs} of topic ${parent} cannot hold a delay of ${delayMs} ms plus one hour`),
+  /** 409: PATCH of a child's schema while its parent manages it (spec §3, §4 PATCH). */
+  childSchemaManaged: (child: string, parent: string) =>
+    new BrokerError(409, `schema of topic ${child} is managed by its parent ${parent} while attached`),
+  /** 409: produce to a delay child (spec §3, §4 Produce): copies from its parent are its only messages. */
+  produceToDelayChild: (topic: string) => new BrokerError(409, `topic ${topic} is a delay child: it takes no direct produce`),
+  /** 409: a topic of an attach was deleted or recreated between the request's read and the write, twice in a row
+   *  (spec §4 POST /v1/topics: parent recreated under the request). */
+  fanoutTopicChanged: (name: string) => new BrokerError(409, `topic ${name} changed while the request ran, twice in a row; retry`),
   /** 410: replay of an offset below the oldest kept one (spec §4 Consume). */
   offsetAgedOut: (offset: number) => new BrokerError(410, `offset ${offset} aged out by retention`),
   /** 410: the lease of a receipt handle is gone (spec §3 Lease, §7 410). */
@@ -177,6 +205,10 @@ export const errors = {
   /** 503: a produce, or a consume without partition, on a node that owns no partition of the topic (issue 29). */
   noLocalPartition: (topic: string) =>
     new BrokerError(503, `no partition of topic ${topic} is owned by this node; send the request to an owner, or name a partition to consume`, retryAfter1),
+  /** 503: an attach could not read a parent partition's high watermark from its owner (spec §4 POST .../children:
+   *  retry; nothing linked). */
+  attachOwnerUnreachable: (topic: string, partition: number) =>
+    new BrokerError(503, `partition ${partition} of topic ${topic}: its owner did not answer with the attach point; nothing was linked, retry`, retryAfter1),
   /** 503: a topic this node lacks could not be confirmed missing with the leader (spec §5 topic change). */
   topicUnconfirmed: (name: string) =>
     new BrokerError(503, `topic ${name} is not known here and the leader could not be reached to confirm`, retryAfter2),
@@ -227,7 +259,9 @@ export const metadataRefusalIds = [
   'topicExists', 'topicNameConflict', 'topicNotFound', 'partitionsNotGrown', 'partitionsNotPlaced', 'ownerNotMember',
   'memberNotFound', 'memberOwnsPartitions', 'memberAlive', 'forgetBreaksQuorum', 'userExists', 'userNotFound',
   'rootNotDeletable', 'rootGrantsFixed', 'schemaBaseVersionMismatch', 'schemaVersionsFull', 'schemaTopicBudget',
-  'schemaClusterBudget', 'schemaChangedUnderRequest', 'metadataLogUnavailable', 'noLeader', 'leaderUnreachable',
+  'schemaClusterBudget', 'schemaChangedUnderRequest', 'notLinked', 'fanoutHasParent', 'fanoutChildIsParent',
+  'fanoutParentIsChild', 'fanoutSelf', 'fanoutChildrenFull', 'fanoutSchemaMismatch', 'fanoutDelayRetention',
+  'childSchemaManaged', 'fanoutTopicChanged', 'metadataLogUnavailable', 'noLeader', 'leaderUnreachable',
   'leaderUnreachableMaybeCommitted', 'committedUnconfirmed', 'noLiveNode', 'leadershipChanged', 'changeUnconfirmed',
   'stoppedUnconfirmed', 'membershipChangeRefused', 'peerRefusal',
 ] as const satisfies readonly ErrorId[];

@@ -3,6 +3,7 @@
 // server.ts matches requests against it (route_table.ts) and runs the checks these fields name, in the order of
 // docs/decisions.md "Check order", before the handler. Front thread; the arrays are built once at module load.
 import { limits } from '../config.js';
+import * as children from './handlers/children.js';
 import * as cluster from './handlers/cluster.js';
 import * as consume from './handlers/consume.js';
 import * as health from './handlers/health.js';
@@ -84,9 +85,9 @@ const apiRows: Row[] = [
   ['POST', '/v1/topics/{topic}/produce/batch', produce.onProduceBatch, 'topic.produce', bodyBatchProduce],
   ['GET', '/v1/topics/{topic}/consume', consume.onConsume, 'topic.consume'],
   ['POST', '/v1/topics/{topic}/ack', consume.onAck, 'topic.consume', bodyBatchAck],
-  ['POST', '/v1/topics/{parent}/children', later.onAttach, 'topic.manage', body1MiBAs400],
-  ['GET', '/v1/topics/{parent}/children', later.onListChildren, 'topic.read'],
-  ['DELETE', '/v1/topics/{parent}/children/{child}', later.onDetach, 'topic.manage'],
+  ['POST', '/v1/topics/{parent}/children', children.onAttach, 'topic.manage', body1MiBAs400],
+  ['GET', '/v1/topics/{parent}/children', children.onListChildren, 'topic.read'],
+  ['DELETE', '/v1/topics/{parent}/children/{child}', children.onDetach, 'topic.manage'],
   ['POST', '/v1/topics/{parent}/children/{child}/pause', later.onRemote, 'remote', body1MiB],
   ['POST', '/v1/topics/{parent}/children/{child}/resume', later.onRemote, 'remote', body1MiB],
   ['POST', '/v1/topics/{parent}/children/{child}/skip', later.onRemote, 'remote', body1MiB],

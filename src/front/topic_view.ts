@@ -1,7 +1,8 @@
 // The Topic and Partition statistics objects as the API answers them (spec §2): snake_case wire names,
 // fields in the spec's order. Front thread.
-import type { TopicRecord } from '../protocol/metadata_types.js';
+import type { MetadataState, TopicRecord } from '../protocol/metadata_types.js';
 import type { PartitionStatsView } from '../protocol/thread_messages.js';
+import { linkOf, roleOf, type TopicRole } from '../raft/metadata/fanout.js';
 
 export interface TopicJson {
   name: string;
@@ -13,11 +14,17 @@ export interface TopicJson {
   max_acked_ahead_per_partition: number;
   created_at: number;
   owner?: string;
-  role?: 'standalone' | 'parent' | 'child';
+  role?: TopicRole;
+  children?: string[];
+  parent?: string;
+  attach_epoch?: string;
+  fanout_delay_ms?: number;
+  attach_offsets?: number[];
 }
 
-/** NOTES 7: every answer but a create without parent carries role. */
-export function topicJson(topic: TopicRecord, withRole: boolean): TopicJson {
+/** NOTES 7: every answer but a create without parent carries role; the fan-out fields come with it (a create without
+ *  parent is standalone). */
+export function topicJson(state: MetadataState, topic: TopicRecord, withRole: boolean): TopicJson {
   const json: TopicJson = {
     name: topic.name,
     id: topic.id,
@@ -29,8 +36,21 @@ export function topicJson(topic: TopicRecord, withRole: boolean): TopicJson {
     created_at: topic.createdAtSec,
   };
   if (topic.owner !== undefined) json.owner = topic.owner;
-  if (withRole) json.role = 'standalone';
+  if (withRole) addFanoutFields(state, topic, json);
   return json;
+}
+
+/** Spec §2 Topic: role, children on a parent (attach order), parent and the attachment on a child. */
+function addFanoutFields(state: MetadataState, topic: TopicRecord, json: TopicJson): void {
+  const role = roleOf(state, topic.id);
+  json.role = role;
+  if (role === 'parent') json.children = state.fanout.get(topic.id)!.children.map((c) => c.child);
+  if (role !== 'child') return;
+  const { parentId, link } = linkOf(state, topic.id)!;
+  json.parent = state.fanout.get(parentId)!.parent;
+  json.attach_epoch = link.epoch;
+  if (link.delayMs !== undefined) json.fanout_delay_ms = link.delayMs;
+  json.attach_offsets = [...link.attachOffsets];
 }
 
 /** A partition this node cannot read now: zero statistics that are never added to totals (spec §2, v3.1.0). */

@@ -77,8 +77,46 @@ export interface MetadataState {
   members: Map<number, MemberRecord>;
   /** Keyed by topic id: each topic's schema history (spec §2 Schema history); absent while it has no schema. */
   schemas: Map<string, SchemaHistory>;
-  // Seams (issue 26): fan-out links (#30) and remotes add their maps here, each applied by its own module under
-  // src/raft/metadata and encoded by snapshot.ts.
+  /** Keyed by parent topic id: the fan-out links of each parent (spec §1.9, §3 Topic role); absent while the topic
+   *  has no child. Applied by src/raft/metadata/fanout.ts. */
+  fanout: Map<string, FanoutParent>;
+  /** Child topic id -> parent topic id: derived from fanout (rebuilt by the snapshot decode, never encoded), so a
+   *  produce or a topic view learns a topic's parent without a scan. */
+  fanoutParentOf: Map<string, string>;
+  // Seam (issue 26): remotes add their map here, applied by its own module under src/raft/metadata and encoded by
+  // snapshot.ts.
+}
+
+/** A parent's children, in attach order (spec §2 Topic children). Never empty: a parent whose last child detaches
+ *  is standalone again (NOTES 7), so its entry goes. */
+export interface FanoutParent {
+  /** The parent's name (a topic's name never changes under its id), so views need no search by id. */
+  parent: string;
+  children: FanoutLink[];
+}
+
+/** One child's current attachment (spec §2 Topic: attach_epoch, attach_offsets, fanout_delay_ms). */
+export interface FanoutLink {
+  /** The child's name, kept beside its id like FanoutParent.parent. */
+  child: string;
+  childId: string;
+  /** New on every attach (16 hex characters from the front): copying tells a fresh attachment from an older one. */
+  epoch: string;
+  /** The parent's committed high watermark per parent partition at the attach: copying starts there. Partitions the
+   *  parent gains later are appended with 0 (every record of theirs comes after the attach). */
+  attachOffsets: number[];
+  /** A delay child's delay; absent for an ordinary child. */
+  delayMs?: number;
+}
+
+/** The attach part of a create with parent or of POST .../children, as the front proposes it. */
+export interface FanoutAttach {
+  parent: string;
+  parentId: string;
+  epoch: string;
+  /** The parent's high watermark per partition, asked of the partitions' owners just before proposing. */
+  attachOffsets: number[];
+  delayMs?: number;
 }
 
 /** A topic's schema versions, oldest first: documents[i] is version i + 1, as canonical JSON text (the form that
@@ -116,8 +154,9 @@ export interface TopicChanges {
 
 /** A change proposed to the metadata log. Each variant is applied by applyCommand (src/raft/metadata/state.ts). */
 export type MetadataCommand =
-  /** POST /v1/topics: the front validated fields and filled defaults, id and createdAtSec. */
-  | { type: 'topic.create'; topic: TopicCreateRecord; schema?: string }
+  /** POST /v1/topics: the front validated fields and filled defaults, id and createdAtSec. With attach (a create with
+   *  parent) the topic is created attached, or not at all (spec §4: a failed attach part undoes the create). */
+  | { type: 'topic.create'; topic: TopicCreateRecord; schema?: string; attach?: FanoutAttach }
   /** PATCH /v1/topics/{topic}: groups applied one at a time, earlier groups stay on a later failure. */
   | { type: 'topic.update'; name: string; id: string; changes: TopicChanges }
   /** DELETE /v1/topics/{topic}: workers remove the files once they apply it. */
@@ -137,6 +176,10 @@ export type MetadataCommand =
    *  shell proposes its own member.add at first start, before anything else, so a one-node cluster has one too. */
   | { type: 'member.add'; member: MemberRecord }
   /** Forget a member: 404 when unknown, 409 while it owns partitions (they must move off first). */
-  | { type: 'member.forget'; id: number };
-// Seams (issue 26): the commands of fan-out links (#30: 'link.*') and remotes ('remote.*') join this union, and
-// applyCommand's switch delegates each prefix to its module. Schemas ride on topic.create and topic.update.
+  | { type: 'member.forget'; id: number }
+  /** POST /v1/topics/{parent}/children: links an existing topic under a parent (spec §3 attach rules). */
+  | { type: 'fanout.attach'; child: string; childId: string; attach: FanoutAttach }
+  /** DELETE /v1/topics/{parent}/children/{child}: the child becomes standalone, keeping messages and history. */
+  | { type: 'fanout.detach'; parent: string; parentId: string; child: string; childId: string };
+// Seam (issue 26): the commands of remotes ('remote.*') join this union, and applyCommand's switch delegates each
+// prefix to its module. Schemas ride on topic.create and topic.update; fan-out links are fanout.ts's.

@@ -40,10 +40,11 @@ const routes: RouteCase[] = [
   { method: 'POST', path: () => '/v1/topics/acc-main/produce/batch', body: () => ({ messages: [{ payload: 1 }] }), expect: [401, 401, 403, 202, 403, 202, 202] },
   { method: 'GET', path: () => '/v1/topics/acc-main/consume?wait=0', expect: [401, 401, 403, ok, 403, ok, ok] },
   { method: 'POST', path: () => `/v1/topics/acc-main/ack?receipt_handle=${handle}`, contentType: 'application/json', expect: [401, 401, 403, 410, 403, 410, 410] },
-  // Fan-out and remotes answer 501 (later issues) once the caller passed the route's access check.
-  { method: 'POST', path: () => '/v1/topics/acc-main/children', body: () => ({ child: 'acc-aux' }), expect: [401, 401, 403, 403, 501, 501, 501] },
-  { method: 'GET', path: () => '/v1/topics/acc-main/children', expect: [401, 401, 403, 501, 501, 501, 501] },
-  { method: 'DELETE', path: () => '/v1/topics/acc-main/children/acc-aux', expect: [401, 401, 403, 403, 501, 501, 501] },
+  // Each caller that may attaches (then detaches) a child of its own; remotes answer 501 (later issues) once the
+  // caller passed the route's access check.
+  { method: 'POST', path: () => '/v1/topics/acc-main/children', body: (r) => ({ child: `acc-kid-${r}` }), expect: [401, 401, 403, 403, 200, 200, 200] },
+  { method: 'GET', path: () => '/v1/topics/acc-main/children', expect: [401, 401, 403, 200, 200, 200, 200] },
+  { method: 'DELETE', path: (r) => `/v1/topics/acc-main/children/acc-kid-${r}`, expect: [401, 401, 403, 403, 204, 204, 204] },
   { method: 'POST', path: () => '/v1/topics/acc-main/children/acc-aux/pause', body: () => ({}), expect: [401, 401, 403, 403, 403, 501, 501] },
   { method: 'POST', path: () => '/v1/topics/acc-main/children/acc-aux/resume', body: () => ({}), expect: [401, 401, 403, 403, 403, 501, 501] },
   { method: 'POST', path: () => '/v1/topics/acc-main/children/acc-aux/skip', body: () => ({}), expect: [401, 401, 403, 403, 403, 501, 501] },
@@ -107,7 +108,7 @@ t.before(async () => {
   await must(root.post('/v1/users', { username: 'ac-target', password: 'target-pass' }), 201, 'ac-target');
   for (const row of callers) await must(root.post('/v1/users', { username: `ac-del-${row}`, password: 'p' }), 201, `ac-del-${row}`);
   const owner = as('ac-owner');
-  for (const name of ['acc-main', 'acc-aux', ...callers.map((r) => `acc-del-${r}`)]) {
+  for (const name of ['acc-main', 'acc-aux', ...callers.map((r) => `acc-del-${r}`), ...callers.map((r) => `acc-kid-${r}`)]) {
     await must(owner.post('/v1/topics', { name }), 201, name);
   }
   // From now on the owner holds no grant: what it may do, it may do as owner.
@@ -203,7 +204,7 @@ t.test('list topics is filtered after the page is cut; next_page_token stays set
 t.test('security off: every check passes; only the remote items answer 403 (NOTES 8)', async (t) => {
   const open = await startNodeFor(t, { security: false });
   const anon = new Client(open.url, null);
-  for (const name of ['acc-main', 'acc-aux', 'acc-del-none']) await must(anon.post('/v1/topics', { name }), 201, name);
+  for (const name of ['acc-main', 'acc-aux', 'acc-del-none', 'acc-kid-none']) await must(anon.post('/v1/topics', { name }), 201, name);
   await must(anon.post('/v1/users', { username: 'ac-target', password: 'p' }), 201, 'ac-target');
   await must(anon.post('/v1/users', { username: 'ac-del-none', password: 'p' }), 201, 'ac-del-none');
   const remoteItems = /\/(pause|resume|skip)$|remotes/;

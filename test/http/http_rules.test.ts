@@ -190,8 +190,9 @@ t.test('query parameters: unknown ignored, known given twice 400', async (t) => 
 t.test('routes of later work answer 501 when authenticated, 401 otherwise', async (t) => {
   const json = { contentType: 'application/json' };
   const cases: Array<[string, string, string | undefined]> = [
-    ['POST', '/v1/topics/hr-topic/children', '{"child":"x"}'],
-    ['GET', '/v1/topics/hr-topic/children', undefined],
+    ['POST', '/v1/topics/hr-topic/children', '{"child":"x","remote":"r1"}'],
+    ['POST', '/v1/topics/hr-topic/children/x/pause', '{}'],
+    ['GET', '/v1/remotes', undefined],
   ];
   for (const [method, path, body] of cases) {
     const res = await api.request(method, path, body === undefined ? {} : { body, ...json });

@@ -429,14 +429,15 @@ t.test('list limits with 1001 topics: default 100, over 1000 treated as 1000', a
   t.equal(rest.next_page_token, '', 'then the end');
 });
 
-t.test('schema and fan-out fields: checked first (fan-out then 501 until its work lands); PATCH groups apply in order', async (t) => {
+t.test('schema and fan-out fields: checked first; PATCH groups apply in order', async (t) => {
   assertError(t, await api.post('/v1/topics', { name: 'tp-schema-bad', schema: 'string' }), 400, 'schema', 'schema of the wrong type');
   assertError(t, await api.post('/v1/topics', { name: 'tp-schema-bad2', schema: { type: 'object' }, partitions: 2 }), 400, 'partitions',
     'other fields are checked before the schema');
   t.equal((await getTopic('tp-schema-bad2')).status, 404, 'nothing was created');
   assertError(t, await api.post('/v1/topics', { name: 'tp-child', parent: 'tp-any' }), 404, 'tp-any', 'create under a missing parent');
   await create(t, { name: 'tp-parent' });
-  assertError(t, await api.post('/v1/topics', { name: 'tp-child', parent: 'tp-parent' }), 501, 'not implemented', 'create with parent');
+  const child = await api.post('/v1/topics', { name: 'tp-child', parent: 'tp-parent' });
+  t.equal(child.status, 201, 'create with parent (test/http/fanout_*.test.ts cover fan-out)');
   assertError(t, await api.get('/v1/topics/tp-missing/schema'), 404, 'tp-missing', 'schema of a missing topic');
   assertError(t, await api.patch('/v1/topics/tp-parent', { max_acked_ahead_per_partition: -1 }), 400, 'max_acked_ahead_per_partition');
   assertError(t, await api.patch('/v1/topics/tp-parent', [1]), 400, 'body', 'PATCH body that is not an object');

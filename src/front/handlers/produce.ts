@@ -11,6 +11,7 @@ import { classifyPayload, decodeBase64 } from '../../protocol/payload.js';
 import type { TopicRecord } from '../../protocol/metadata_types.js';
 import type { BatchTask, BodyEncoding } from '../../pool/batch_task.js';
 import { InFlightPerIdentity } from '../in_flight.js';
+import { directProduceRefusal } from './children.js';
 import { jsonReply, type Reply } from '../respond.js';
 import { ownedBytes } from '../../util/owned_bytes.js';
 import { deferred, routeTopic, type RequestContext } from '../request_context.js';
@@ -205,6 +206,8 @@ function produceKey(keyText: string | undefined, keyEncoding: string | undefined
 
 export function onProduce(ctx: RequestContext, s: RouteServices): typeof deferred {
   const topic = routeTopic(ctx);
+  const delayChild = directProduceRefusal(s, topic);
+  if (delayChild !== null) throw delayChild;
   const { query } = ctx;
   const keyText = query.get('key');
   const keyEncoding = query.get('key_encoding');
@@ -220,6 +223,8 @@ export function onProduce(ctx: RequestContext, s: RouteServices): typeof deferre
 
 export async function onProduceBatch(ctx: RequestContext, s: RouteServices): Promise<Reply> {
   const topic = routeTopic(ctx);
+  const delayChild = directProduceRefusal(s, topic);
+  if (delayChild !== null) throw delayChild;
   if (ctx.query.has('key')) throw errors.invalid('key', 'not allowed in the query of a batch produce (set it per message)');
   if (ctx.query.has('partition')) throw errors.invalid('partition', 'not allowed in the query of a batch produce (set it per message)');
   const encoding = bodyEncoding(ctx.headers.contentEncoding);

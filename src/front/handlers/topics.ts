@@ -3,11 +3,13 @@
 // routes.ts names these handlers, and server.ts calls them after the checks the route table asks for.
 import { randomBytes } from 'node:crypto';
 import { limits } from '../../config.js';
-import { errors, refusalError } from '../../errors.js';
+import { BrokerError, errors, refusalError } from '../../errors.js';
 import { groupBy } from '../../protocol/ownership.js';
-import type { TopicChanges, TopicCreateRecord, TopicRecord } from '../../protocol/metadata_types.js';
+import type { FanoutAttach, MetadataCommand, TopicChanges, TopicCreateRecord, TopicRecord } from '../../protocol/metadata_types.js';
+import { childSchemaRefusal } from '../../raft/metadata/fanout.js';
+import type { ApplyResult } from '../../raft/metadata/state.js';
 import type { MemberView, PartitionStatsView } from '../../protocol/thread_messages.js';
-import { canReadTopic, requireTopic } from '../access.js';
+import { canManageTopic, canReadTopic, requireTopic } from '../access.js';
 import { workerFailure } from '../dispatch.js';
 import { optionalInteger, optionalString, parseJsonObject } from '../json_body.js';
 import { jsonReply, type Reply } from '../respond.js';
@@ -15,6 +17,7 @@ import { routeTopic, type RequestContext } from '../request_context.js';
 import type { RouteServices } from '../services.js';
 import { firstSchemaText, schemaChangeFor, schemaField, schemaFields, schemaHistoryReply } from '../topic_schema.js';
 import { partitionStatsJson, placeholderStatsJson, topicJson } from '../topic_view.js';
+import { delayField, proposeAttach } from './children.js';
 
 const topicNamePattern = /^[A-Za-z0-9._-]+$/;
 const createFields = ['name', 'partitions', 'retention_ms', 'visibility_timeout_ms', 'max_in_flight_per_partition',
@@ -64,17 +67,14 @@ function topicToCreate(ctx: RequestContext, s: RouteServices, name: string, body
   const maxInFlight = cap(body, 'max_in_flight_per_partition', limits.max_in_flight_per_partition_default);
   const maxAckedAhead = cap(body, 'max_acked_ahead_per_partition', limits.max_acked_ahead_per_partition_default);
   schemaField(body);
-  const parent = optionalString(body, 'parent');
-  optionalInteger(body, 'fanout_delay_ms', 0, limits.fanout_delay_ms_max);
-  if (body.fanout_delay_ms !== undefined && parent === undefined) throw errors.invalid('fanout_delay_ms', 'only with parent');
-  // Fan-out lands in its own issue; everything else was checked first.
-  // Spec §4: a missing parent is 404 whatever else the request holds.
-  if (parent !== undefined && !s.replica.state.topics.has(parent)) throw errors.parentNotFound(parent);
-  if (parent !== undefined) throw errors.notImplemented();
+  optionalString(body, 'parent');
+  delayField(body, 'fanout_delay_ms');
+  if (body.fanout_delay_ms !== undefined && body.parent === undefined) throw errors.invalid('fanout_delay_ms', 'only with parent');
   return {
     name,
     id: randomBytes(8).toString('hex'),
-    partitions: partitions || limits.partitions_min,
+    // Spec §4: with parent the default is the parent's count (set by onCreateTopic once it read the parent).
+    partitions: partitions || 0,
     retentionMs,
     visibilityTimeoutMs: visibility || limits.visibility_timeout_ms_default,
     maxInFlightPerPartition: maxInFlight ?? limits.max_in_flight_per_partition_default,
@@ -89,11 +89,36 @@ export async function onCreateTopic(ctx: RequestContext, s: RouteServices): Prom
   const body = parseJsonObject(await ctx.body(), createFields);
   const topic = topicToCreate(ctx, s, checkedName(ctx, body), body);
   if (ctx.user !== undefined) topic.owner = ctx.user.username;
+  const parentName = body.parent as string | undefined;
+  // Spec §4: a missing parent is 404 whatever else the request holds; then the right on it (ownership or admin).
+  const parent = parentName === undefined ? undefined : await parentForCreate(ctx, s, parentName);
+  if (topic.partitions === 0) topic.partitions = parent?.partitions ?? limits.partitions_min;
   const document = schemaField(body);
   const schema = document === undefined ? undefined : await firstSchemaText(s, document);
-  const result = await s.replica.propose({ type: 'topic.create', topic, ...(schema === undefined ? {} : { schema }) });
-  if (!result.ok) throw refusalError(result.refusal);
-  return jsonReply(201, { ...topicJson(result.topic!, false), ...schemaFields(s, result.topic!) });
+  const create = (attach?: FanoutAttach): MetadataCommand =>
+    ({ type: 'topic.create', topic, ...(schema === undefined ? {} : { schema }), ...(attach === undefined ? {} : { attach }) });
+  let result: ApplyResult & { ok: true };
+  if (parent === undefined) {
+    const proposed = await s.replica.propose(create());
+    if (!proposed.ok) throw refusalError(proposed.refusal);
+    result = proposed;
+  } else {
+    // One entry creates the topic and attaches it (spec §4: a failed attach part undoes the create).
+    result = await proposeAttach(s, parent.name, delayField(body, 'fanout_delay_ms'), async (_parent, attach) => create(attach));
+  }
+  return jsonReply(201, { ...topicJson(s.replica.state, result.topic!, parent !== undefined), ...schemaFields(s, result.topic!) });
+}
+
+async function parentForCreate(ctx: RequestContext, s: RouteServices, name: string): Promise<TopicRecord> {
+  let parent: TopicRecord;
+  try {
+    parent = await s.replica.topicForChange(name);
+  } catch (error) {
+    if (error instanceof BrokerError && error.status === 404) throw errors.parentNotFound(name);
+    throw error;
+  }
+  if (!canManageTopic(ctx.user, parent)) throw errors.forbidden(`only the owner of parent topic ${name} or an admin may create a child of it`);
+  return parent;
 }
 
 export function onListTopics(ctx: RequestContext, s: RouteServices): Reply {
@@ -119,7 +144,7 @@ export function onListTopics(ctx: RequestContext, s: RouteServices): Reply {
   const nextPageToken = names.length > limit ? Buffer.from(page[page.length - 1]!).toString('base64url') : '';
   // Spec §4: unreadable topics are removed after the page is cut, so a page may be short while
   // next_page_token is set.
-  const readable = page.map((n) => topics.get(n)!).filter((topic) => canReadTopic(ctx.user, topic)).map((topic) => topicJson(topic, true));
+  const readable = page.map((n) => topics.get(n)!).filter((topic) => canReadTopic(ctx.user, topic)).map((topic) => topicJson(s.replica.state, topic, true));
   return jsonReply(200, { topics: readable, next_page_token: nextPageToken });
 }
 
@@ -130,11 +155,8 @@ export async function onGetTopic(ctx: RequestContext, s: RouteServices): Promise
   const partitions = only === undefined ? [...Array(topic.partitions).keys()] : [only];
   // Partitions owned by another node are asked of their owner; one that does not answer is a placeholder (spec §4
   // get-topic, v3.1.0 partial answers).
-  const local = partitions.filter((p) => topic.owners[p] === s.nodeId);
-  const remote = partitions.filter((p) => topic.owners[p] !== s.nodeId);
-  const [localStats, remoteStats] = await Promise.all([partitionStats(s, topic, local), remotePartitionStats(s, topic, remote)]);
-  const stats = new Map([...localStats, ...remoteStats].map((stat) => [stat.index, stat]));
-  const missing = remote.filter((p) => !stats.has(p));
+  const { stats } = await statsByPartition(s, topic, partitions);
+  const missing = partitions.filter((p) => !stats.has(p));
   const members = missing.length === 0 ? new Map<number, MemberView>() : new Map((await s.replica.members()).map((m) => [m.id, m]));
   const statsJson = partitions.map((p) => {
     const owner = topic.owners[p];
@@ -147,11 +169,22 @@ export async function onGetTopic(ctx: RequestContext, s: RouteServices): Promise
     return placeholderStatsJson(p, String(owner), liveness);
   });
   return jsonReply(200, {
-    ...topicJson(topic, true),
+    ...topicJson(s.replica.state, topic, true),
     ...schemaFields(s, topic),
     partition_stats: statsJson,
     ...(missing.length > 0 ? { partial: true } : {}),
   });
+}
+
+/** Statistics of the partitions asked: local ones from this node's workers, the others from their owners (an owner
+ *  that does not answer in time leaves its partitions out: complete is false). Also read by children.ts (attach
+ *  point, lag). */
+export async function statsByPartition(s: RouteServices, topic: TopicRecord, partitions: number[]): Promise<{ stats: Map<number, PartitionStatsView>; complete: boolean }> {
+  const local = partitions.filter((p) => topic.owners[p] === s.nodeId);
+  const remote = partitions.filter((p) => topic.owners[p] !== s.nodeId);
+  const [localStats, remoteStats] = await Promise.all([partitionStats(s, topic, local), remotePartitionStats(s, topic, remote)]);
+  const stats = new Map([...localStats, ...remoteStats].map((stat) => [stat.index, stat]));
+  return { stats, complete: partitions.every((p) => stats.has(p)) };
 }
 
 /** Statistics of partitions other nodes own, one request per owner node, all within ownerStatsMs (spec §4 get-topic):
@@ -215,7 +248,10 @@ export async function onPatchTopic(ctx: RequestContext, s: RouteServices): Promi
   let schemaRefusal: unknown;
   if (refusal === undefined && body.schema !== undefined) {
     const baseVersion = body.schema_base_version as number | undefined;
+    // Spec §3: while attached the parent manages the child's schema: 409 before any compatibility work.
+    const managed = childSchemaRefusal(s.replica.state, topic);
     try {
+      if (managed !== undefined) throw refusalError(managed);
       const change = await schemaChangeFor(s, topic, body.schema, baseVersion);
       if (change !== null) changes.schema = change;
     } catch (error) {
@@ -226,7 +262,7 @@ export async function onPatchTopic(ctx: RequestContext, s: RouteServices): Promi
   if (Object.keys(changes).length > 0) updated = await proposeChanges(s, topic, changes);
   if (refusal !== undefined) throw refusal;
   if (schemaRefusal !== undefined) throw schemaRefusal;
-  return jsonReply(200, { ...topicJson(updated, true), ...schemaFields(s, updated) });
+  return jsonReply(200, { ...topicJson(s.replica.state, updated, true), ...schemaFields(s, updated) });
 }
 
 /** Proposes a PATCH's groups. A schema version registered by another request between the compatibility proof and

@@ -67,7 +67,10 @@ export function placePartitions(state: MetadataState, liveMemberIds: readonly nu
 export function fillOwners(state: MetadataState, command: MetadataCommand, liveMemberIds: readonly number[], avoid: readonly number[] = []): MetadataCommand {
   switch (command.type) {
     case 'topic.create': {
-      const owners = placePartitions(state, liveMemberIds, command.topic.partitions, avoid);
+      // Spec §4 POST /v1/topics with parent: the child's partitions go to other nodes than the parent's where possible.
+      const parent = command.attach === undefined ? undefined : state.topics.get(command.attach.parent);
+      const avoided = parent === undefined ? avoid : [...avoid, ...parent.owners];
+      const owners = placePartitions(state, liveMemberIds, command.topic.partitions, avoided);
       return { ...command, topic: { ...command.topic, owners } };
     }
     case 'topic.update': {

@@ -7,14 +7,15 @@ import { limits } from '../../config.js';
 import type { MetadataRefusal } from '../../errors.js';
 import type { MetadataState, SchemaChange, SchemaHistory } from '../../protocol/metadata_types.js';
 
-/** The refusal a new document of these bytes meets in this history, if any (spec §8, §7 409). */
-function budgetRefusal(state: MetadataState, history: SchemaHistory | undefined, documentBytes: number): MetadataRefusal | undefined {
+/** The refusal a new document of these bytes meets in this history, if any (spec §8, §7 409). copies: the
+ *  children that store the same version (spec §8: each child's copy counted against the cluster budget). */
+function budgetRefusal(state: MetadataState, history: SchemaHistory | undefined, documentBytes: number, copies = 0): MetadataRefusal | undefined {
   const versions = history?.documents.length ?? 0;
   if (versions >= limits.schema_versions_max) return { id: 'schemaVersionsFull', args: [limits.schema_versions_max] };
   if ((history?.bytes ?? 0) + documentBytes > limits.schema_topic_history_bytes_max) {
     return { id: 'schemaTopicBudget', args: [limits.schema_topic_history_bytes_max] };
   }
-  if (schemaBytesInCluster(state) + documentBytes > limits.schema_cluster_history_bytes_max) {
+  if (schemaBytesInCluster(state) + documentBytes * (1 + copies) > limits.schema_cluster_history_bytes_max) {
     return { id: 'schemaClusterBudget', args: [limits.schema_cluster_history_bytes_max] };
   }
   return undefined;
@@ -35,8 +36,11 @@ export function registerFirstSchema(state: MetadataState, topicId: string, docum
   state.schemas.set(topicId, { documents: [document], bytes: Buffer.byteLength(document) });
 }
 
-/** The schema group of a PATCH: undefined when version N+1 was registered, else the refusal. */
-export function applySchemaChange(state: MetadataState, name: string, topicId: string, change: SchemaChange): MetadataRefusal | undefined {
+/** The schema group of a PATCH: undefined when version N+1 was registered, else the refusal. childIds: a parent's
+ *  children, whose histories equal the parent's while attached and take the same version (spec §3: the parent
+ *  manages them). */
+export function applySchemaChange(state: MetadataState, name: string, topicId: string, change: SchemaChange,
+  childIds: readonly string[] = []): MetadataRefusal | undefined {
   const history = state.schemas.get(topicId);
   const current = history?.documents.length ?? 0;
   if (change.baseVersion !== undefined && change.baseVersion !== current) {
@@ -44,14 +48,19 @@ export function applySchemaChange(state: MetadataState, name: string, topicId: s
   }
   if (change.checkedAgainst !== current) return { id: 'schemaChangedUnderRequest', args: [name] };
   const documentBytes = Buffer.byteLength(change.document);
-  const refused = budgetRefusal(state, history, documentBytes);
+  const refused = budgetRefusal(state, history, documentBytes, childIds.length);
   if (refused !== undefined) return refused;
-  if (history === undefined) state.schemas.set(topicId, { documents: [change.document], bytes: documentBytes });
+  for (const id of [topicId, ...childIds]) appendVersion(state, id, change.document, documentBytes);
+  return undefined;
+}
+
+function appendVersion(state: MetadataState, topicId: string, document: string, documentBytes: number): void {
+  const history = state.schemas.get(topicId);
+  if (history === undefined) state.schemas.set(topicId, { documents: [document], bytes: documentBytes });
   else {
-    history.documents.push(change.document);
+    history.documents.push(document);
     history.bytes += documentBytes;
   }
-  return undefined;
 }
 
 export function deleteSchemaHistory(state: MetadataState, topicId: string): void {

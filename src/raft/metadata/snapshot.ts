@@ -5,7 +5,8 @@
 // Runs on: the metadata thread (encode and decode); the bytes may cross nodes (InstallSnapshot).
 
 import { Packr } from 'msgpackr';
-import type { Grant, GrantAction, MemberRecord, MetadataState, SchemaHistory, TopicRecord, UserRecord } from '../../protocol/metadata_types.js';
+import { limits } from '../../config.js';
+import type { FanoutLink, FanoutParent, Grant, GrantAction, MemberRecord, MetadataState, SchemaHistory, TopicRecord, UserRecord } from '../../protocol/metadata_types.js';
 
 /** Bumped on any change to the encoded shape; decode refuses every other value. A topic's targetOwners did not
  *  bump it: it is left out while equal to owners (always, until partition moves exist), so the bytes stay those of
@@ -18,7 +19,9 @@ const topicKeys = ['name', 'id', 'partitions', 'retentionMs', 'visibilityTimeout
 const userKeys = ['username', 'passwordHash', 'credentialVersion', 'grants', 'root', 'createdAtMs', 'updatedAtMs'] as const;
 const memberKeys = ['id', 'apiAddress', 'internalAddress', 'addedAtMs'] as const;
 const grantKeys = ['action', 'patterns'] as const;
-const topLevelKeys = ['format', 'credentialVersionLast', 'members', 'topics', 'users', 'schemas'] as const;
+const topLevelKeys = ['format', 'credentialVersionLast', 'members', 'topics', 'users', 'schemas', 'fanout'] as const;
+const fanoutParentKeys = ['parentId', 'parent', 'children'] as const;
+const fanoutLinkKeys = ['child', 'childId', 'epoch', 'attachOffsets', 'delayMs'] as const;
 const schemaHistoryKeys = ['topicId', 'documents'] as const;
 const grantActions: readonly GrantAction[] = ['produce', 'consume', 'create', 'admin'];
 
@@ -33,12 +36,19 @@ export function encodeMetadataSnapshot(state: MetadataState): Uint8Array {
   const body: Record<string, unknown> = { format: metadataSnapshotFormat, credentialVersionLast: state.credentialVersionLast, members, topics, users };
   // Left out while empty, as targetOwners is, so a state without schemas keeps the bytes older nodes read.
   if (state.schemas.size > 0) body.schemas = encodeSchemas(state.schemas);
+  // The same for fan-out links; children keep their attach order (spec §2 Topic children).
+  if (state.fanout.size > 0) body.fanout = encodeFanout(state.fanout);
   // pack's answer may share the packr's buffer; the snapshot outlives the next pack, so it gets its own bytes.
   return new Uint8Array(packr.pack(body));
 }
 
 function encodeSchemas(schemas: ReadonlyMap<string, SchemaHistory>): Record<string, unknown>[] {
   return [...schemas.entries()].sort(([a], [b]) => byCodeUnit(a, b)).map(([topicId, history]) => ({ topicId, documents: [...history.documents] }));
+}
+
+function encodeFanout(fanout: ReadonlyMap<string, FanoutParent>): Record<string, unknown>[] {
+  return [...fanout.entries()].sort(([a], [b]) => byCodeUnit(a, b))
+    .map(([parentId, entry]) => ({ parentId, parent: entry.parent, children: entry.children.map((c) => ordered('fanout link', c, fanoutLinkKeys)) }));
 }
 
 function encodeTopic(topic: TopicRecord): Record<string, unknown> {
@@ -68,6 +78,8 @@ export function decodeMetadataSnapshot(bytes: Uint8Array): MetadataState {
     credentialVersionLast: integer(top.credentialVersionLast, 'credentialVersionLast', 0),
     members: new Map(),
     schemas: new Map(),
+    fanout: new Map(),
+    fanoutParentOf: new Map(),
   };
   for (const [i, raw] of array(top.members, 'members').entries()) {
     const member = decodeMember(raw, `members[${i}]`);
@@ -91,7 +103,46 @@ export function decodeMetadataSnapshot(bytes: Uint8Array): MetadataState {
     state.users.set(user.username, user);
   }
   decodeSchemas(top.schemas, state);
+  decodeFanout(top.fanout, state);
   return state;
+}
+
+/** Fan-out links, checked against the rules every apply keeps (spec §3): known topics, one parent per child, no
+ *  grandchildren, at most fanout_children_max children, one attach offset per parent partition. */
+function decodeFanout(raw: unknown, state: MetadataState): void {
+  if (raw === undefined) return;
+  const byId = new Map([...state.topics.values()].map((topic) => [topic.id, topic]));
+  for (const [i, entry] of array(raw, 'fanout').entries()) {
+    const where = `fanout[${i}]`;
+    const f = object(entry, where, fanoutParentKeys);
+    const parentId = topicId(f.parentId, `${where}.parentId`);
+    const parent = byId.get(parentId);
+    if (parent === undefined || parent.name !== f.parent) throw problem(`${where}: topic ${parentId} named ${String(f.parent)} is not in the snapshot`);
+    if (state.fanout.has(parentId)) throw problem(`${where}: parent ${parentId} appears twice`);
+    const children = array(f.children, `${where}.children`).map((c, j) => decodeLink(c, `${where}.children[${j}]`, parent.partitions));
+    if (children.length === 0 || children.length > limits.fanout_children_max) throw problem(`${where}: ${children.length} children`);
+    for (const child of children) {
+      if (byId.get(child.childId)?.name !== child.child) throw problem(`${where}: child ${child.childId} named ${child.child} is not in the snapshot`);
+      if (state.fanoutParentOf.has(child.childId)) throw problem(`${where}: child ${child.childId} has two parents`);
+      state.fanoutParentOf.set(child.childId, parentId);
+    }
+    state.fanout.set(parentId, { parent: parent.name, children });
+  }
+  for (const [childId, parentId] of state.fanoutParentOf) {
+    if (state.fanout.has(childId)) throw problem(`fanout: topic ${childId} is both a child (of ${parentId}) and a parent`);
+  }
+}
+
+function decodeLink(raw: unknown, where: string, parentPartitions: number): FanoutLink {
+  const l = object(raw, where, fanoutLinkKeys);
+  const attachOffsets = array(l.attachOffsets, `${where}.attachOffsets`).map((o, p) => integer(o, `${where}.attachOffsets[${p}]`, 0));
+  if (attachOffsets.length !== parentPartitions) throw problem(`${where}: ${attachOffsets.length} attach offsets for ${parentPartitions} parent partitions`);
+  const link: FanoutLink = { child: string(l.child, `${where}.child`), childId: topicId(l.childId, `${where}.childId`), epoch: string(l.epoch, `${where}.epoch`), attachOffsets };
+  if (l.delayMs !== undefined) {
+    link.delayMs = integer(l.delayMs, `${where}.delayMs`, 1);
+    if (link.delayMs > limits.fanout_delay_ms_max) throw problem(`${where}.delayMs: over ${limits.fanout_delay_ms_max}`);
+  }
+  return link;
 }
 
 function decodeSchemas(raw: unknown, state: MetadataState): void {

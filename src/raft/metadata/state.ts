@@ -1,11 +1,13 @@
 // The metadata state machine's one entry: applyCommand switches on the command and delegates to the module of its
-// resource (topics.ts, users.ts, members.ts; placement.ts for partition owners, schemas.ts for schema histories). Pure: no I/O, no clock, no
+// resource (topics.ts, users.ts, members.ts; placement.ts for partition owners, schemas.ts for schema histories,
+// fanout.ts for fan-out links). Pure: no I/O, no clock, no
 // randomness. Every id and timestamp arrives inside the command, so the metadata thread, the front thread and every
 // partition worker reach the same state from the same log.
 // Runs on: the metadata thread (authoritative) and, as read-only replicas, the front thread and workers.
 
 import type { MetadataRefusal } from '../../errors.js';
 import type { MemberRecord, MetadataCommand, MetadataState, TopicRecord, UserRecord } from '../../protocol/metadata_types.js';
+import { applyFanoutAttach, applyFanoutDetach } from './fanout.js';
 import { applyMemberAdd, applyMemberForget } from './members.js';
 import { applyTopicCreate, applyTopicDelete, applyTopicUpdate } from './topics.js';
 import { applyUserCreate, applyUserDelete, applyUserGrants, applyUserPassword } from './users.js';
@@ -18,14 +20,15 @@ export type ApplyResult =
   | { ok: false; refusal: MetadataRefusal };
 
 export function emptyMetadataState(): MetadataState {
-  return { topics: new Map(), topicNamesLower: new Map(), users: new Map(), credentialVersionLast: 0, members: new Map(), schemas: new Map() };
+  return { topics: new Map(), topicNamesLower: new Map(), users: new Map(), credentialVersionLast: 0, members: new Map(), schemas: new Map(),
+    fanout: new Map(), fanoutParentOf: new Map() };
 }
 
 /** Applies one committed command. Mutates state; the result is what the proposer answers. */
 export function applyCommand(state: MetadataState, command: MetadataCommand): ApplyResult {
   switch (command.type) {
     case 'topic.create':
-      return applyTopicCreate(state, command.topic, command.schema);
+      return applyTopicCreate(state, command.topic, command.schema, command.attach);
     case 'topic.update':
       return applyTopicUpdate(state, command.name, command.id, command.changes);
     case 'topic.delete':
@@ -42,8 +45,12 @@ export function applyCommand(state: MetadataState, command: MetadataCommand): Ap
       return applyMemberAdd(state, command.member);
     case 'member.forget':
       return applyMemberForget(state, command.id);
-    // Seams (issue 26): fan-out links (#30, links.ts) and remotes (remotes.ts) add their cases here, one module each,
-    // when their commands join MetadataCommand (src/protocol/metadata_types.ts). Schemas ride on the topic commands.
+    case 'fanout.attach':
+      return applyFanoutAttach(state, command.child, command.childId, command.attach);
+    case 'fanout.detach':
+      return applyFanoutDetach(state, command.parent, command.parentId, command.child, command.childId);
+    // Seam (issue 26): remotes (remotes.ts) add their cases here when their commands join MetadataCommand
+    // (src/protocol/metadata_types.ts). Schemas ride on the topic commands.
     default:
       return assertNeverCommand(command);
   }

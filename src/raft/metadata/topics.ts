@@ -3,13 +3,15 @@
 // Pure; runs wherever applyCommand runs (the metadata thread, and the front and workers as replicas).
 
 import type { MetadataRefusal } from '../../errors.js';
-import type { MetadataState, TopicChanges, TopicCreateRecord, TopicRecord } from '../../protocol/metadata_types.js';
+import type { FanoutAttach, MetadataState, TopicChanges, TopicCreateRecord, TopicRecord } from '../../protocol/metadata_types.js';
+import { childIdsOf, childSchemaRefusal, createAttachRefusal, linkCreated, parentGrown, retentionRefusal, unlinkDeleted } from './fanout.js';
 import { addPartitionOwners, assertOwners, ownerNotMember, targetOwnersOf } from './placement.js';
 import { applySchemaChange, deleteSchemaHistory, firstSchemaRefusal, registerFirstSchema } from './schemas.js';
 import type { ApplyResult } from './state.js';
 
-/** A create with a schema registers it as version 1 (spec §3), all or nothing. */
-export function applyTopicCreate(state: MetadataState, topic: TopicCreateRecord, schema?: string): ApplyResult {
+/** A create with a schema registers it as version 1 (spec §3), all or nothing; with attach (a create with parent)
+ *  the topic is created attached or not at all (spec §4: a failed attach part undoes the create). */
+export function applyTopicCreate(state: MetadataState, topic: TopicCreateRecord, schema?: string, attach?: FanoutAttach): ApplyResult {
   // The leader's shell always fills owners (placement.ts fillOwners) before proposing: a wrong count is a bug.
   assertOwners(topic.owners, topic.partitions, `topic.create ${topic.name}`);
   const existing = state.topicNamesLower.get(topic.name.toLowerCase());
@@ -23,10 +25,13 @@ export function applyTopicCreate(state: MetadataState, topic: TopicCreateRecord,
   if (gone !== undefined) return gone;
   const schemaRefused = schema === undefined ? undefined : firstSchemaRefusal(state, schema);
   if (schemaRefused !== undefined) return { ok: false, refusal: schemaRefused };
+  const attachRefused = attach === undefined ? undefined : createAttachRefusal(state, topic, schema, attach);
+  if (attachRefused !== undefined) return { ok: false, refusal: attachRefused };
   const stored: TopicRecord = { ...topic, owners: [...topic.owners], targetOwners };
   if (schema !== undefined) registerFirstSchema(state, stored.id, schema);
   state.topics.set(stored.name, stored);
   state.topicNamesLower.set(stored.name.toLowerCase(), stored.name);
+  if (attach !== undefined) linkCreated(state, stored, attach);
   return { ok: true, topic: copyTopic(stored) };
 }
 
@@ -35,7 +40,12 @@ export function applyTopicCreate(state: MetadataState, topic: TopicCreateRecord,
 export function applyTopicUpdate(state: MetadataState, name: string, id: string, changes: TopicChanges): ApplyResult {
   const topic = state.topics.get(name);
   if (topic === undefined || topic.id !== id) return { ok: false, refusal: { id: 'topicNotFound', args: [name] } };
-  if (changes.retentionMs !== undefined) topic.retentionMs = changes.retentionMs;
+  if (changes.retentionMs !== undefined) {
+    // Spec §3: a parent's retention must keep holding its delay children's delay plus one hour.
+    const refusal = retentionRefusal(state, topic, changes.retentionMs);
+    if (refusal !== undefined) return { ok: false, refusal };
+    topic.retentionMs = changes.retentionMs;
+  }
   if (changes.maxInFlightPerPartition !== undefined) topic.maxInFlightPerPartition = changes.maxInFlightPerPartition;
   if (changes.maxAckedAheadPerPartition !== undefined) topic.maxAckedAheadPerPartition = changes.maxAckedAheadPerPartition;
   if (changes.partitions !== undefined) {
@@ -59,9 +69,11 @@ export function applyTopicUpdate(state: MetadataState, name: string, id: string,
     if (gone !== undefined) return gone;
     addPartitionOwners(topic, newOwners);
     topic.partitions = changes.partitions;
+    parentGrown(state, topic.id, topic.partitions);
   }
   if (changes.schema !== undefined) {
-    const refusal = applySchemaChange(state, name, id, changes.schema);
+    // Spec §3: while attached, the parent manages the child's schema; the parent's versions reach its children.
+    const refusal = childSchemaRefusal(state, topic) ?? applySchemaChange(state, name, id, changes.schema, childIdsOf(state, topic.id));
     if (refusal !== undefined) return { ok: false, refusal };
   }
   return { ok: true, topic: copyTopic(topic) };
@@ -73,6 +85,7 @@ export function applyTopicDelete(state: MetadataState, name: string, id: string)
   state.topics.delete(name);
   state.topicNamesLower.delete(name.toLowerCase());
   deleteSchemaHistory(state, topic.id);
+  unlinkDeleted(state, topic.id);
   return { ok: true, deletedTopicId: topic.id };
 }
 

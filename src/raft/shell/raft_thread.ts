@@ -29,6 +29,8 @@ const metadataCommandTypes: Record<MetadataCommand['type'], true> = {
   'user.password': true,
   'member.add': true,
   'member.forget': true,
+  'fanout.attach': true,
+  'fanout.detach': true,
 };
 
 function storedEntry(entry: LogEntry): LogEntry<MetadataCommand> {
