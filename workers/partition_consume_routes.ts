@@ -95,11 +95,24 @@ export class ConsumeRoutes {
 
   onTake(msg: TakeRequest): void {
     if (this.host.logsClosed()) return this.postShuttingDown(msg.reqId);
+    if (msg.max === 0) return this.onWatch(msg);
     const taken = this.lease(msg);
     if (taken.length > 0 || msg.park !== true) return this.answerTaken(msg, taken);
     // Nothing would unpark it once shutdown has begun.
     if (this.host.shuttingDown()) return this.postShuttingDown(msg.reqId);
     this.parked.park(msg);
+  }
+
+  /** A take of max 0 leases nothing: it answers (empty) once one of its partitions has a deliverable message, so a
+   *  node that waits on several owners takes from whichever has one (issue 29 point 4). */
+  private onWatch(msg: TakeRequest): void {
+    if (msg.park !== true || this.anyDeliverable(msg)) return this.answerTaken(msg, []);
+    if (this.host.shuttingDown()) return this.postShuttingDown(msg.reqId);
+    this.parked.park(msg);
+  }
+
+  private anyDeliverable(take: TakeRequest): boolean {
+    return take.partitions.some((partition) => (this.readPathOfPartition(take.topicId, partition)?.deliverable() ?? 0) > 0);
   }
 
   onUnpark(takeReqId: number): void {
@@ -112,12 +125,13 @@ export class ConsumeRoutes {
     for (const take of this.parked.removeAll()) this.postShuttingDown(take.reqId);
   }
 
-  /** Answers the topic's parked takes, oldest first, that can lease something now. */
+  /** Answers the topic's parked takes, oldest first, that can lease something now (and its watches). */
   private serveParked(topicId: string): void {
     for (const take of this.parked.ofTopic(topicId)) {
-      if (!take.partitions.some((partition) => (this.readPathOfPartition(topicId, partition)?.deliverable() ?? 0) > 0)) continue;
-      const taken = this.lease(take);
-      if (taken.length === 0) continue;
+      if (!this.anyDeliverable(take)) continue;
+      // A watch (max 0) answers empty: its asker takes next.
+      const taken = take.max === 0 ? [] : this.lease(take);
+      if (taken.length === 0 && take.max > 0) continue;
       this.parked.remove(take.reqId);
       this.answerTaken(take, taken);
     }

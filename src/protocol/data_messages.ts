@@ -10,8 +10,9 @@ export type DataRequest =
   | { kind: 'read'; topicId: string; partition: number; offset: number }
   /** Statistics of partitions this node owns. Answered by 'statsResult' (all of them) or 'failed'. */
   | { kind: 'stats'; topicId: string; partitions: number[] }
-  /** A lease of up to max messages from these partitions, in order. With parkRef the take waits on its worker (a
-   *  long poll) until it leases something or the asking node sends 'unpark' with the same parkRef. */
+  /** A lease of up to max messages from these partitions, in order (over the owner's workers). With parkRef the take
+   *  waits (a long poll) until it leases something or the asking node sends 'unpark' with the same parkRef; with
+   *  max 0 as well, it is a watch on every partition named: it answers empty once one has a deliverable message. */
   | { kind: 'take'; topicId: string; partitions: number[]; max: number; parkRef?: number }
   /** Ack, extend or nack of receipt handles (joined by ','), answered by 'settledResult' with one status per
    *  handle, in order. */

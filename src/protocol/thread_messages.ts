@@ -137,7 +137,8 @@ export type ToWorker =
   /** Front -> worker: lease up to max messages, trying the partitions in the order given (each must be owned by
    *  this worker). Answered by 'taken' (maybe empty). A lost answer leaves leases that simply expire. With park
    *  (a long poll), a take that finds nothing waits on the worker (workers/parked_takes.ts) and is answered once
-   *  it leases something, or empty on 'unpark' or when its topic is deleted; never twice. */
+   *  it leases something, or empty on 'unpark' or when its topic is deleted; never twice. max 0 is a watch: it
+   *  leases nothing and answers empty once a partition has a deliverable message (parked until then). */
   | { kind: 'take'; reqId: number; topicId: string; partitions: number[]; max: number; park?: boolean }
   /** Front -> worker: the parked take takeReqId is no longer wanted (its wait ended, its client went away, the node
    *  shuts down). Answered through that take: an empty 'taken' if it was still parked, nothing if it was answered. */
