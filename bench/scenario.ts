@@ -5,6 +5,7 @@ import { consumeHeadlines, printConsumeTable, runConsume } from './consume.js';
 import { flowHeadlines, printFlowTable, runFlow } from './end_to_end.js';
 import { footprintHeadlines, printFootprint, runFootprint } from './footprint.js';
 import { forwardHopHeadlines, printForwardHop, runForwardHop } from './forward_hop.js';
+import { forwardedHeadlines, printForwarded, runForwarded } from './forwarded.js';
 import type { BenchOptions } from './options.js';
 import { printProduceTable, produceHeadlines, runProduce } from './produce.js';
 
@@ -41,6 +42,11 @@ export async function runScenario(options: BenchOptions): Promise<ScenarioRun> {
     case 'forward-hop': {
       const report = await runForwardHop(options);
       return { report, print: () => printForwardHop(report), headlines: () => forwardHopHeadlines(report) };
+    }
+    case 'produce-forwarded':
+    case 'consume-forwarded': {
+      const report = await runForwarded(options);
+      return { report, print: () => printForwarded(report), headlines: () => forwardedHeadlines(report) };
     }
     case 'all':
       throw new Error('all runs the other scenarios (bench/all.ts)');
