@@ -203,7 +203,7 @@ export class ConsumeRoutes {
     const counters: PartitionCountersView[] = [];
     for (const [log, path] of this.readPaths) {
       const key = this.host.table.keyOf(log);
-      if (key !== undefined) counters.push({ topicId: key.topicId, partition: key.partition, lag: path.lag(), consumed: path.consumed });
+      if (key !== undefined) counters.push({ topicId: key.topicId, partition: key.partition, lag: path.lag(), consumed: path.consumed, produced: log.stagedSinceOpen });
     }
     this.host.post({ kind: 'countersResult', reqId, counters });
   }

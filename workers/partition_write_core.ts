@@ -154,6 +154,9 @@ export class PartitionWriteCore<L, D extends HeldDispatch> {
   private readonly cursorsWaitingSync = new Set<L>();
   private readonly cursorsPersisting = new Set<L>();
   private handoffWaiters: HandoffStaged<L>[] = [];
+  /** seqUpTo of the last flush round: a round with the same one wrote only handed-over records, which no 'durable'
+   *  report covers (their hand-off answers them). */
+  private lastFlushedSeq = -Infinity;
   private round: { id: number; kind: 'flush'; logs: L[]; seqUpTo: number } | { id: number; kind: 'retention' } | null = null;
   private syncRound: { id: number; logs: L[]; seqUpTo: number | null; waiters: number[] } | null = null;
   private nextRoundId = 1;
@@ -310,6 +313,8 @@ export class PartitionWriteCore<L, D extends HeldDispatch> {
     check(round?.kind === 'flush', 'flushDone without a flush round');
     check(positions.length === round.logs.length, 'flushDone must name every log of its round');
     this.round = null;
+    const holdsLocal = round.seqUpTo > this.lastFlushedSeq;
+    this.lastFlushedSeq = round.seqUpTo;
     const committed: LogPosition<L>[] = [];
     for (const position of positions) {
       const state = this.states.get(position.log);
@@ -317,8 +322,10 @@ export class PartitionWriteCore<L, D extends HeldDispatch> {
       if (state === undefined) continue;
       this.positionApply(position, state, true);
       if (state.syncedOffset < state.highWatermark) {
-        state.unsyncedRounds.push({ seqUpTo: round.seqUpTo, endOffset: state.highWatermark });
-        this.unsyncedRoundLogs.add(position.log);
+        if (holdsLocal) {
+          state.unsyncedRounds.push({ seqUpTo: round.seqUpTo, endOffset: state.highWatermark });
+          this.unsyncedRoundLogs.add(position.log);
+        }
         this.unsynced.add(position.log);
         // Handed-over records wait for this sync (their origin, and consumers): it comes now, not an interval later.
         if (state.foreign) this.syncDue = true;

@@ -11,7 +11,6 @@ export class Metrics {
   /** route pattern -> method -> status -> answers. */
   private readonly requestsByRoute = new Map<string, Map<string, Map<number, number>>>();
   /** topic name -> messages accepted per partition. */
-  private readonly produced = new Map<string, number[]>();
   private ingressFailed = 0;
   /** topic name -> reason -> produce requests refused (spec §4 Health and metrics). */
   private readonly rejections = new Map<string, Map<string, number>>();
@@ -75,24 +74,27 @@ export class Metrics {
         for (const { name, view } of await report()) this.labels(name, String(view.partition)).set(view.lag);
       },
     });
-    new Counter({
-      name: 'svc_messages_consumed_total',
-      help: 'Messages handed out under a lease on this node since it started, by topic and partition.',
-      labelNames: ['topic', 'partition'],
-      registers: [this.registry],
-      async collect() {
-        this.reset();
-        for (const { name, view } of await report()) {
-          if (view.consumed > 0) this.labels(name, String(view.partition)).inc(view.consumed);
-        }
-      },
-    });
+    for (const [name, help, count] of [
+      ['svc_messages_consumed_total', 'Messages handed out under a lease on this node since it started, by topic and partition.',
+        (view: PartitionCountersView) => view.consumed],
+      ['svc_messages_produced_total', 'Messages stored in the partitions this node owns since it started (counted once, at the ' +
+        'owner, whichever node took the produce), by topic and partition.', (view: PartitionCountersView) => view.produced],
+    ] as const) {
+      new Counter({
+        name, help, labelNames: ['topic', 'partition'], registers: [this.registry],
+        async collect() {
+          this.reset();
+          for (const { name: topic, view } of await report()) {
+            if (count(view) > 0) this.labels(topic, String(view.partition)).inc(count(view));
+          }
+        },
+      });
+    }
   }
 
   /** The series counted on the hot paths, read from their maps at scrape time. */
   private registerCounters(): void {
     const requestsByRoute = this.requestsByRoute;
-    const produced = this.produced;
     new Counter({
       name: 'svc_http_requests_total',
       help: 'HTTP requests answered, by matched route pattern (unmatched otherwise), method and status.',
@@ -104,20 +106,6 @@ export class Metrics {
           for (const [method, byStatus] of byMethod) {
             for (const [status, count] of byStatus) this.labels(route, method, String(status)).inc(count);
           }
-        }
-      },
-    });
-    new Counter({
-      name: 'svc_messages_produced_total',
-      help: 'Messages accepted (answered 202) on this node, by topic and partition.',
-      labelNames: ['topic', 'partition'],
-      registers: [this.registry],
-      collect() {
-        this.reset();
-        for (const [topic, counts] of produced) {
-          counts.forEach((count, partition) => {
-            if (count > 0) this.labels(topic, String(partition)).inc(count);
-          });
         }
       },
     });
@@ -171,28 +159,6 @@ export class Metrics {
     byStatus.set(status, (byStatus.get(status) ?? 0) + 1);
   }
 
-  /** Counts accepted records by partition; takes the records themselves, so a produce builds no array for it. */
-  countProduced(topic: string, records: readonly { partition: number }[]): void {
-    const counts = this.producedCounts(topic);
-    for (let i = 0; i < records.length; i++) {
-      const partition = records[i]!.partition;
-      counts[partition] = (counts[partition] ?? 0) + 1;
-    }
-  }
-
-  /** Counts one accepted record of a single produce. */
-  countProducedTo(topic: string, partition: number): void {
-    const counts = this.producedCounts(topic);
-    counts[partition] = (counts[partition] ?? 0) + 1;
-  }
-
-  /** Accepted records of topic by partition (made on first use). */
-  private producedCounts(topic: string): number[] {
-    let counts = this.produced.get(topic);
-    if (counts === undefined) this.produced.set(topic, (counts = []));
-    return counts;
-  }
-
   /** Counts one refused produce request (a single produce, or a whole batch). */
   countRejection(topic: string, reason: 'schema' | 'delayed_child' | 'remote_child'): void {
     let byReason = this.rejections.get(topic);
@@ -205,7 +171,6 @@ export class Metrics {
   }
 
   forgetTopic(topic: string): void {
-    this.produced.delete(topic);
     this.rejections.delete(topic);
   }
 }

@@ -117,6 +117,8 @@ export interface PartitionCountersView {
   lag: number;
   /** Messages handed out under a lease since the worker started (svc_messages_consumed_total). */
   consumed: number;
+  /** Records stored (or staged) in the partition since the worker opened it (svc_messages_produced_total). */
+  produced: number;
 }
 
 export type ToWorker =

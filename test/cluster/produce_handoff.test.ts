@@ -1,6 +1,6 @@
 // Goal: a produce through any node is stored at its partition's owner (issue 29 points 1-3, spec §1.2, §1.6): a
 // node x partition matrix of pinned produces all answer 202 and each partition then holds exactly its messages, read
-// through another node; round-robin produce spreads over every partition, local and remote; a record handed over
+// through another node, and svc_messages_produced_total counts each once, at the owner; round-robin produce spreads over every partition, local and remote; a record handed over
 // is stored once even when the origin is killed (kill -9) before its owner confirmed and hands it over again after
 // its restart (svc_ingress_dispatch_backlog_records counts them meanwhile); a backlog past
 // cluster.handoff_queue_bytes is read back from the ingress log's files and stored once, in order; with an owner killed, produces without a partition keep answering 202 and go to live partitions, a
@@ -76,6 +76,16 @@ t.test('pinned produce through every node to every partition; round-robin over a
   const batch = await cluster.client(1).post('/v1/topics/ho/produce/batch', { messages: [0, 1, 2, 3, 4, 5].map((p) => ({ partition: p, payload: { b: p } })) });
   t.equal(batch.status, 202, batch.text);
   t.ok(await totalBecomes(cluster.client(1), 'ho', 60, 10_000), 'a batch spread over every owner is stored');
+  // svc_messages_produced_total counts each message once, at its partition's owner.
+  let counted = 0;
+  for (const id of [1, 2, 3]) {
+    const text = (await cluster.client(id).get('/metrics')).text;
+    for (const match of text.matchAll(/^svc_messages_produced_total\{topic="ho",partition="(\d+)"\} (\d+)$/gm)) {
+      t.equal(owners[Number(match[1])], id, `node ${id} counts partition ${match[1]}, which it owns`);
+      counted += Number(match[2]);
+    }
+  }
+  t.equal(counted, 60, 'the three nodes together count each of the 60 messages once');
 });
 
 t.test('a hand-off re-sent after the origin is killed is stored once', async (t) => {

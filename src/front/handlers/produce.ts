@@ -108,8 +108,6 @@ function ingressFailed(s: RouteServices, error: Error): BrokerError {
 class BatchAppend implements AppendListener {
   constructor(
     private readonly s: RouteServices,
-    private readonly topic: TopicRecord,
-    private readonly records: IngressRecord[],
     private readonly resolve: () => void,
     private readonly reject: (failure: BrokerError) => void,
   ) {}
@@ -119,7 +117,6 @@ class BatchAppend implements AppendListener {
       this.reject(ingressFailed(this.s, error));
       return;
     }
-    this.s.metrics.countProduced(this.topic.name, this.records);
     this.resolve();
   }
 }
@@ -191,7 +188,6 @@ class SingleProduce implements BodyListener, AppendListener {
       this.ctx.fail(ingressFailed(this.s, error));
       return;
     }
-    this.s.metrics.countProducedTo(this.topic.name, this.partition);
     this.ctx.respond(accepted);
   }
 }
@@ -259,7 +255,7 @@ export async function onProduceBatch(ctx: RequestContext, s: RouteServices): Pro
     else if (!ownerTakesProduce(s, current.owners[record.partition]!)) record.partition = reroutedPartition(s, current, record);
   }
   const entry: IngressEntry = { seq: 0, topicId: '', timestampSec: 0, records };
-  await new Promise<void>((resolve, reject) => appendToIngress(s, current, entry, new BatchAppend(s, current, records, resolve, reject)));
+  await new Promise<void>((resolve, reject) => appendToIngress(s, current, entry, new BatchAppend(s, resolve, reject)));
   return jsonReply(202, { accepted: records.length });
 }
 
