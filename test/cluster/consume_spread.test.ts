@@ -6,26 +6,16 @@
 // must end with a message, not by their deadline).
 import t from 'tap';
 import { TestCluster, eventually } from '../helpers/cluster.js';
-import type { Client } from '../helpers/http.js';
 
 const consumer = { 'x-svc-client': 'spread-tests' };
 
 interface Message { payload: { i?: number; late?: boolean }; receipt_handle: string; partition: number }
 
-async function ownersOf(client: Client, topic: string): Promise<number[]> {
-  const body = (await client.get(`/v1/topics/${topic}`)).json() as { partition_stats: { owner_node: string }[] };
-  return body.partition_stats.map((p) => Number(p.owner_node));
-}
-
 t.test('consume without partition leases from every owner; long polls wake on any owner', async (t) => {
-  const cluster = await TestCluster.create(t, 3);
-  await cluster.startAll();
-  const leader = await cluster.agreedLeader(15_000);
-  if (leader === undefined) return t.fail('a leader within 15 s');
-  t.ok(await cluster.allReady(15_000), 'all 3 ready');
+  const { cluster, leader } = await TestCluster.started(t, 3);
   t.equal((await cluster.client(leader).post('/v1/topics', { name: 'cs', partitions: 6 })).status, 201);
   t.ok(await cluster.visibleOnAll('/v1/topics/cs', 10_000));
-  const owners = await ownersOf(cluster.client(leader), 'cs');
+  const owners = await cluster.ownersOf(leader, 'cs');
   for (let i = 0; i < 30; i++) t.equal((await cluster.client(1).post('/v1/topics/cs/produce', { i })).status, 202);
   t.ok(await eventually(async () => {
     const body = (await cluster.client(2).get('/v1/topics/cs')).json() as { partition_stats: { next_offset: number }[] };

@@ -11,14 +11,8 @@
 import t from 'tap';
 import { TestCluster, eventually } from '../helpers/cluster.js';
 import type { Client } from '../helpers/http.js';
-import type { Teardown } from '../helpers/node.js';
 
 interface Stats { index: number; owner_node: string; next_offset: number }
-
-async function ownersOf(client: Client, topic: string): Promise<number[]> {
-  const body = (await client.get(`/v1/topics/${topic}`)).json() as { partition_stats: Stats[] };
-  return body.partition_stats.map((p) => Number(p.owner_node));
-}
 
 /** Every payload of the partition, in offset order, read by replay through client (at most limit). */
 async function payloadsOf(client: Client, topic: string, partition: number, limit = 500): Promise<unknown[]> {
@@ -40,20 +34,11 @@ async function totalBecomes(client: Client, topic: string, count: number, timeou
   }, timeoutMs, 200);
 }
 
-async function startedCluster(t: Teardown & { passing?(): boolean }, extraArgs: string[] = []): Promise<{ cluster: TestCluster; leader: number }> {
-  const cluster = await TestCluster.create(t, 3, extraArgs);
-  await cluster.startAll();
-  const leader = await cluster.agreedLeader(15_000);
-  if (leader === undefined) throw new Error('no leader within 15 s');
-  if (!(await cluster.allReady(15_000))) throw new Error('not all 3 ready');
-  return { cluster, leader };
-}
-
 t.test('pinned produce through every node to every partition; round-robin over all', async (t) => {
-  const { cluster, leader } = await startedCluster(t);
+  const { cluster, leader } = await TestCluster.started(t, 3);
   t.equal((await cluster.client(leader).post('/v1/topics', { name: 'ho', partitions: 6 })).status, 201);
   t.ok(await cluster.visibleOnAll('/v1/topics/ho', 10_000));
-  const owners = await ownersOf(cluster.client(leader), 'ho');
+  const owners = await cluster.ownersOf(leader, 'ho');
   t.same(new Set(owners), new Set([1, 2, 3]), 'every node owns a partition');
   for (const via of [1, 2, 3]) {
     for (let p = 0; p < 6; p++) {
@@ -89,10 +74,10 @@ t.test('pinned produce through every node to every partition; round-robin over a
 });
 
 t.test('a hand-off re-sent after the origin is killed is stored once', async (t) => {
-  const { cluster, leader } = await startedCluster(t);
+  const { cluster, leader } = await TestCluster.started(t, 3);
   t.equal((await cluster.client(leader).post('/v1/topics', { name: 'once', partitions: 3 })).status, 201);
   t.ok(await cluster.visibleOnAll('/v1/topics/once', 10_000));
-  const owners = await ownersOf(cluster.client(leader), 'once');
+  const owners = await cluster.ownersOf(leader, 'once');
   const owner = owners[0]!;
   const origin = [1, 2, 3].find((id) => id !== owner)!;
   const reader = [1, 2, 3].find((id) => id !== owner && id !== origin)!;
@@ -115,10 +100,10 @@ t.test('a hand-off re-sent after the origin is killed is stored once', async (t)
 });
 
 t.test('an owner killed: produces go around it, pinned ones answer 503, its messages come back with it', async (t) => {
-  const { cluster, leader } = await startedCluster(t);
+  const { cluster, leader } = await TestCluster.started(t, 3);
   t.equal((await cluster.client(leader).post('/v1/topics', { name: 'down', partitions: 6 })).status, 201);
   t.ok(await cluster.visibleOnAll('/v1/topics/down', 10_000));
-  const owners = await ownersOf(cluster.client(leader), 'down');
+  const owners = await cluster.ownersOf(leader, 'down');
   const victim = owners.find((o) => o !== leader)!;
   const survivor = [1, 2, 3].find((id) => id !== victim)!;
   const victimPartition = owners.indexOf(victim);
@@ -146,10 +131,10 @@ t.test('an owner killed: produces go around it, pinned ones answer 503, its mess
 });
 
 t.test('a backlog past the memory bound is handed over from the ingress log\'s files, once and in order', async (t) => {
-  const { cluster, leader } = await startedCluster(t, ['--set', 'cluster.handoff_queue_bytes=64KiB']);
+  const { cluster, leader } = await TestCluster.started(t, 3, ['--set', 'cluster.handoff_queue_bytes=64KiB']);
   t.equal((await cluster.client(leader).post('/v1/topics', { name: 'spill', partitions: 3 })).status, 201);
   t.ok(await cluster.visibleOnAll('/v1/topics/spill', 10_000));
-  const owners = await ownersOf(cluster.client(leader), 'spill');
+  const owners = await cluster.ownersOf(leader, 'spill');
   const owner = owners[1]!;
   const origin = [1, 2, 3].find((id) => id !== owner)!;
   const reader = [1, 2, 3].find((id) => id !== owner && id !== origin)!;

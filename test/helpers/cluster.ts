@@ -88,6 +88,22 @@ export class TestCluster {
     return cluster;
   }
 
+  /** create, start every node, and wait (15 s each) for an agreed leader and every node ready; throws otherwise. */
+  static async started(t: Teardown & { passing?(): boolean }, count: number, extraArgs: string[] = []): Promise<{ cluster: TestCluster; leader: number }> {
+    const cluster = await TestCluster.create(t, count, extraArgs);
+    await cluster.startAll();
+    const leader = await cluster.agreedLeader(15_000);
+    if (leader === undefined) throw new Error(`the ${count} nodes agree on no leader within 15 s`);
+    if (!(await cluster.allReady(15_000))) throw new Error(`not all ${count} nodes ready within 15 s`);
+    return { cluster, leader };
+  }
+
+  /** The owner node id of each partition of topic, as node id answers. */
+  async ownersOf(id: number, topic: string): Promise<number[]> {
+    const body = (await this.client(id).get(`/v1/topics/${topic}`)).json() as { partition_stats: { owner_node: string }[] };
+    return body.partition_stats.map((p) => Number(p.owner_node));
+  }
+
   /** Starts a founding node (again, on its data dir, after a kill or stop). */
   async start(id: number): Promise<StartedNode> {
     const spec = this.specs.get(id)!;
