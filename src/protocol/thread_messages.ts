@@ -6,6 +6,7 @@ import type { ForgetReply } from './peer_messages.js';
 import type { MetadataRefusal, WorkerRefusal } from '../errors.js';
 import type { MessagePort } from 'node:worker_threads';
 import type { PayloadKind } from './ingress_frame.js';
+import type { MemberReportView } from './data_messages.js';
 
 // ---------------------------------------------------------------------------------------------
 // Front thread <-> metadata thread (the metadata thread's parentPort)
@@ -239,7 +240,10 @@ export interface NodeLinkThreadData {
 }
 
 /** The front -> the node-link thread. */
-export type ToNodeLink = { kind: 'shutdown' };
+export type ToNodeLink =
+  | { kind: 'shutdown' }
+  /** The front's answer to 'memberReportAsk' of the same id. */
+  | { kind: 'memberReport'; id: number; report: MemberReportView };
 
 /** The node-link thread -> the front. */
 export type FromNodeLink =
@@ -248,7 +252,9 @@ export type FromNodeLink =
   /** The listener could not bind: the node exits naming the address (issue 27 point 2). */
   | { kind: 'listenFailed'; message: string }
   /** Every connection is closed after 'shutdown'. */
-  | { kind: 'closed' };
+  | { kind: 'closed' }
+  /** Another node asked for this node's own member report (data channel 'memberReport'): the front answers it. */
+  | { kind: 'memberReportAsk'; id: number };
 
 export interface PeerAddressData {
   host: string;
