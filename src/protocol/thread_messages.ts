@@ -120,6 +120,12 @@ export interface PartitionCountersView {
   consumed: number;
 }
 
+/** Bytes a worker holds on disk for one topic (its partitions' segments): svc_topic_bytes. */
+export interface TopicBytesView {
+  topicId: string;
+  bytes: number;
+}
+
 export type ToWorker =
   /** Front -> worker: one synced ingress group (frames exactly as written to the ingress log). The
    *  worker stores the records of the partitions it owns, once each (it skips (seq, index) pairs it
@@ -153,7 +159,7 @@ export type ToWorker =
    *  handles: as for 'settle'. */
   | { kind: 'release'; topicId: string; handles: string }
   /** Front -> worker: consumer lag, and messages handed out under a lease since start, of every partition this
-   *  worker has a read path for (metrics scrape). Answered by 'countersResult'. */
+   *  worker has a read path for, and the bytes it holds per topic (metrics scrape). Answered by 'countersResult'. */
   | { kind: 'counters'; reqId: number }
   /** Front -> worker: finish what was dispatched, sync, close files; answered by 'closed'. */
   | { kind: 'shutdown' };
@@ -175,7 +181,7 @@ export type FromWorker =
   /** statuses[i] answers the i-th handle of the 'settle'; its buffer is transferred. */
   | { kind: 'settledResult'; reqId: number; statuses: Uint16Array }
   /** lag = high watermark - frontier (spec §4 metrics svc_consumer_lag_messages). */
-  | { kind: 'countersResult'; reqId: number; counters: PartitionCountersView[] }
+  | { kind: 'countersResult'; reqId: number; counters: PartitionCountersView[]; topicBytes: TopicBytesView[] }
   /** Worker -> front, unasked: messages of these topics became deliverable (commit, lease expiry, nack, freed cap);
    *  the front wakes up to count long-poll waiters per topic. Losing one only delays a waiter to its wait's end.
    *  Sent only when the node has several workers: with one, every long poll parks on it (protocol/README.md). */
