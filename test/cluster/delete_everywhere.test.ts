@@ -1,0 +1,111 @@
+// Goal: a topic delete removes its files on every node (spec §4 DELETE topic: "deletes metadata and data on every
+// node"; issue 29 point 7): with every node up, each owner's `<data-dir>/topics/<id>/` goes; a node that was down when
+// the delete committed keeps its files until it comes back and removes them once its replica applies the delete; and a
+// topic recreated under the same name (a new id), even while that node was down, never shows an old record through
+// any node.
+// Method: black box on 3 real node processes on loopback, reading their data dirs. Produce goes to each partition's
+// owner; the down node is SIGKILLed and started again on its data dir.
+import { stat } from 'node:fs/promises';
+import { join } from 'node:path';
+import t, { type Test } from 'tap';
+import { TestCluster, eventually } from '../helpers/cluster.js';
+
+interface Topic { id: string; partition_stats: { owner_node: string; next_offset: number }[] }
+
+async function topicOf(cluster: TestCluster, via: number, name: string): Promise<Topic> {
+  const res = await cluster.client(via).get(`/v1/topics/${name}`);
+  if (res.status !== 200) throw new Error(`get ${name} through node ${via}: ${res.status} ${res.text}`);
+  return res.json() as Topic;
+}
+
+function topicDir(cluster: TestCluster, node: number, id: string): string {
+  return join(cluster.specs.get(node)!.dataDir, 'topics', id);
+}
+
+async function exists(path: string): Promise<boolean> {
+  return stat(path).then(() => true, () => false);
+}
+
+/** Creates `name`, stores one message in each partition at its owner and waits until each is readable there. */
+async function filledTopic(t: Test, cluster: TestCluster, via: number, name: string, partitions: number): Promise<{ id: string; owners: number[] }> {
+  t.equal((await cluster.client(via).post('/v1/topics', { name, partitions })).status, 201, `create ${name}`);
+  t.ok(await cluster.visibleOnAll(`/v1/topics/${name}`, 10_000), `${name} on every node`);
+  const topic = await topicOf(cluster, via, name);
+  const owners = topic.partition_stats.map((p) => Number(p.owner_node));
+  for (let p = 0; p < partitions; p++) {
+    t.equal((await cluster.client(owners[p]!).post(`/v1/topics/${name}/produce?partition=${p}`, { old: p })).status, 202);
+  }
+  for (let p = 0; p < partitions; p++) {
+    const stored = await eventually(async () => (await cluster.client(owners[p]!).get(`/v1/topics/${name}/consume?partition=${p}&offset=0`)).status === 200, 5_000);
+    t.ok(stored, `${name} partition ${p} stored at its owner ${owners[p]}`);
+  }
+  return { id: topic.id, owners };
+}
+
+/** Recreated `name` shows nothing old through every running node: every partition empty, no replay, no consume. */
+async function nothingOld(t: Test, cluster: TestCluster, name: string, oldId: string): Promise<void> {
+  for (const via of cluster.running()) {
+    const topic = await topicOf(cluster, via, name);
+    t.not(topic.id, oldId, `node ${via}: the recreated topic has a new id`);
+    t.same(topic.partition_stats.map((p) => p.next_offset), topic.partition_stats.map(() => 0), `node ${via}: every partition empty`);
+    for (let p = 0; p < topic.partition_stats.length; p++) {
+      const replay = await cluster.client(via).get(`/v1/topics/${name}/consume?partition=${p}&offset=0`);
+      t.equal(replay.status, 204, `node ${via}: replay of partition ${p} offset 0 finds no record`);
+    }
+    t.equal((await cluster.client(via).get(`/v1/topics/${name}/consume`)).status, 204, `node ${via}: a consume finds nothing`);
+  }
+}
+
+t.test('with every node up, a delete removes the files on every owner; a recreated topic starts empty', async (t) => {
+  const cluster = await TestCluster.create(t, 3);
+  await cluster.startAll();
+  const leader = await cluster.agreedLeader(15_000);
+  if (leader === undefined) return t.fail('a leader within 15 s');
+  t.ok(await cluster.allReady(15_000), 'all 3 ready');
+  t.ok(await cluster.membersAlive(leader));
+  const { id, owners } = await filledTopic(t, cluster, leader, 'everywhere', 6);
+  t.same([...new Set(owners)].sort(), [1, 2, 3], 'every node owns a partition');
+  for (const node of [1, 2, 3]) t.ok(await exists(topicDir(cluster, node, id)), `node ${node} holds the topic's directory`);
+
+  const via = cluster.follower(leader);
+  t.equal((await cluster.client(via).delete('/v1/topics/everywhere')).status, 204, 'delete through a follower');
+  for (const node of [1, 2, 3]) {
+    t.ok(await eventually(async () => !(await exists(topicDir(cluster, node, id))), 10_000), `node ${node}: the directory is gone`);
+  }
+  t.equal((await cluster.client(leader).post('/v1/topics', { name: 'everywhere', partitions: 6 })).status, 201, 'recreated');
+  t.ok(await cluster.visibleOnAll('/v1/topics/everywhere', 10_000));
+  await nothingOld(t, cluster, 'everywhere', id);
+});
+
+/** A node down when the delete commits removes the files when it is back and its replica applies the delete (the
+ *  path through a snapshot installed from the leader is test/unit/partition_worker.test.ts's). */
+async function deleteWhileDown(t: Test): Promise<void> {
+  const cluster = await TestCluster.create(t, 3);
+  await cluster.startAll();
+  const leader = await cluster.agreedLeader(15_000);
+  if (leader === undefined) return void t.fail('a leader within 15 s');
+  t.ok(await cluster.allReady(15_000), 'all 3 ready');
+  t.ok(await cluster.membersAlive(leader));
+  const { id, owners } = await filledTopic(t, cluster, leader, 'downdel', 6);
+  const victim = cluster.follower(leader);
+  t.ok(owners.includes(victim), `node ${victim} owns a partition`);
+  t.ok(await exists(topicDir(cluster, victim, id)), `node ${victim} holds the topic's directory`);
+
+  await cluster.kill(victim);
+  t.equal((await cluster.client(leader).delete('/v1/topics/downdel')).status, 204, 'the delete commits with the node down');
+  for (const node of cluster.running()) {
+    t.ok(await eventually(async () => !(await exists(topicDir(cluster, node, id))), 10_000), `node ${node} (up): the directory is gone`);
+  }
+  t.equal((await cluster.client(leader).post('/v1/topics', { name: 'downdel', partitions: 6 })).status, 201, 'recreated while the node is down');
+  t.ok(await exists(topicDir(cluster, victim, id)), `node ${victim} (down): its files are still there`);
+
+  await cluster.start(victim);
+  t.ok(await eventually(async () => !(await exists(topicDir(cluster, victim, id))), 15_000), `node ${victim}: the directory is gone once it is back`);
+  t.ok(await cluster.allReady(15_000), 'all 3 ready again');
+  t.ok(await cluster.visibleOnAll('/v1/topics/downdel', 10_000));
+  await nothingOld(t, cluster, 'downdel', id);
+}
+
+t.test('a node down during the delete removes the files when it comes back', async (t) => {
+  await deleteWhileDown(t);
+});
