@@ -12,7 +12,6 @@ import { frameHeaderBytes, scanFrames, sealFrame, type FrameScan } from '../util
 import { dirCreateDurably, dirSync, writeAll } from '../util/durable_fs.js';
 import { grownOwnBytes, unzeroedOwnBytes } from '../util/owned_bytes.js';
 import { ZeroFill } from '../util/zero_fill.js';
-import { RecordBacklog } from './record_backlog.js';
 
 /** A replay chunk is one re-dispatch message, so its size stays near this; one bigger frame is a chunk alone. */
 const replayChunkBytesMax = 4 * 1024 * 1024;
@@ -81,8 +80,6 @@ interface Group {
   listeners: AppendListener[];
   firstSeq: number;
   lastSeq: number;
-  /** Records of the group's entries (a batch frame holds several). */
-  records: number;
 }
 
 /** Told once per append: null after the synced write covering its frame, else the log's failure. Must not throw. An
@@ -107,8 +104,6 @@ interface IngressLogState {
   segments: Segment[];
   activeHandle: FileHandle;
   activeBytes: number;
-  /** Recovered frames not known to be durable at their owners: (last seq, records) per replay chunk. */
-  recovered: RecoveredFrames;
 }
 
 function onSyncedUnset(): void {
@@ -142,7 +137,6 @@ export class IngressLog {
   private syncs = 0;
   /** Frame bytes of the last group written: the next group's first buffer is sized from it. */
   private lastGroupBytes = 0;
-  private readonly backlog = new RecordBacklog();
 
   private constructor(state: IngressLogState) {
     this.dir = state.dir;
@@ -154,8 +148,6 @@ export class IngressLog {
     this.zeroFill = this.zeroFillFor(this.active().baseSeq, state.activeBytes);
     this.nextSeq = this.active().lastSeq + 1;
     this.lastAppendedSeq = this.nextSeq - 1;
-    // A restart knows nothing of what the owners held: every replayed record counts until they report it durable.
-    state.recovered.replayLastSeq.forEach((lastSeq, i) => this.backlog.add(lastSeq, state.recovered.replayRecords[i]!));
   }
 
   /** Recovers the log in opts.dir (creating it when missing) and returns it with every retained frame. */
@@ -167,7 +159,7 @@ export class IngressLog {
     if (!(syncedWrites > 0)) throw new Error('ingress log: no O_DSYNC on this platform, so no write could be made durable');
     await dirCreateDurably(opts.dir);
     const baseSeqs = await listSegments(opts.dir);
-    const recovered: RecoveredFrames = { replay: [], replayLastSeq: [], replayRecords: [], lastSeq: 0 };
+    const recovered: RecoveredFrames = { replay: [], replayLastSeq: [], lastSeq: 0 };
     const segments: Segment[] = [];
     for (const baseSeq of baseSeqs.slice(0, -1)) {
       const fileName = segmentFileName(baseSeq);
@@ -190,7 +182,6 @@ export class IngressLog {
       segments,
       activeHandle: active.handle,
       activeBytes: active.bytes,
-      recovered,
     });
     return { log, replay: recovered.replay, replayLastSeq: recovered.replayLastSeq };
   }
@@ -202,12 +193,6 @@ export class IngressLog {
   /** Synced group writes done, for tests and the bench. */
   get syncCount(): number {
     return this.syncs;
-  }
-
-  /** Records synced here that the partition workers have not all reported durable yet (markDurable): what a member's
-   *  own report gives as messages not yet handed to owners (spec §2 Cluster member, detail=true). */
-  get recordsNotDurable(): number {
-    return this.backlog.records;
   }
 
   /** Reserves the next ingress sequence (strictly increasing across restarts). Take the seq and append it in
@@ -239,7 +224,6 @@ export class IngressLog {
     assert(bodyBytes <= frameBytesMax - frameHeaderBytes, 'ingress log: entry larger than its bound');
     group.used += sealFrame(group.buffer, group.used, bodyBytes);
     group.listeners.push(done);
-    group.records += entry.records.length;
     group.lastSeq = seq;
     this.lastAppendedSeq = seq;
     if (this.pending === null) {
@@ -260,7 +244,6 @@ export class IngressLog {
    *  <= seqUpTo. The active segment stays. A failed unlink leaves the segment for the next call to retry. */
   markDurable(seqUpTo: number): void {
     assert(seqUpTo < this.nextSeq, 'ingress log: durable report past every seq given');
-    this.backlog.durableUpTo(seqUpTo);
     if (this.closing) return;
     for (const segment of this.segments) {
       if (segment === this.active() || segment.lastSeq > seqUpTo) return;
@@ -302,7 +285,6 @@ export class IngressLog {
         break;
       }
       this.active().lastSeq = group.lastSeq;
-      this.backlog.add(group.lastSeq, group.records);
       this.onSynced(bytes, group.lastSeq);
       callAll(group.listeners, null);
     }
@@ -388,7 +370,7 @@ function callAll(listeners: AppendListener[], error: Error | null): void {
 /** firstFrameBytesMax: the first append's frame bound; lastGroupBytes: the frame bytes of the last group written. */
 function newGroup(firstSeq: number, firstFrameBytesMax: number, lastGroupBytes: number): Group {
   const hinted = Math.min(groupBytesFirstMax, Math.max(groupBytesFirstMin, lastGroupBytes + (lastGroupBytes >> 2)));
-  return { buffer: unzeroedOwnBytes(Math.max(firstFrameBytesMax, hinted)), used: 0, listeners: [], firstSeq, lastSeq: firstSeq, records: 0 };
+  return { buffer: unzeroedOwnBytes(Math.max(firstFrameBytesMax, hinted)), used: 0, listeners: [], firstSeq, lastSeq: firstSeq };
 }
 
 /** Its own memory, since it is transferred to a partition worker; every byte up to `used` is written before a read. */
@@ -403,8 +385,6 @@ function nextLoopTurn(): Promise<void> {
 interface RecoveredFrames {
   replay: Uint8Array[];
   replayLastSeq: number[];
-  /** Records in each chunk, parallel to replay. */
-  replayRecords: number[];
   /** Highest seq recovered so far across segments; 0 before the first frame. */
   lastSeq: number;
 }
@@ -414,29 +394,24 @@ function recoverFrames(fileName: string, bytes: Uint8Array, scan: FrameScan, bas
   assert(baseSeq > out.lastSeq, `ingress log: ${fileName} starts at or below seq ${out.lastSeq}`);
   let chunkStart = 0;
   let chunkLastSeq = 0;
-  let chunkRecords = 0;
   scan.bodies.forEach((body, i) => {
     const frameStart = scan.positions[i];
     assert(frameStart !== undefined, 'scanFrames: positions parallel to bodies');
-    const { seq, records } = decodeSeq(fileName, frameStart, body);
+    const seq = decodeSeq(fileName, frameStart, body);
     assert(seq >= baseSeq, `ingress log: ${fileName} at byte ${frameStart} holds seq ${seq} below its base`);
     assert(seq > out.lastSeq, `ingress log: ${fileName} at byte ${frameStart} holds seq ${seq} out of order`);
     const frameEnd = frameStart + frameHeaderBytes + body.byteLength;
     if (frameEnd - chunkStart > replayChunkBytesMax && frameStart > chunkStart) {
       out.replay.push(copyOwned(bytes.subarray(chunkStart, frameStart)));
       out.replayLastSeq.push(chunkLastSeq);
-      out.replayRecords.push(chunkRecords);
       chunkStart = frameStart;
-      chunkRecords = 0;
     }
     chunkLastSeq = seq;
-    chunkRecords += records;
     out.lastSeq = seq;
   });
   if (scan.validBytes > chunkStart) {
     out.replay.push(copyOwned(bytes.subarray(chunkStart, scan.validBytes)));
     out.replayLastSeq.push(chunkLastSeq);
-    out.replayRecords.push(chunkRecords);
   }
 }
 
@@ -445,21 +420,17 @@ function copyOwned(view: Uint8Array): Uint8Array {
   return new Uint8Array(view);
 }
 
-/** The frame's seq and its record count. */
-function decodeSeq(fileName: string, frameStart: number, body: Uint8Array): { seq: number; records: number } {
+function decodeSeq(fileName: string, frameStart: number, body: Uint8Array): number {
   let seq: unknown;
-  let records = 0;
   try {
-    const entry = decodeIngressEntry(body);
-    seq = entry.seq;
-    records = entry.records.length;
+    seq = decodeIngressEntry(body).seq;
   } catch (err) {
     throw new Error(`ingress log: undecodable frame in ${fileName} at byte ${frameStart}`, { cause: err });
   }
   if (typeof seq !== 'number' || !Number.isSafeInteger(seq) || seq < 1) {
     throw new Error(`ingress log: frame in ${fileName} at byte ${frameStart} has no valid seq`);
   }
-  return { seq, records };
+  return seq;
 }
 
 /** Opens the last segment for writing (or creates segment 1 in a new log), recovering its frames and

@@ -75,7 +75,7 @@ export interface MemberReportView {
   draining: boolean;
   /** Client produce requests admitted and not yet answered. */
   produceRequestsInFlight: number;
-  /** Records in its ingress log not yet handed to (today: not yet reported durable by) their owners. */
+  /** Records in its ingress log not yet handed to their owners (confirmed by them). */
   ingressRecordsNotHandedOff: number;
   setAsideCount: number;
   setAsideBytes: number;

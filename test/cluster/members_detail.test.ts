@@ -2,7 +2,8 @@
 // member carries its own report (draining mark, produce requests admitted and not yet answered, ingress messages not
 // yet handed to owners, set-aside copies, moves as destination) read from that member, not from the answering node;
 // a member that cannot answer gets status_error instead of a report, whether it is stopped (holds its connections,
-// answers nothing: the 2 s budget runs out) or SIGKILLed, and the others still report.
+// answers nothing: the 2 s budget runs out) or SIGKILLed, and the others still report; a message held for a stopped
+// owner shows in the holder's report until the owner takes it.
 // Method: black box on 3 real node processes on loopback. A produce whose body is half sent is admitted and not
 // answered, so the member that took it reports 1 while the others report 0.
 import { connect, type Socket } from 'node:net';
@@ -49,6 +50,7 @@ t.test('every member reports itself through any node; a stopped or killed member
       t.same(reportFields.filter((field) => member[field] === undefined), [], `node ${via}: member ${member.id} has every report field`);
       t.equal(member.draining, false);
       t.equal(member.produce_requests_in_flight, 0);
+      t.equal(member.ingress_messages_not_handed_off, 0);
       t.same(member.set_aside_copies, { count: 0, total_size_bytes: 0, copies: [] });
       t.same(member.moves_as_destination, []);
     }
@@ -68,15 +70,24 @@ t.test('every member reports itself through any node; a stopped or killed member
   t.ok(await eventually(async () => (await detailed(cluster, 1)).every((m) => m.produce_requests_in_flight === 0), 5_000),
     'the count goes back to 0 once the client left');
 
-  // Stopped: connections stay open and nothing answers, so only the 2 s budget ends the wait.
+  // Stopped: connections stay open and nothing answers, so only the 2 s budget ends the wait. A produce node 1 took
+  // for node 2's partition meanwhile waits in node 1's ingress log for its owner.
+  const owners = ((await cluster.client(1).get('/v1/topics/md')).json() as { partition_stats: { owner_node: string }[] })
+    .partition_stats.map((p) => Number(p.owner_node));
   const stopped = cluster.nodes.get(2)!.process;
   stopped.kill('SIGSTOP');
   let whileStopped: Member[];
+  let heldProduce: number;
   try {
+    heldProduce = (await cluster.client(1).post(`/v1/topics/md/produce?partition=${owners.indexOf(2)}`, { held: true })).status;
     whileStopped = await detailed(cluster, 1);
   } finally {
     stopped.kill('SIGCONT');
   }
+  t.equal(heldProduce, 202, 'a produce for the stopped owner\'s partition is taken (before membership marks it dead)');
+  t.equal(whileStopped.find((m) => m.id === '1')?.ingress_messages_not_handed_off, 1, 'member 1 reports the message it holds for node 2');
+  t.ok(await eventually(async () => (await detailed(cluster, 1)).every((m) => m.ingress_messages_not_handed_off === 0), 15_000),
+    'handed off once the owner runs again: every member reports 0');
   t.match(whileStopped.find((m) => m.id === '2')?.status_error, /could not be read/, 'a stopped member: status_error');
   t.equal(whileStopped.find((m) => m.id === '2')?.draining, undefined, 'and no report fields');
   t.same(whileStopped.filter((m) => m.id !== '2').map((m) => [m.id, m.status_error, m.draining]), [['1', undefined, false], ['3', undefined, false]],

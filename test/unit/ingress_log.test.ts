@@ -623,29 +623,3 @@ t.test('a group larger than its first buffer grows and keeps every frame', async
   t.equal(groups[1]!.bytes.buffer.byteLength, 64 * 1024, 'the next first buffer is capped at 64 KiB');
   await log.close();
 });
-
-t.test('recordsNotDurable counts synced records until markDurable passes their group, replayed ones too', async (t) => {
-  const dir = await tempDir(t);
-  const first = await openLog({ dir, segmentBytesMax: mib });
-  t.equal(first.log.recordsNotDurable, 0, 'a new log holds nothing');
-  await appendOne(first.log);
-  const batchSeq = first.log.takeSeq();
-  const batch = entry(batchSeq);
-  batch.records.push({ ...batch.records[0]! }, { ...batch.records[0]! });
-  await appendSynced(first.log, batch);
-  await appendOne(first.log);
-  t.equal(first.log.recordsNotDurable, 5, 'one, three (a batch), one');
-  first.log.markDurable(1);
-  t.equal(first.log.recordsNotDurable, 4, 'the first group reported durable');
-  first.log.markDurable(1);
-  t.equal(first.log.recordsNotDurable, 4, 'a repeated report changes nothing');
-  await first.log.close();
-
-  const second = await openLog({ dir, segmentBytesMax: mib });
-  t.equal(second.log.recordsNotDurable, 5, 'after a restart every replayed record counts until the owners report it');
-  second.log.markDurable(2);
-  t.equal(second.log.recordsNotDurable, 5, 'a report inside a replay chunk drops nothing of it');
-  second.log.markDurable(3);
-  t.equal(second.log.recordsNotDurable, 0, 'the chunk reported durable');
-  await second.log.close();
-});
