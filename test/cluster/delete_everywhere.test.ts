@@ -2,7 +2,7 @@
 // node"; issue 29 point 7): with every node up, each owner's `<data-dir>/topics/<id>/` goes; a node that was down when
 // the delete committed keeps its files until it comes back and removes them once its replica applies the delete; and a
 // topic recreated under the same name (a new id), even while that node was down, never shows an old record through
-// any node.
+// any node, not even one another node held for a stopped owner across the delete and handed over afterwards.
 // Method: black box on 3 real node processes on loopback, reading their data dirs. Produce goes to each partition's
 // owner; the down node is SIGKILLed and started again on its data dir.
 import { stat } from 'node:fs/promises';
@@ -108,4 +108,44 @@ async function deleteWhileDown(t: Test): Promise<void> {
 
 t.test('a node down during the delete removes the files when it comes back', async (t) => {
   await deleteWhileDown(t);
+});
+
+t.test('a message held for a stopped owner when its topic is deleted and recreated never reaches the new topic', async (t) => {
+  const cluster = await TestCluster.create(t, 3);
+  await cluster.startAll();
+  const leader = await cluster.agreedLeader(15_000);
+  if (leader === undefined) return t.fail('a leader within 15 s');
+  t.ok(await cluster.allReady(15_000), 'all 3 ready');
+  t.ok(await cluster.membersAlive(leader));
+  const { id, owners } = await filledTopic(t, cluster, leader, 'held', 3);
+  const stoppedId = cluster.follower(leader);
+  const partition = owners.indexOf(stoppedId);
+  t.ok(partition >= 0, `node ${stoppedId} owns a partition`);
+  const stopped = cluster.nodes.get(stoppedId)!.process;
+  stopped.kill('SIGSTOP');
+  let held: number;
+  let deleted: number;
+  let recreated: number;
+  try {
+    // Taken by the leader and owed to the stopped owner (before membership marks it dead).
+    held = (await cluster.client(leader).post(`/v1/topics/held/produce?partition=${partition}`, { old: 'held' })).status;
+    deleted = (await cluster.client(leader).delete('/v1/topics/held')).status;
+    recreated = (await cluster.client(leader).post('/v1/topics', { name: 'held', partitions: 3 })).status;
+  } finally {
+    stopped.kill('SIGCONT');
+  }
+  t.equal(held, 202, 'the produce for the stopped owner is taken');
+  t.equal(deleted, 204, 'the delete commits while the owner is stopped');
+  t.equal(recreated, 201, 'recreated while the owner is stopped');
+  const handedOff = await eventually(async () => {
+    const res = await cluster.client(leader).get('/v1/cluster/members?detail=true', { timeoutMs: 10_000 });
+    const members = (res.json() as { members: { id: string; ingress_messages_not_handed_off?: number }[] }).members;
+    return members.find((m) => m.id === String(leader))?.ingress_messages_not_handed_off === 0;
+  }, 20_000);
+  t.ok(handedOff, 'the leader handed the held message over once the owner ran again');
+  for (const node of [1, 2, 3]) {
+    t.ok(await eventually(async () => !(await exists(topicDir(cluster, node, id))), 10_000), `node ${node}: the old topic's directory is gone`);
+  }
+  t.ok(await cluster.visibleOnAll('/v1/topics/held', 10_000));
+  await nothingOld(t, cluster, 'held', id);
 });
