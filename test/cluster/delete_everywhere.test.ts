@@ -1,6 +1,7 @@
 // Goal: a topic delete removes its files on every node (spec §4 DELETE topic: "deletes metadata and data on every
 // node"; issue 29 point 7): with every node up, each owner's `<data-dir>/topics/<id>/` goes; a node that was down when
-// the delete committed keeps its files until it comes back and removes them once its replica applies the delete; and a
+// the delete committed keeps its files until it comes back and removes them once its replica applies the delete (from
+// log entries, or from a snapshot the leader installs after compacting its log past the delete); and a
 // topic recreated under the same name (a new id), even while that node was down, never shows an old record through
 // any node, not even one another node held for a stopped owner across the delete and handed over afterwards.
 // Method: black box on 3 real node processes on loopback, reading their data dirs. Produce goes to each partition's
@@ -77,10 +78,21 @@ t.test('with every node up, a delete removes the files on every owner; a recreat
   await nothingOld(t, cluster, 'everywhere', id);
 });
 
-/** A node down when the delete commits removes the files when it is back and its replica applies the delete (the
- *  path through a snapshot installed from the leader is test/unit/partition_worker.test.ts's). */
-async function deleteWhileDown(t: Test): Promise<void> {
-  const cluster = await TestCluster.create(t, 3);
+/** Topics created on node via, in parallel batches of 10, so the leader's log grows past cluster.snapshot_entries. */
+async function fillers(t: Test, cluster: TestCluster, via: number, count: number): Promise<void> {
+  for (let batch = 0; batch * 10 < count; batch++) {
+    const names = Array.from({ length: Math.min(10, count - batch * 10) }, (_, i) => `filler-${batch * 10 + i}`);
+    const statuses = await Promise.all(names.map(async (name) => (await cluster.client(via).post('/v1/topics', { name })).status));
+    t.same(statuses.filter((status) => status !== 201), [], `filler batch ${batch}: every create 201`);
+  }
+}
+
+/** A node down when the delete commits removes the files when it is back and its replica applies the delete. With
+ *  throughSnapshot the leader's log is compacted past the delete while the node is down, and the leader is restarted
+ *  before the node comes back (as test/cluster/snapshot_catch_up.test.ts does: a running transport keeps the appends
+ *  it queued for the down node and would deliver them), so the node learns of the delete from an installed snapshot. */
+async function deleteWhileDown(t: Test, throughSnapshot: boolean): Promise<void> {
+  const cluster = await TestCluster.create(t, 3, throughSnapshot ? ['--set', 'cluster.snapshot_entries=20'] : []);
   await cluster.startAll();
   const leader = await cluster.agreedLeader(15_000);
   if (leader === undefined) return void t.fail('a leader within 15 s');
@@ -98,16 +110,28 @@ async function deleteWhileDown(t: Test): Promise<void> {
   }
   t.equal((await cluster.client(leader).post('/v1/topics', { name: 'downdel', partitions: 6 })).status, 201, 'recreated while the node is down');
   t.ok(await exists(topicDir(cluster, victim, id)), `node ${victim} (down): its files are still there`);
+  if (throughSnapshot) {
+    await fillers(t, cluster, leader, 40);
+    await cluster.kill(leader);
+    await cluster.start(leader);
+    t.ok(await cluster.agreedLeader(15_000) !== undefined, 'a leader again after the leader\'s restart');
+  }
 
   await cluster.start(victim);
   t.ok(await eventually(async () => !(await exists(topicDir(cluster, victim, id))), 15_000), `node ${victim}: the directory is gone once it is back`);
   t.ok(await cluster.allReady(15_000), 'all 3 ready again');
   t.ok(await cluster.visibleOnAll('/v1/topics/downdel', 10_000));
   await nothingOld(t, cluster, 'downdel', id);
+  t.equal(cluster.output(victim).includes('installed a snapshot from the leader'), throughSnapshot,
+    throughSnapshot ? 'the node learnt of the delete from an installed snapshot' : 'the node learnt of the delete from log entries');
 }
 
-t.test('a node down during the delete removes the files when it comes back', async (t) => {
-  await deleteWhileDown(t);
+t.test('a node down during the delete removes the files when it comes back (log entries)', async (t) => {
+  await deleteWhileDown(t, false);
+});
+
+t.test('a node down during the delete removes the files when it comes back (snapshot from the leader)', async (t) => {
+  await deleteWhileDown(t, true);
 });
 
 t.test('a message held for a stopped owner when its topic is deleted and recreated never reaches the new topic', async (t) => {
