@@ -25,7 +25,7 @@ import type { ClusterThreadConfig, MetadataThreadData, PartitionWorkerData, ToMe
 import { RemotePartitions } from './front/remote_partitions.js';
 import { Handoff } from './front/handoff.js';
 import type { PortChannel } from './transport/port_channel.js';
-import { closeNodeLink, isMultiNode, NodeLinkListenFailed, startNodeLink, type NodeLink } from './node_link/node_link.js';
+import { answerMemberReports, closeNodeLink, isMultiNode, NodeLinkListenFailed, startNodeLink, type NodeLink } from './node_link/node_link.js';
 import { readClusterSecretFile } from './transport/cluster_secret.js';
 import { DataDirLockedError, lockDataDir } from './util/data_dir_lock.js';
 import { createLogger, type Logger } from './util/log.js';
@@ -76,6 +76,7 @@ async function main(): Promise<void> {
   const loginHint = loneNode ? await rootAdmin() : null;
 
   const server = new FrontServer(uws, services, lifecycle, authPool);
+  if (nodeLink !== null) answerMemberReports(nodeLink, () => server.memberReport());
   // A port another process holds ends the start here, before anything is answered (issue 27 point 2).
   const port = await exitUnless(() => server.listen(config['node.host'], config['node.port']), (error) => error instanceof ListenRefused, 1);
   lifecycle.startupDone = true;

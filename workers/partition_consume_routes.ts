@@ -205,7 +205,11 @@ export class ConsumeRoutes {
       const key = this.host.table.keyOf(log);
       if (key !== undefined) counters.push({ topicId: key.topicId, partition: key.partition, lag: path.lag(), consumed: path.consumed, produced: log.stagedSinceOpen });
     }
-    this.host.post({ kind: 'countersResult', reqId, counters });
+    // Every open log counts here, consumed or not: svc_topic_bytes is what the node holds.
+    const bytesByTopic = new Map<string, number>();
+    for (const [log, key] of this.host.table.entries()) bytesByTopic.set(key.topicId, (bytesByTopic.get(key.topicId) ?? 0) + log.stats().sizeBytes);
+    const topicBytes = [...bytesByTopic].map(([topicId, bytes]) => ({ topicId, bytes }));
+    this.host.post({ kind: 'countersResult', reqId, counters, topicBytes });
   }
 
   onRelease(msg: ReleaseRequest): void {

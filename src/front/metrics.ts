@@ -59,8 +59,8 @@ export class Metrics {
   /** The series the partition workers count, by topic and partition: one 'counters' request per worker serves a whole
    *  scrape (both collectors run in it at once and share the request in flight). */
   private registerPartitionSeries(replica: MetadataReplica, workers: PartitionWorkers): void {
-    let inFlight: Promise<{ name: string; view: PartitionCountersView }[]> | null = null;
-    const report = (): Promise<{ name: string; view: PartitionCountersView }[]> => {
+    let inFlight: Promise<PartitionReport> | null = null;
+    const report = (): Promise<PartitionReport> => {
       inFlight ??= partitionReport(replica, workers).finally(() => (inFlight = null));
       return inFlight;
     };
@@ -71,7 +71,17 @@ export class Metrics {
       registers: [this.registry],
       async collect() {
         this.reset();
-        for (const { name, view } of await report()) this.labels(name, String(view.partition)).set(view.lag);
+        for (const { name, view } of (await report()).partitions) this.labels(name, String(view.partition)).set(view.lag);
+      },
+    });
+    new Gauge({
+      name: 'svc_topic_bytes',
+      help: 'Bytes this node holds on disk for a topic (segments of the partitions it owns), by topic.',
+      labelNames: ['topic'],
+      registers: [this.registry],
+      async collect() {
+        this.reset();
+        for (const [name, bytes] of (await report()).topicBytes) this.labels(name).set(bytes);
       },
     });
     for (const [name, help, count] of [
@@ -84,7 +94,7 @@ export class Metrics {
         name, help, labelNames: ['topic', 'partition'], registers: [this.registry],
         async collect() {
           this.reset();
-          for (const { name: topic, view } of await report()) {
+          for (const { name: topic, view } of (await report()).partitions) {
             if (count(view) > 0) this.labels(topic, String(view.partition)).inc(count(view));
           }
         },
@@ -175,17 +185,28 @@ export class Metrics {
   }
 }
 
-/** Every worker's partition counters, named by the topics this node's metadata copy still holds. */
-async function partitionReport(replica: MetadataReplica, workers: PartitionWorkers): Promise<{ name: string; view: PartitionCountersView }[]> {
-  const names = new Map([...replica.state.topics.values()].map((t) => [t.id, t.name]));
+interface PartitionReport {
+  partitions: { name: string; view: PartitionCountersView }[];
+  /** Every topic of the metadata copy, by name: the bytes this node holds for it (0 when it holds none). */
+  topicBytes: Map<string, number>;
+}
+
+/** Every worker's partition counters and bytes per topic, named by the topics this node's metadata copy still holds. */
+async function partitionReport(replica: MetadataReplica, workers: PartitionWorkers): Promise<PartitionReport> {
+  const topics = [...replica.state.topics.values()];
+  const names = new Map(topics.map((t) => [t.id, t.name]));
   const replies = await Promise.all(Array.from({ length: workers.count }, (_, i) => workers.request(i, { kind: 'counters' })));
-  const named: { name: string; view: PartitionCountersView }[] = [];
+  const report: PartitionReport = { partitions: [], topicBytes: new Map(topics.map((t) => [t.name, 0])) };
   for (const reply of replies) {
     if (reply.kind !== 'countersResult') continue;
     for (const view of reply.counters) {
       const name = names.get(view.topicId);
-      if (name !== undefined) named.push({ name, view });
+      if (name !== undefined) report.partitions.push({ name, view });
+    }
+    for (const { topicId, bytes } of reply.topicBytes) {
+      const name = names.get(topicId);
+      if (name !== undefined) report.topicBytes.set(name, report.topicBytes.get(name)! + bytes);
     }
   }
-  return named;
+  return report;
 }

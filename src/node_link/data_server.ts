@@ -2,7 +2,7 @@
 // workers, handed to each over its link port (worker_links.ts), and the answers joined in the order asked. A parked
 // take (a long poll) is remembered by its asker and parkRef until it answers, so an 'unpark' finds it. Node-link
 // thread only; node_link_thread.ts opens the channel with it.
-import type { DataMessage, DataReply, DataRequest } from '../protocol/data_messages.js';
+import type { DataMessage, DataReply, DataRequest, MemberReportView } from '../protocol/data_messages.js';
 import { handleSeparator, receiptHandlePartition } from '../protocol/receipt_handle.js';
 import type { PartitionStatsView } from '../protocol/thread_messages.js';
 import type { WorkerLinks } from './worker_links.js';
@@ -11,7 +11,11 @@ export class DataServer {
   /** `${asker}:${parkRef}` -> the worker and reqId of each take parked for it (a watch parks on several workers). */
   private readonly parked = new Map<string, { worker: number; reqId: number }[]>();
 
-  constructor(private readonly workers: WorkerLinks) {}
+  constructor(
+    private readonly workers: WorkerLinks,
+    /** This node's front, which makes its member report. */
+    private readonly front: { memberReport(): Promise<MemberReportView> },
+  ) {}
 
   onRequest(from: number, body: DataRequest): Promise<DataReply> {
     switch (body.kind) {
@@ -25,6 +29,8 @@ export class DataServer {
         return this.settle(body);
       case 'handoff':
         return this.handoff(from, body);
+      case 'memberReport':
+        return this.front.memberReport().then((report) => ({ kind: 'memberReportResult', report }));
     }
   }
 

@@ -3,6 +3,7 @@
 // hands to the metadata thread. Front thread; main.ts starts and stops it.
 import { MessageChannel, Worker, type MessagePort } from 'node:worker_threads';
 import { formatHostPort, parseListenAddress } from '../config.js';
+import type { MemberReportView } from '../protocol/data_messages.js';
 import type { ClusterThreadConfig, FromNodeLink, NodeLinkThreadData, ToNodeLink } from '../protocol/thread_messages.js';
 import { PortChannel } from '../transport/port_channel.js';
 
@@ -47,6 +48,15 @@ export async function startNodeLink(cluster: ClusterThreadConfig, logLevel: stri
   const advertised = parseListenAddress(cluster.advertiseInternal);
   if (advertised !== null && advertised.port === 0) cluster.advertiseInternal = formatHostPort(advertised.host, started.port);
   return { thread, metadataPort: port2, workerLinkPorts: workerLinks.map((channel) => channel.port2), dataChannel: new PortChannel('data', data.port2, noIncoming) };
+}
+
+/** Answers other nodes' asks for this node's member report with source's (the front's) report of the moment. Before
+ *  this is called the asks go unanswered, and the asking node reports this member with status_error. */
+export function answerMemberReports(link: NodeLink, source: () => MemberReportView): void {
+  link.thread.on('message', (message: FromNodeLink) => {
+    if (message.kind !== 'memberReportAsk') return;
+    link.thread.postMessage({ kind: 'memberReport', id: message.id, report: source() } satisfies ToNodeLink);
+  });
 }
 
 export function closeNodeLink(link: NodeLink): Promise<void> {

@@ -11,6 +11,7 @@ import { bridgeChannel } from '../transport/port_channel.js';
 import { PeerTransport } from '../transport/peer_transport.js';
 import { createLogger } from '../util/log.js';
 import { DataServer } from './data_server.js';
+import { FrontAsks } from './front_asks.js';
 import { WorkerLinks } from './worker_links.js';
 
 async function start(): Promise<void> {
@@ -31,7 +32,8 @@ async function start(): Promise<void> {
   bridgeChannel(transport, 'metadata', data.metadataPort);
   // The data channel is served here, by the owning workers; the front only asks through its port.
   const workers = new WorkerLinks(data.workerPorts);
-  const server = new DataServer(workers);
+  const frontAsks = new FrontAsks(post);
+  const server = new DataServer(workers, frontAsks);
   bridgeChannel(transport, 'data', data.dataPort, {
     onMessage: (from, message) => server.onMessage(from, message as DataMessage),
     onRequest: (from, body) => server.onRequest(from, body as DataRequest),
@@ -39,7 +41,8 @@ async function start(): Promise<void> {
   logger.info({ port: transport.port }, 'node-link: node-to-node listener open');
   post({ kind: 'listening', port: transport.port });
   front.on('message', (message: ToNodeLink) => {
-    if (message.kind !== 'shutdown') return;
+    if (message.kind === 'memberReport') return frontAsks.onAnswer(message);
+    frontAsks.close();
     workers.close();
     transport.close().then(
       () => post({ kind: 'closed' }),

@@ -6,6 +6,7 @@ import type { ForgetReply } from './peer_messages.js';
 import type { MetadataRefusal, WorkerRefusal } from '../errors.js';
 import type { MessagePort } from 'node:worker_threads';
 import type { PayloadKind } from './ingress_frame.js';
+import type { MemberReportView } from './data_messages.js';
 
 // ---------------------------------------------------------------------------------------------
 // Front thread <-> metadata thread (the metadata thread's parentPort)
@@ -121,6 +122,12 @@ export interface PartitionCountersView {
   produced: number;
 }
 
+/** Bytes a worker holds on disk for one topic (its partitions' segments): svc_topic_bytes. */
+export interface TopicBytesView {
+  topicId: string;
+  bytes: number;
+}
+
 export type ToWorker =
   /** Front -> worker: one synced ingress group (frames exactly as written to the ingress log). The
    *  worker stores the records of the partitions it owns, once each (it skips (seq, index) pairs it
@@ -154,7 +161,7 @@ export type ToWorker =
    *  handles: as for 'settle'. */
   | { kind: 'release'; topicId: string; handles: string }
   /** Front -> worker: consumer lag, and messages handed out under a lease since start, of every partition this
-   *  worker has a read path for (metrics scrape). Answered by 'countersResult'. */
+   *  worker has a read path for, and the bytes it holds per topic (metrics scrape). Answered by 'countersResult'. */
   | { kind: 'counters'; reqId: number }
   /** Front -> worker: finish what was dispatched, sync, close files; answered by 'closed'. */
   | { kind: 'shutdown' };
@@ -176,7 +183,7 @@ export type FromWorker =
   /** statuses[i] answers the i-th handle of the 'settle'; its buffer is transferred. */
   | { kind: 'settledResult'; reqId: number; statuses: Uint16Array }
   /** lag = high watermark - frontier (spec §4 metrics svc_consumer_lag_messages). */
-  | { kind: 'countersResult'; reqId: number; counters: PartitionCountersView[] }
+  | { kind: 'countersResult'; reqId: number; counters: PartitionCountersView[]; topicBytes: TopicBytesView[] }
   /** Worker -> front, unasked: messages of these topics became deliverable (commit, lease expiry, nack, freed cap);
    *  the front wakes up to count long-poll waiters per topic. Losing one only delays a waiter to its wait's end.
    *  Sent only when the node has several workers: with one, every long poll parks on it (protocol/README.md). */
@@ -241,7 +248,10 @@ export interface NodeLinkThreadData {
 }
 
 /** The front -> the node-link thread. */
-export type ToNodeLink = { kind: 'shutdown' };
+export type ToNodeLink =
+  | { kind: 'shutdown' }
+  /** The front's answer to 'memberReportAsk' of the same id. */
+  | { kind: 'memberReport'; id: number; report: MemberReportView };
 
 /** The node-link thread -> the front. */
 export type FromNodeLink =
@@ -250,7 +260,9 @@ export type FromNodeLink =
   /** The listener could not bind: the node exits naming the address (issue 27 point 2). */
   | { kind: 'listenFailed'; message: string }
   /** Every connection is closed after 'shutdown'. */
-  | { kind: 'closed' };
+  | { kind: 'closed' }
+  /** Another node asked for this node's own member report (data channel 'memberReport'): the front answers it. */
+  | { kind: 'memberReportAsk'; id: number };
 
 export interface PeerAddressData {
   host: string;

@@ -78,3 +78,35 @@ t.test('consumed counts each hand-out under a lease: batches and redeliveries, n
   t.equal(replay.status, 200, 'a replay reads the record');
   t.equal(sample(await scrape(), 'svc_messages_consumed_total', 'topic="m2",partition="0"'), 3, 'the redelivery counts, the replay does not');
 });
+
+t.test('svc_topic_bytes: the bytes this node holds per topic, as get-topic counts them; 0 when empty, gone when deleted', async (t) => {
+  t.equal((await fetch(`${node.url}/v1/topics`, { method: 'POST', headers: json, body: JSON.stringify({ name: 'm3', partitions: 4 }) })).status, 201);
+  t.equal((await fetch(`${node.url}/v1/topics`, { method: 'POST', headers: json, body: JSON.stringify({ name: 'm3-empty' }) })).status, 201);
+  t.equal(sample(await scrape(), 'svc_topic_bytes', 'topic="m3-empty"'), 0, 'a topic with no message holds 0 bytes');
+  const sizeOnDisk = async (): Promise<number> => {
+    const topic = (await (await fetch(`${node.url}/v1/topics/m3`, { headers: auth })).json()) as { partition_stats: { size_bytes: number }[] };
+    return topic.partition_stats.reduce((sum, p) => sum + p.size_bytes, 0);
+  };
+  const agreed = async (): Promise<number | undefined> => {
+    // Bounded: the records reach their partitions in the background.
+    for (let attempt = 0; attempt < 50; attempt++) {
+      const before = await sizeOnDisk();
+      const metric = sample(await scrape(), 'svc_topic_bytes', 'topic="m3"');
+      if (before > 0 && metric === before && (await sizeOnDisk()) === before) return metric;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    return undefined;
+  };
+  for (let i = 0; i < 8; i++) {
+    t.equal((await fetch(`${node.url}/v1/topics/m3/produce`, { method: 'POST', headers: json, body: `{"i":${i},"pad":"${'x'.repeat(200)}"}` })).status, 202);
+  }
+  const first = await agreed();
+  t.ok(first !== undefined && first > 8 * 200, `svc_topic_bytes equals the partitions' size_bytes and holds the payloads (${first})`);
+  for (let i = 0; i < 8; i++) {
+    t.equal((await fetch(`${node.url}/v1/topics/m3/produce`, { method: 'POST', headers: json, body: `{"j":${i},"pad":"${'y'.repeat(200)}"}` })).status, 202);
+  }
+  const second = await agreed();
+  t.ok(second !== undefined && first !== undefined && second >= first + 8 * 200, `it grows with more messages (${first} -> ${second})`);
+  t.equal((await fetch(`${node.url}/v1/topics/m3`, { method: 'DELETE', headers: auth })).status, 204);
+  t.equal(sample(await scrape(), 'svc_topic_bytes', 'topic="m3"'), undefined, 'a deleted topic has no series');
+});

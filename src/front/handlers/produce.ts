@@ -29,6 +29,8 @@ const accepted: Reply = { status: 202 };
 export class ProduceState {
   readonly inFlight = new InFlightPerIdentity();
   readonly capMax: number;
+  /** Client produce requests admitted and not yet answered (a member's own report, spec §2 Cluster member). */
+  admitted = 0;
   /** Per topic id: where the next message without key and pin goes (spread, docs/decisions.md). */
   readonly roundRobin = new Map<string, number>();
   /** The entry of every single produce: appendThen encodes an entry before it returns and keeps none of it, so one
@@ -50,10 +52,13 @@ export class ProduceState {
 
 function takeProduceSlot(s: RouteServices, ctx: RequestContext, weight: number): void {
   const state = s.produce;
-  if (state.capMax === 0) return;
-  const taken = state.inFlight.tryTake(ctx.identity, weight, state.capMax);
-  if (taken === null) throw errors.tooManyProduces();
-  ctx.onDone(() => state.inFlight.give(ctx.identity, taken));
+  if (state.capMax !== 0) {
+    const taken = state.inFlight.tryTake(ctx.identity, weight, state.capMax);
+    if (taken === null) throw errors.tooManyProduces();
+    ctx.onDone(() => state.inFlight.give(ctx.identity, taken));
+  }
+  state.admitted += 1;
+  ctx.onDone(() => (state.admitted -= 1));
 }
 
 /** Stamps entry with the next ingress seq, this topic and the time, writes it as one frame and tells `listener` once
