@@ -111,6 +111,13 @@ t.test('an owner killed: produces go around it, pinned ones answer 503, its mess
   for (let i = 0; i < 12; i++) if ((await cluster.client(survivor).post('/v1/topics/down/produce', { before: i })).status === 202) accepted++;
   t.equal(accepted, 12, 'round-robin before the kill');
   await cluster.kill(victim);
+  // Spec §1.6: produces without a partition keep being accepted; the first within 3 seconds of the owner's death.
+  const killedAtMs = Date.now();
+  const firstAfter = await cluster.client(survivor).post('/v1/topics/down/produce', { first: true });
+  const firstMs = Date.now() - killedAtMs;
+  t.equal(firstAfter.status, 202, 'a produce without partition right after the kill: 202');
+  t.ok(firstMs < 3_000, `answered ${firstMs} ms after the kill (spec: within 3 s)`);
+  accepted++;
   const pinnedRefused = await eventually(async () => {
     const res = await cluster.client(survivor).post(`/v1/topics/down/produce?partition=${victimPartition}`, { pinned: true });
     if (res.status === 202) accepted++;
