@@ -3,7 +3,7 @@
 // asks the metrics listener's /healthz, and the process runs as a non-root user and stops on SIGTERM. Method: no
 // docker daemon here, so the Dockerfile's JSON-form ENTRYPOINT and CMD are read and the CMD loaded with loadConfig.
 import t from 'tap';
-import { access, readFile } from 'node:fs/promises';
+import { access, readdir, readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import { loadConfig } from '../../src/config.js';
 
@@ -39,6 +39,24 @@ t.test('ENTRYPOINT runs the built main with node; the runtime stage copies what 
   for (const copied of ['/src/node_modules', '/src/dist/src', '/src/dist/workers', '/src/package.json']) {
     t.ok(all('COPY').some((args) => args.startsWith(`--from=build ${copied} `)), `runtime copies ${copied}`);
   }
+});
+
+t.test('the runtime stage has every package the node imports: production dependencies only', async (t) => {
+  const pkg = JSON.parse(await readFile(`${root}package.json`, 'utf8')) as { dependencies: Record<string, string> };
+  const imported = new Set<string>();
+  for (const dir of ['dist/src', 'dist/workers']) {
+    const files = (await readdir(`${root}${dir}`, { recursive: true })).filter((f) => f.endsWith('.js'));
+    for (const file of files) {
+      const text = await readFile(`${root}${dir}/${file}`, 'utf8');
+      for (const m of text.matchAll(/(?:from |import\()'([^.'][^']*)'/g)) {
+        const spec = m[1]!;
+        if (spec.startsWith('node:')) continue;
+        imported.add(spec.startsWith('@') ? spec.split('/').slice(0, 2).join('/') : spec.split('/')[0]!);
+      }
+    }
+  }
+  t.ok(imported.has('uWebSockets.js') && imported.has('sqlite3'), 'the scan sees the native modules');
+  for (const name of imported) t.ok(Object.hasOwn(pkg.dependencies, name), `${name} is a production dependency`);
 });
 
 t.test('two Node 20 stages, build with npm ci and npm run build, non-root user, SIGTERM', async (t) => {
