@@ -62,8 +62,9 @@ async function expect(node: StartedNode, method: string, path: string, status: n
 }
 
 /** Uses what every labelled series counts: produce (to a parent with children, so fan-out copies), a produce refused
- *  (direct produce to a delay child), a consume under a lease and its ack; then returns one scrape's text. */
-export async function exerciseAndScrape(node: StartedNode): Promise<string> {
+ *  (direct produce to a delay child), a consume under a lease and its ack; then returns one scrape's text, from the
+ *  API port or, when given, the node's http.metrics_addr listener. */
+export async function exerciseAndScrape(node: StartedNode, metricsUrl?: string): Promise<string> {
   const hourMs = 3_600_000;
   await expect(node, 'POST', '/v1/topics', 201, { name: 'cat-parent', retention_ms: 3 * hourMs });
   await expect(node, 'POST', '/v1/topics', 201, { name: 'cat-child', parent: 'cat-parent' });
@@ -79,6 +80,7 @@ export async function exerciseAndScrape(node: StartedNode): Promise<string> {
   }
   if (handle === undefined) throw new Error('no message was consumed from cat-parent within 20 long polls');
   await expect(node, 'POST', `/v1/topics/cat-parent/ack?receipt_handle=${encodeURIComponent(handle)}`, 204);
+  if (metricsUrl !== undefined) return (await fetch(`${metricsUrl}/metrics`)).text();
   return (await expect(node, 'GET', '/metrics', 200)).text();
 }
 
