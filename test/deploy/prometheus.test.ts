@@ -2,7 +2,8 @@
 // config and passes the rules' own unit tests (rules.test.yml: each alert fires when it should, not before); every
 // series the rules read is one the node exports (docs/metrics.md), Prometheus's `up` or node_exporter's filesystem
 // series; and Debian's Prometheus, run with the committed scrape config (targets and intervals replaced), scrapes a
-// node on its http.metrics_addr, loads every rule, and answers svc_messages_produced_total after a produce.
+// node on its http.metrics_addr, loads every rule, answers svc_messages_produced_total after a produce, and evaluates
+// every expression of the Grafana dashboard (deploy/grafana/broker.json).
 // Method: promtool on the committed files; a node started with a metrics listener on a free loopback port, exercised
 // (metrics_catalogue.ts); Prometheus on another free loopback port with a temp config and data dir, asked through
 // its HTTP API (/api/v1/query, /api/v1/targets, /api/v1/rules), every wait bounded.
@@ -15,7 +16,9 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';
 import { eventually, freePort } from '../helpers/cluster.js';
-import { exerciseAndScrape, knownSeries, parseExposition, promqlMetricNames, repoRoot } from '../helpers/metrics_catalogue.js';
+import {
+  dashboardQueries, exerciseAndScrape, knownSeries, onlyInSomeStates, parseExposition, promqlMetricNames, repoRoot, withVariables,
+} from '../helpers/metrics_catalogue.js';
 import { pollUntil } from '../helpers/http.js';
 import { startNodeFor } from '../helpers/node.js';
 import { requireCommand } from '../helpers/proxy.js';
@@ -118,6 +121,18 @@ t.test('a real Prometheus scrapes a node with the committed config', async (t) =
 
   const leader = await api(`/api/v1/query?query=${encodeURIComponent('sum(svc_raft_leader{job="svc-broker"})')}`);
   t.equal(leader.data.result[0]?.value[1], '1', 'the node leads, seen through Prometheus');
+
+  // The Grafana dashboard's expressions, variables set: each is valid PromQL here, and has a result unless it reads
+  // a series the node exports only in some states (fan-out, TLS).
+  const { queries } = await dashboardQueries();
+  const answers = await pollUntil(async () => {
+    const results = await Promise.all(queries.map(async (q) => ({ q, answer: await api(`/api/v1/query?query=${encodeURIComponent(withVariables(q.expr, 'svc-broker'))}`) })));
+    const waiting = results.filter(({ q, answer }) => answer.status === 'success' && answer.data.result.length === 0
+      && !promqlMetricNames(q.expr).some((name) => onlyInSomeStates.has(name)));
+    return waiting.length === 0 ? results : undefined;
+  }, 15_000, 500);
+  t.ok(answers !== undefined, 'every dashboard expression that reads always-exported series has a result within 15 s');
+  for (const { q, answer } of answers ?? []) t.equal(answer.status, 'success', `${q.where}: ${q.expr}`);
 
   const evaluated = await pollUntil(async () => {
     const groups = (await api('/api/v1/rules')).data.groups as { rules: { name: string; health: string; lastError?: string }[] }[];

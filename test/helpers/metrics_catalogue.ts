@@ -131,3 +131,35 @@ export function knownSeries(exported: Map<string, SeriesInfo>, name: string): bo
   const histogram = /^(.*)_(bucket|sum|count)$/.exec(name);
   return histogram !== null && ['histogram', 'summary'].includes(exported.get(histogram[1]!)?.type ?? '');
 }
+
+export interface DashboardQuery {
+  /** Panel title, or `variable <name>`. */
+  where: string;
+  expr: string;
+}
+
+/** Every PromQL expression of deploy/grafana/broker.json: panel targets (rows' nested panels too) and the series
+ *  of the template variables' label_values(series, label) queries. */
+export async function dashboardQueries(): Promise<{ dashboard: any; queries: DashboardQuery[] }> {
+  const dashboard = JSON.parse(await readFile(join(repoRoot, 'deploy/grafana/broker.json'), 'utf8'));
+  const queries: DashboardQuery[] = [];
+  const visit = (panels: any[]): void => {
+    for (const panel of panels) {
+      for (const target of panel.targets ?? []) queries.push({ where: panel.title, expr: target.expr });
+      visit(panel.panels ?? []);
+    }
+  };
+  visit(dashboard.panels);
+  for (const variable of dashboard.templating.list) {
+    if (variable.type !== 'query') continue;
+    const text: string = typeof variable.query === 'string' ? variable.query : variable.query.query;
+    const labelValues = /^label_values\((.*),\s*[a-zA-Z_][a-zA-Z0-9_]*\)$/.exec(text);
+    queries.push({ where: `variable ${variable.name}`, expr: labelValues === null ? text : labelValues[1]! });
+  }
+  return { dashboard, queries };
+}
+
+/** A dashboard expression with its Grafana variables set for a plain Prometheus query. */
+export function withVariables(expr: string, job: string): string {
+  return expr.replaceAll('$job', job).replaceAll('$instance', '.*').replaceAll('$topic', '.*').replaceAll('$__rate_interval', '1m');
+}
