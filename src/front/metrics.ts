@@ -1,7 +1,7 @@
 // The node's Prometheus registry (svc_* series, spec §4 Health and metrics). Hot paths count into plain
 // maps and the registry reads them at scrape time, so a produce pays a map increment, not a label lookup.
 // Front thread; one instance per node.
-import { Counter, Gauge, Registry } from 'prom-client';
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { PartitionWorkers } from './dispatch.js';
 import type { MetadataReplica } from './metadata_replica.js';
 import type { PartitionCountersView } from '../protocol/thread_messages.js';
@@ -14,6 +14,19 @@ export class Metrics {
   private ingressFailed = 0;
   /** topic name -> reason -> produce requests refused (spec §4 Health and metrics). */
   private readonly rejections = new Map<string, Map<string, number>>();
+  /** Whether /readyz would answer 200, as health.onMetrics found it at the scrape being served. */
+  private ready = 0;
+  private readonly requestDuration = new Histogram({
+    name: 'svc_http_request_duration_seconds',
+    help: 'Seconds from the request taken (headers read) to its answer, by matched route pattern (requests answered before ' +
+      'routing, 404 405 431, are not timed).',
+    labelNames: ['route'],
+    // 0.1 ms to 10 s: a produce answers in well under a millisecond, a long-poll consume waits up to its wait=.
+    buckets: [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+    registers: [this.registry],
+  });
+  /** route pattern -> its histogram child: the per-request observe skips the label lookup. */
+  private readonly durationByRoute = new Map<string, { observe(seconds: number): void }>();
 
   constructor(replica: MetadataReplica, workers: PartitionWorkers, validations: { readonly inFlight: number },
     handoff: { backlogRecords(): number }) {
@@ -21,6 +34,10 @@ export class Metrics {
     this.registerGauges(replica, workers);
     this.registerPartitionSeries(replica, workers);
     this.registerProduceGuards(validations);
+    this.registerClusterSeries(replica);
+    // process_* and nodejs_* (spec §4: the standard series besides svc_*); the few /proc reads they make are procfs,
+    // answered from memory, once per scrape.
+    collectDefaultMetrics({ register: this.registry });
     new Gauge({
       name: 'svc_ingress_dispatch_backlog_records',
       help: 'Records this node accepted for partitions other nodes own and has not yet seen them confirm (issue 29).',
@@ -158,6 +175,53 @@ export class Metrics {
         this.set(partitions);
       },
     });
+  }
+
+  /** Raft role, readiness and the liveness view, for the dashboard and the alerts (deploy/): names of ours, which
+   *  spec §4 allows ("the rest of the series names: not shown"); docs/metrics.md lists them. */
+  private registerClusterSeries(replica: MetadataReplica): void {
+    const self = this;
+    new Gauge({
+      name: 'svc_raft_leader',
+      help: '1 while this node is the Raft leader of the metadata log, else 0.',
+      registers: [this.registry],
+      collect() {
+        this.set(replica.clusterStatus?.role === 'leader' ? 1 : 0);
+      },
+    });
+    new Gauge({
+      name: 'svc_node_ready',
+      help: '1 while /readyz on this node answers 200 (checked at the scrape), else 0.',
+      registers: [this.registry],
+      collect() {
+        this.set(self.ready);
+      },
+    });
+    new Gauge({
+      name: 'svc_cluster_members',
+      help: 'Members in this node\'s metadata copy, by liveness in the leader\'s view as this node last heard it (alive, dead).',
+      labelNames: ['liveness'],
+      registers: [this.registry],
+      collect() {
+        const dead = new Set(replica.clusterStatus?.deadMembers ?? []);
+        let deadCount = 0;
+        for (const id of replica.state.members.keys()) if (dead.has(id)) deadCount++;
+        this.labels('alive').set(replica.state.members.size - deadCount);
+        this.labels('dead').set(deadCount);
+      },
+    });
+  }
+
+  /** One answered request's time, from RequestContext.startedAt (performance.now() milliseconds). */
+  observeDuration(route: string, startedAt: number): void {
+    let child = this.durationByRoute.get(route);
+    if (child === undefined) this.durationByRoute.set(route, (child = this.requestDuration.labels(route)));
+    child.observe((performance.now() - startedAt) / 1000);
+  }
+
+  /** Set by the metrics handler before each scrape: whether /readyz would answer 200 now. */
+  noteReady(ready: boolean): void {
+    this.ready = ready ? 1 : 0;
   }
 
   /** Counts an answer; per (route, method) a small map by status, so the hot path builds no string. */

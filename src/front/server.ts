@@ -261,6 +261,7 @@ export class FrontServer {
     this.inFlight--;
     ctx.finish();
     this.services.metrics.countRequest(pattern, ctx.method, ctx.aborted ? 499 : reply.status);
+    this.services.metrics.observeDuration(pattern, ctx.startedAt);
     if (ctx.aborted) return;
     const body = ctx.bodyReader;
     if (body !== undefined && body.receiving && body.oversize) {
