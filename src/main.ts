@@ -27,6 +27,7 @@ import { Handoff } from './front/handoff.js';
 import type { PortChannel } from './transport/port_channel.js';
 import { closeNodeLink, isMultiNode, NodeLinkListenFailed, startNodeLink, type NodeLink } from './node_link/node_link.js';
 import { readClusterSecretFile } from './transport/cluster_secret.js';
+import { readClusterTlsSettings } from './transport/cluster_tls.js';
 import { DataDirLockedError, lockDataDir } from './util/data_dir_lock.js';
 import { createLogger, type Logger } from './util/log.js';
 import { refusalText } from './errors.js';
@@ -44,12 +45,12 @@ async function main(): Promise<void> {
   const lock = await exitUnless(() => lockDataDir(dataDir), (error) => error instanceof DataDirLockedError, 1);
   const cluster = await exitUnless(async () => clusterThreadConfig(config, await loadNodeId(dataDir, config['cluster.node_id'])), () => true, 2);
   const nodeId = cluster.nodeId;
+  const clusterTls = await exitUnless(() => readClusterTlsSettings(config), () => true, 2);
   const uws = (await import('uWebSockets.js')).default;
-
   const lifecycle: NodeLifecycle = { startupDone: false, shuttingDown: false };
   // The internal listener binds before anything else starts, so a taken port ends the start at once (issue 27).
   const nodeLink = isMultiNode(cluster)
-    ? await exitUnless(() => startNodeLink(cluster, config['log.level'], config['node.workers']), (error) => error instanceof NodeLinkListenFailed, 1)
+    ? await exitUnless(() => startNodeLink(cluster, config['log.level'], config['node.workers'], clusterTls?.material ?? null), (error) => error instanceof NodeLinkListenFailed, 1)
     : null;
   const { metadataThread, workerThreads } = startThreads(config, dataDir, log, lifecycle, cluster, nodeLink);
   const replica = new MetadataReplica(metadataThread);
@@ -62,6 +63,7 @@ async function main(): Promise<void> {
     batchBudget: new ByteBudget(config['http.max_batch_body_bytes_in_flight']),
     metrics: new Metrics(replica, workers, schemas, handoff), remote: new RemotePartitions(nodeLink?.dataChannel ?? null),
   };
+  if (clusterTls !== null) services.metrics.reportClusterTls(clusterTls.dates);
   // A one-node cluster leads at once, so its root admin exists before it listens (the first screen shows how to
   // log in). A node of a larger cluster listens first: reads must answer even while no quorum exists.
   const loneNode = cluster.bootstrap.length <= 1 && cluster.join === null;

@@ -101,6 +101,21 @@ export async function readClusterTlsFiles(files: ClusterTlsFiles): Promise<Loade
   return { material, dates: { leafNotAfterMs: notAfter(leaf), caNotAfterMs: Math.min(...cas.map(notAfter)) } };
 }
 
+/** The node's TLS files from its settings (config.ts requires all three or none); null without them. The error of
+ *  a file that cannot be used names the setting and the path. */
+export async function readClusterTlsSettings(config: {
+  readonly 'cluster.tls_cert_file': string;
+  readonly 'cluster.tls_key_file': string;
+  readonly 'cluster.tls_ca_file': string;
+}): Promise<LoadedClusterTls | null> {
+  if (config['cluster.tls_cert_file'] === '') return null;
+  return readClusterTlsFiles({
+    certFile: config['cluster.tls_cert_file'],
+    keyFile: config['cluster.tls_key_file'],
+    caFile: config['cluster.tls_ca_file'],
+  });
+}
+
 /** The listener's options: a peer must present a certificate of the cluster CA, or the handshake fails. */
 export function clusterTlsServerOptions(material: ClusterTlsMaterial, handshakeTimeoutMs: number): TlsOptions {
   return {
