@@ -2,7 +2,8 @@
 # Installs what test/proxy/*.test.ts runs, from Debian's packages; `npm test` runs it first (so does CI):
 #   nginx    (the deploy/nginx/broker.conf example, started by the test with its own prefix, config and pid file)
 #   haproxy  (the deploy/haproxy/haproxy.cfg example, started by the test in the foreground)
-#   openssl  (the test makes a throwaway CA and server certificate with it)
+#   openssl  (the test makes a throwaway CA and server certificate with it; so do the node-to-node TLS tests,
+#             test/unit/transport_tls and test/cluster/tls, through test/helpers/tls_certs.ts)
 # Debian's nginx and haproxy packages may start system services (nginx on port 80). The tests start their own
 # instances on free loopback ports and never use those; they are left as they are.
 set -euo pipefail

@@ -470,12 +470,13 @@ export class PeerTransport {
   private onTlsRefused(error: Error & { code?: string }, socket: Socket & { authorizationError?: Error | string }): void {
     this.tlsRefusals += 1;
     if (isPowerOfTwo(this.tlsRefusals)) {
-      const remote = `${socket.remoteAddress ?? '?'}:${socket.remotePort ?? '?'}`;
+      // node:tls reports a refused handshake once the socket is torn down, when its address is mostly gone.
+      const remote = socket.remoteAddress === undefined ? {} : { remote: `${socket.remoteAddress}:${socket.remotePort ?? '?'}` };
       // A rejected client certificate ends the socket without an error of its own ('socket hang up'); the
       // verification's code (UNABLE_TO_VERIFY_LEAF_SIGNATURE, CERT_HAS_EXPIRED, ...) is the reason.
       const verify = socket.authorizationError;
       const reason = verify === undefined || verify === null ? error.message : `client certificate refused: ${String(verify)}`;
-      const fields = { remote, reason, code: error.code, tlsRefusals: this.tlsRefusals };
+      const fields = { ...remote, reason, code: error.code, tlsRefusals: this.tlsRefusals };
       this.log.warn(fields, 'node-to-node TLS handshake refused');
     }
     socket.destroy();
