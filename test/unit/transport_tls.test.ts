@@ -72,6 +72,11 @@ t.test('TLS and plain nodes never connect, either way', async (t) => {
   await waitFor(() => secure.log.find((l) => l.msg === 'node-to-node TLS handshake refused') !== undefined, 'refusal at the TLS node');
   secure.channel.send(2, { from: 'secure' });
   await waitFor(() => plain.log.find((l) => l.msg === 'node-to-node connection refused') !== undefined, 'refusal at the plain node');
+  const atSecure = secure.log.find((l) => l.msg === 'node-to-node TLS handshake refused');
+  const atPlain = plain.log.find((l) => l.msg === 'node-to-node connection refused');
+  t.match(String(atSecure?.obj['reason']), /wrong version number|http request|unknown protocol|packet length/i,
+    `the TLS node says it was no TLS: ${String(atSecure?.obj['reason'])}`);
+  t.equal(atPlain?.obj['reason'], 'frame too large', 'the plain node reads the ClientHello as an oversize frame');
   await sleep(200);
   t.same(secure.received, []);
   t.same(plain.received, []);
