@@ -3,9 +3,9 @@
 // svc_raft_tls_cert_not_after_seconds for the leaf and the CA with the certificates' dates, and log no
 // "unencrypted" warning; a node whose certificate another CA signed cannot join (the members refuse its connections,
 // never list it, and log why); a node with TLS settings cannot join a cluster without them; a node whose certificate
-// has expired answers /readyz 200 with degraded raft_tls_certificate_expired; a node without TLS logs that its
-// internal port is unencrypted. Method: black box on real node processes on loopback; certificates made by openssl
-// in a temp dir (an expired one with `openssl ca -startdate -enddate`).
+// has expired answers /readyz 200 with degraded raft_tls_certificate_expired (and raft_tls_ca_expired when its CA
+// has too); a node without TLS logs that its internal port is unencrypted and exports no such series. Method: black box on real node processes on loopback; certificates made by openssl
+// in a temp dir (expired ones with `openssl ca [-selfsign] -startdate -enddate`).
 import t from 'tap';
 import { X509Certificate } from 'node:crypto';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
@@ -88,6 +88,8 @@ t.test('a node with TLS settings does not connect to a cluster without them', as
   await cluster.start(1);
   t.ok(await cluster.allReady(15_000));
   t.match(cluster.output(1), /node-to-node port is unencrypted/, 'the plain node says its port is unencrypted');
+  t.same((await cluster.readyz(1)).body, { status: 'ready' });
+  t.notMatch((await cluster.client(1).get('/metrics')).text, 'svc_raft_tls_cert_not_after_seconds', 'no TLS, no series');
   await cluster.join(2, 1, tlsArgs(nodeFiles.get(2)!));
   const refused = await eventually(async () => /node-to-node connection refused/.test(cluster.output(1)), 10_000, 100);
   t.ok(refused, 'the plain node refuses what the TLS node sends');
@@ -100,7 +102,7 @@ t.test('a node with TLS settings does not connect to a cluster without them', as
   t.notMatch(cluster.output(2), /node-to-node connection open/, 'node 2 opened no connection');
 });
 
-t.test('an expired leaf certificate: /readyz 200 with degraded, the metric shows its date', async (t) => {
+t.test('an expired leaf, then an expired CA: /readyz 200 with degraded, the metric shows the dates', async (t) => {
   const expired = await makeNodeCert(ca, 'node-expired', { start: '20200101000000Z', end: '20200201000000Z' });
   const cluster = await TestCluster.create(t, 1, [], () => tlsArgs(expired));
   await cluster.start(1);
@@ -108,4 +110,13 @@ t.test('an expired leaf certificate: /readyz 200 with degraded, the metric shows
   t.same(ready?.body, { status: 'ready', degraded: ['raft_tls_certificate_expired'] });
   const metrics = (await new Client(cluster.nodes.get(1)!.url, cluster.auth).get('/metrics')).text;
   t.equal(gauge(metrics, 'leaf'), Date.UTC(2020, 1, 1) / 1000);
+
+  const oldCa = await makeCa(dir, 'old-ca', { start: '20200101000000Z', end: '20200301000000Z' });
+  const underOldCa = await makeNodeCert(oldCa, 'node-old-ca', { start: '20200101000000Z', end: '20200201000000Z' });
+  const second = await TestCluster.create(t, 1, [], () => tlsArgs(underOldCa));
+  await second.start(1);
+  const both = await second.readyzBecomes(1, 200, 15_000);
+  t.same(both?.body, { status: 'ready', degraded: ['raft_tls_certificate_expired', 'raft_tls_ca_expired'] });
+  const secondMetrics = (await new Client(second.nodes.get(1)!.url, second.auth).get('/metrics')).text;
+  t.equal(gauge(secondMetrics, 'ca'), Date.UTC(2020, 2, 1) / 1000);
 });

@@ -29,8 +29,9 @@ async function openssl(args: string[], cwd: string): Promise<void> {
 
 const newEcKey = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes'];
 
-/** A self-signed CA in dir/name; `days` of validity from now. */
-export async function makeCa(dir: string, name: string, days = 3650): Promise<TestCa> {
+/** A self-signed CA in dir/name: valid from now for `days`, or over exactly `dates` (openssl's YYYYMMDDHHMMSSZ), in
+ *  the past for an expired one. Signed through `openssl ca -selfsign`, which takes both forms. */
+export async function makeCa(dir: string, name: string, dates?: { start: string; end: string }): Promise<TestCa> {
   const caDir = join(dir, name);
   await mkdir(join(caDir, 'db'), { recursive: true });
   await writeFile(join(caDir, 'db', 'index.txt'), '');
@@ -39,11 +40,14 @@ export async function makeCa(dir: string, name: string, days = 3650): Promise<Te
     '[ca]', 'default_ca = test_ca', '[test_ca]', 'database = db/index.txt', 'serial = db/serial', 'new_certs_dir = db',
     'default_md = sha256', 'policy = any', 'unique_subject = no', 'copy_extensions = none',
     '[any]', 'commonName = supplied',
+    '[authority]', 'basicConstraints = critical,CA:TRUE', 'keyUsage = critical,keyCertSign,cRLSign', 'subjectKeyIdentifier = hash',
     '[node]', 'subjectAltName = IP:127.0.0.1,DNS:localhost', 'extendedKeyUsage = serverAuth,clientAuth',
     'basicConstraints = CA:FALSE', '',
   ].join('\n'));
-  await openssl(['req', '-x509', ...newEcKey, '-keyout', 'ca.key', '-out', 'ca.pem', '-days', String(days),
-    '-subj', `/CN=${name}`], caDir);
+  await openssl(['req', '-new', ...newEcKey, '-keyout', 'ca.key', '-out', 'ca.csr', '-subj', `/CN=${name}`], caDir);
+  const span = dates === undefined ? ['-days', '3650'] : ['-startdate', dates.start, '-enddate', dates.end];
+  await openssl(['ca', '-batch', '-config', 'ca.cnf', '-selfsign', '-keyfile', 'ca.key', '-in', 'ca.csr', '-out', 'ca.pem',
+    '-extensions', 'authority', '-notext', ...span], caDir);
   return { dir: caDir, certFile: join(caDir, 'ca.pem'), keyFile: join(caDir, 'ca.key') };
 }
 
