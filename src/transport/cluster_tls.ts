@@ -80,7 +80,8 @@ export async function readClusterTlsFiles(files: ClusterTlsFiles): Promise<Loade
     readPemFile(files.keyFile, 'cluster.tls_key_file'),
     readPemFile(files.caFile, 'cluster.tls_ca_file'),
   ]);
-  const leaf = pemCertificates(cert, `cluster.tls_cert_file ${files.certFile}`)[0]!;
+  const chain = pemCertificates(cert, `cluster.tls_cert_file ${files.certFile}`);
+  const leaf = chain[0]!;
   const cas = pemCertificates(ca, `cluster.tls_ca_file ${files.caFile}`);
   let privateKey;
   try {
@@ -91,7 +92,7 @@ export async function readClusterTlsFiles(files: ClusterTlsFiles): Promise<Loade
   if (!leaf.checkPrivateKey(privateKey)) {
     throw new Error(`cluster.tls_key_file ${files.keyFile}: is not the key of the certificate in ${files.certFile}`);
   }
-  if (!cas.some((authority) => leaf.checkIssued(authority) && leaf.verify(authority.publicKey))) {
+  if (!chainsToCa(chain, cas)) {
     throw new Error(`cluster.tls_cert_file ${files.certFile}: is not signed by a certificate in ${files.caFile}`);
   }
   const material = { cert: new Uint8Array(cert), key: new Uint8Array(key), ca: new Uint8Array(ca) };
@@ -114,6 +115,23 @@ export async function readClusterTlsSettings(config: {
     keyFile: config['cluster.tls_key_file'],
     caFile: config['cluster.tls_ca_file'],
   });
+}
+
+function signs(issuer: X509Certificate, subject: X509Certificate): boolean {
+  return subject.checkIssued(issuer) && subject.verify(issuer.publicKey);
+}
+
+/** Whether the leaf (chain[0]) is signed by a CA certificate, directly or through intermediates of the cert file
+ *  (a chain file: leaf first, then the certificates between it and the root the CA file holds). */
+function chainsToCa(chain: X509Certificate[], cas: X509Certificate[]): boolean {
+  let current = chain[0]!;
+  for (let step = 0; step < chain.length; step++) {
+    if (cas.some((authority) => signs(authority, current))) return true;
+    const next = chain.find((candidate) => candidate !== current && signs(candidate, current));
+    if (next === undefined) return false;
+    current = next;
+  }
+  return false;
 }
 
 /** The listener's options: a peer must present a certificate of the cluster CA, or the handshake fails. */

@@ -29,9 +29,9 @@ async function openssl(args: string[], cwd: string): Promise<void> {
 
 const newEcKey = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes'];
 
-/** A self-signed CA in dir/name: valid from now for `days`, or over exactly `dates` (openssl's YYYYMMDDHHMMSSZ), in
- *  the past for an expired one. Signed through `openssl ca -selfsign`, which takes both forms. */
-export async function makeCa(dir: string, name: string, dates?: { start: string; end: string }): Promise<TestCa> {
+/** A CA in dir/name: valid from now for 10 years, or over exactly `dates` (openssl's YYYYMMDDHHMMSSZ), in the past
+ *  for an expired one. Self-signed (`openssl ca -selfsign`, which takes both forms), or an intermediate of signer. */
+export async function makeCa(dir: string, name: string, dates?: { start: string; end: string }, signer?: TestCa): Promise<TestCa> {
   const caDir = join(dir, name);
   await mkdir(join(caDir, 'db'), { recursive: true });
   await writeFile(join(caDir, 'db', 'index.txt'), '');
@@ -46,8 +46,13 @@ export async function makeCa(dir: string, name: string, dates?: { start: string;
   ].join('\n'));
   await openssl(['req', '-new', ...newEcKey, '-keyout', 'ca.key', '-out', 'ca.csr', '-subj', `/CN=${name}`], caDir);
   const span = dates === undefined ? ['-days', '3650'] : ['-startdate', dates.start, '-enddate', dates.end];
-  await openssl(['ca', '-batch', '-config', 'ca.cnf', '-selfsign', '-keyfile', 'ca.key', '-in', 'ca.csr', '-out', 'ca.pem',
-    '-extensions', 'authority', '-notext', ...span], caDir);
+  if (signer === undefined) {
+    await openssl(['ca', '-batch', '-config', 'ca.cnf', '-selfsign', '-keyfile', 'ca.key', '-in', 'ca.csr', '-out', 'ca.pem',
+      '-extensions', 'authority', '-notext', ...span], caDir);
+  } else {
+    await openssl(['ca', '-batch', '-config', 'ca.cnf', '-cert', 'ca.pem', '-keyfile', 'ca.key', '-in', join(caDir, 'ca.csr'),
+      '-out', join(caDir, 'ca.pem'), '-extensions', 'authority', '-notext', ...span], signer.dir);
+  }
   return { dir: caDir, certFile: join(caDir, 'ca.pem'), keyFile: join(caDir, 'ca.key') };
 }
 

@@ -1,10 +1,11 @@
 // Goal: mutual TLS on the node-to-node transport (cluster_tls.ts): two transports with certificates of one CA talk
 // (messages and requests, the HMAC handshake inside TLS); a certificate of another CA, a plain peer, or a TLS dial
-// to a plain listener never opens a connection, and the refusing side logs why; the files are checked at load and
+// to a plain listener never opens a connection, and the refusing side logs why; a chain through an intermediate CA
+// works; the files are checked at load and
 // their end dates read; the /readyz degraded entries follow the dates. Method: real transports on 127.0.0.1 port 0
 // and certificates made by openssl in a temp dir; every wait is bounded.
 import t from 'tap';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { clusterTlsDegraded, readClusterTlsFiles, type ClusterTlsMaterial } from '../../src/transport/cluster_tls.js';
@@ -95,6 +96,22 @@ t.test('the files are checked at load; the end dates are read', async (t) => {
   await t.rejects(readClusterTlsFiles({ ...files.foreign, caFile: ca.certFile }), /is not signed by a certificate in/);
   await t.rejects(readClusterTlsFiles({ ...files.a, caFile: join(dir, 'missing.pem') }), /cluster\.tls_ca_file .*cannot be read/);
   await t.rejects(readClusterTlsFiles({ ...files.a, certFile: files.a.keyFile }), /cluster\.tls_cert_file .*holds no PEM certificate/);
+});
+
+t.test('a certificate chain through an intermediate CA loads and talks to a node signed by the root', async (t) => {
+  const intermediate = await makeCa(dir, 'intermediate-ca', undefined, ca);
+  const leaf = await makeNodeCert(intermediate, 'node-5');
+  const chainFile = join(dir, 'node-5-chain.pem');
+  await writeFile(chainFile, Buffer.concat([await readFile(leaf.certFile), await readFile(intermediate.certFile)]));
+  await t.rejects(readClusterTlsFiles({ ...leaf, caFile: ca.certFile }), /is not signed by a certificate in/, 'the leaf alone does not reach the root');
+  const chained = await material({ ...leaf, certFile: chainFile, caFile: ca.certFile });
+  const a = await startNode(t, 5, { tls: chained });
+  const b = await startNode(t, 2, { tls: await material(files.b) });
+  meshOf([a, b]);
+  a.channel.send(2, 'via the chain');
+  b.channel.send(5, 'to the chain');
+  await waitFor(() => b.received.length === 1 && a.received.length === 1, 'both messages');
+  t.same([a.received, b.received], [[[2, 'to the chain']], [[5, 'via the chain']]]);
 });
 
 t.test('degraded entries follow the end dates', async (t) => {
