@@ -1,9 +1,8 @@
 // Goal: mutual TLS on the node-to-node transport (cluster_tls.ts): two transports with certificates of one CA talk
 // (messages and requests, the HMAC handshake inside TLS); a certificate of another CA, a plain peer, or a TLS dial
 // to a plain listener never opens a connection, and the refusing side logs why; a chain through an intermediate CA
-// works; the files are checked at load and
-// their end dates read; the /readyz degraded entries follow the dates. Method: real transports on 127.0.0.1 port 0
-// and certificates made by openssl in a temp dir; every wait is bounded.
+// works; the files are checked at load and their end dates read; the /readyz degraded entries follow the dates.
+// Method: real transports on 127.0.0.1 port 0 and certificates made by openssl in a temp dir; every wait is bounded.
 import t from 'tap';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
