@@ -1,7 +1,7 @@
-// One TCP connection (plain, or mutual TLS when cluster_tls.ts material is set) between two nodes: the socket, its frame decoder and the handshake state machine of either
-// side (see handshake.ts). After the handshake it only moves frames; which connection serves a peer, queues,
-// requests and reconnects are PeerTransport's. Runs on the thread that owns its PeerTransport; lives from the
-// dial or accept until the socket closes, and reports that close exactly once.
+// One TCP connection between two nodes, plain or inside mutual TLS (cluster_tls.ts): the socket, its frame decoder
+// and the handshake state machine of either side (see handshake.ts). After the handshake it only moves frames; which
+// connection serves a peer, queues, requests and reconnects are PeerTransport's. Runs on the thread that owns its
+// PeerTransport; lives from the dial or accept until the socket closes, and reports that close exactly once.
 import { connect, type Socket } from 'node:net';
 import type { KeyObject } from 'node:crypto';
 import { connect as tlsConnect, type SecureContext } from 'node:tls';

@@ -1,8 +1,8 @@
 // The node-to-node transport: one listener on cluster.internal_port and one HMAC-authenticated TCP connection per
 // peer pair (handshake.ts), inside mutual TLS when given certificates (cluster_tls.ts), shared by every channel
-// (channel.ts); each data frame names its channel. Owns the
-// listener, the peer table, the per-peer queues, requests and reconnect timers; nothing is module-global. Runs on the
-// thread that created it (the metadata thread today); another thread uses a channel through port_channel.ts.
+// (channel.ts); each data frame names its channel. Owns the listener, the peer table, the per-peer queues, requests
+// and reconnect timers; nothing is module-global. Runs on the thread that created it (the node-link thread today);
+// another thread uses a channel through port_channel.ts.
 // Lifecycle: PeerTransport.listen(), openChannel() per channel, then close() or the last channel's close().
 import { createServer, type Server, type Socket } from 'node:net';
 import type { KeyObject } from 'node:crypto';
