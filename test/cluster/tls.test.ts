@@ -4,7 +4,8 @@
 // "unencrypted" warning; a node whose certificate another CA signed cannot join (the members refuse its connections,
 // never list it, and log why); a node with TLS settings cannot join a cluster without them; a node whose certificate
 // has expired answers /readyz 200 with degraded raft_tls_certificate_expired (and raft_tls_ca_expired when its CA
-// has too); a node without TLS logs that its internal port is unencrypted and exports no such series. Method: black box on real node processes on loopback; certificates made by openssl
+// has too); a node without TLS logs that its internal port is unencrypted and exports no such series; a key that is
+// not the certificate's, or one TLS setting alone, ends the start with status 2 and the reason. Method: black box on real node processes on loopback; certificates made by openssl
 // in a temp dir (expired ones with `openssl ca [-selfsign] -startdate -enddate`).
 import t from 'tap';
 import { X509Certificate } from 'node:crypto';
@@ -13,6 +14,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { TestCluster, eventually } from '../helpers/cluster.js';
 import { Client } from '../helpers/http.js';
+import { makeDataDir, removeDataDir, startNode } from '../helpers/node.js';
 import { makeCa, makeNodeCert, tlsArgs, type NodeTlsFiles } from '../helpers/tls_certs.js';
 
 interface Stats { index: number; owner_node: string; next_offset: number }
@@ -119,4 +121,14 @@ t.test('an expired leaf, then an expired CA: /readyz 200 with degraded, the metr
   t.same(both?.body, { status: 'ready', degraded: ['raft_tls_certificate_expired', 'raft_tls_ca_expired'] });
   const secondMetrics = (await new Client(second.nodes.get(1)!.url, second.auth).get('/metrics')).text;
   t.equal(gauge(secondMetrics, 'ca'), Date.UTC(2020, 2, 1) / 1000);
+});
+
+t.test('wrong TLS files end the start with status 2 and the reason', async (t) => {
+  const dataDir = await makeDataDir();
+  t.teardown(() => removeDataDir(dataDir));
+  const mismatched = { ...nodeFiles.get(1)!, keyFile: nodeFiles.get(2)!.keyFile };
+  await t.rejects(startNode({ dataDir, args: tlsArgs(mismatched) }),
+    /exited with 2 before listening:\s*cluster\.tls_key_file \S+: is not the key of the certificate in /);
+  await t.rejects(startNode({ dataDir, args: ['--cluster-tls-cert', nodeFiles.get(1)!.certFile] }),
+    /exited with 2 before listening:\s*config: cluster\.tls_cert_file given without cluster\.tls_key_file and cluster\.tls_ca_file/);
 });
