@@ -5,6 +5,7 @@ import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom
 import type { PartitionWorkers } from './dispatch.js';
 import type { MetadataReplica } from './metadata_replica.js';
 import type { PartitionCountersView } from '../protocol/thread_messages.js';
+import type { ClusterTlsDates } from '../transport/cluster_tls.js';
 
 export class Metrics {
   readonly registry = new Registry();
@@ -238,6 +239,25 @@ export class Metrics {
     let byReason = this.rejections.get(topic);
     if (byReason === undefined) this.rejections.set(topic, (byReason = new Map()));
     byReason.set(reason, (byReason.get(reason) ?? 0) + 1);
+  }
+
+  /** The end dates of this node's node-to-node TLS certificates (main.ts read them at start); null without TLS.
+   *  /readyz reads them too (degraded). */
+  clusterTlsDates: ClusterTlsDates | null = null;
+
+  /** Registers svc_raft_tls_cert_not_after_seconds, which a node without node-to-node TLS does not export. */
+  reportClusterTls(dates: ClusterTlsDates): void {
+    if (this.clusterTlsDates !== null) throw new Error('reportClusterTls: reported already');
+    this.clusterTlsDates = dates;
+    const gauge = new Gauge({
+      name: 'svc_raft_tls_cert_not_after_seconds',
+      help: 'Unix time in seconds of notAfter of this node\'s node-to-node TLS certificate (kind leaf) and of its CA ' +
+        '(kind ca, the earliest certificate of the CA file).',
+      labelNames: ['kind'],
+      registers: [this.registry],
+    });
+    gauge.labels('leaf').set(Math.floor(dates.leafNotAfterMs / 1000));
+    gauge.labels('ca').set(Math.floor(dates.caNotAfterMs / 1000));
   }
 
   latchIngressFailed(): void {

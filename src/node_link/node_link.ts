@@ -30,13 +30,14 @@ export function isMultiNode(cluster: ClusterThreadConfig): boolean {
 
 /** Starts the thread and waits for its listener; fills cluster.advertiseInternal's port when it was 0 (an explicit
  *  --advertise, for NAT or port mapping, stands as given). */
-export async function startNodeLink(cluster: ClusterThreadConfig, logLevel: string, workerCount: number): Promise<NodeLink> {
+export async function startNodeLink(cluster: ClusterThreadConfig, logLevel: string, workerCount: number,
+  tls: NodeLinkThreadData['tls'] = null): Promise<NodeLink> {
   const { port1, port2 } = new MessageChannel();
   const workerLinks = Array.from({ length: workerCount }, () => new MessageChannel());
   const workerPorts = workerLinks.map((channel) => channel.port1);
   const data = new MessageChannel();
   const workerData: NodeLinkThreadData = {
-    nodeId: cluster.nodeId, listen: cluster.listen, secret: cluster.secret, logLevel, metadataPort: port1, workerPorts, dataPort: data.port1,
+    nodeId: cluster.nodeId, listen: cluster.listen, secret: cluster.secret, tls, logLevel, metadataPort: port1, workerPorts, dataPort: data.port1,
   };
   const thread = new Worker(new URL('./node_link_thread.js', import.meta.url), { workerData, transferList: [port1, data.port1, ...workerPorts] });
   const started = await new Promise<FromNodeLink>((resolve, reject) => {

@@ -238,6 +238,8 @@ export interface NodeLinkThreadData {
   nodeId: number;
   listen: PeerAddressData;
   secret: Uint8Array;
+  /** PEM bytes for mutual TLS on the node-to-node port (src/transport/cluster_tls.ts); null: plain TCP. */
+  tls: { cert: Uint8Array; key: Uint8Array; ca: Uint8Array } | null;
   logLevel: string;
   /** The metadata thread's side is a PortChannel on the other end. */
   metadataPort: MessagePort;
