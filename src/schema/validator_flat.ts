@@ -145,20 +145,23 @@ function stringEnd(rule: FieldRule, bytes: Uint8Array, at: number, end: number):
 
 /** A finite number of the rule's kind within its bounds; integers only as plain digits (at most 15). */
 function numberEnd(rule: FieldRule, bytes: Uint8Array, at: number): number {
+  // The common case in one pass: up to 15 plain digits, no leading zero, no fraction or exponent after them.
+  const negative = bytes[at] === 0x2d;
+  const first = negative ? at + 1 : at;
+  let i = first;
+  let digits = 0;
+  for (let b = bytes[i]; b !== undefined && b >= 0x30 && b <= 0x39 && i - first < 15; b = bytes[++i]) digits = digits * 10 + (b - 0x30);
+  const next = bytes[i];
+  const plain = i > first && (bytes[first] !== 0x30 || i === first + 1) && next !== 0x2e && next !== 0x65 && next !== 0x45
+    && !(next !== undefined && next >= 0x30 && next <= 0x39);
+  // Up to 15 digits the sum is exact, as JSON.parse's value is; -0 stays -0 as it does there.
+  if (plain) return withinBounds(rule, negative ? -digits : digits) ? i : -1;
+  if (rule.kind === 'integer') return -1;
   const end = scanNumber(bytes, at);
   if (end < 0) return -1;
-  const negative = bytes[at] === 0x2d;
-  let digits = 0;
-  let plain = end - at <= 15;
-  for (let i = negative ? at + 1 : at; i < end && plain; i++) {
-    const b = bytes[i]!;
-    if (b < 0x30 || b > 0x39) plain = false;
-    else digits = digits * 10 + (b - 0x30);
-  }
-  if (rule.kind === 'integer' && !plain) return -1;
-  // Up to 15 digits the sum is exact, as JSON.parse's value is; -0 stays -0 as it does there.
-  const value = plain ? (negative ? -digits : digits) : Number(String.fromCharCode(...bytes.subarray(at, end)));
-  if (!Number.isFinite(value)) return -1;
-  if (value < rule.minimum || value > rule.maximum || value <= rule.exclusiveMinimum || value >= rule.exclusiveMaximum) return -1;
-  return end;
+  return withinBounds(rule, Number(String.fromCharCode(...bytes.subarray(at, end)))) ? end : -1;
+}
+
+function withinBounds(rule: FieldRule, value: number): boolean {
+  return Number.isFinite(value) && value >= rule.minimum && value <= rule.maximum && value > rule.exclusiveMinimum && value < rule.exclusiveMaximum;
 }

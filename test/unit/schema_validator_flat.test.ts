@@ -48,6 +48,7 @@ t.test('the common valid payload is accepted without a parse', async (t) => {
 
 const token = fc.oneof(
   fc.constantFrom('0', '-0', '7', '1000', '1001', '-1', '1e2', '1.0', '2', '1.99', '-1.5', '-1.49', '1e400', '12345678901234567',
+    '01', '-01', '-', '00', '123456789012345', '-123456789012345', '1234567890123456', '-1234567890123456',
     'true', 'false', 'null', '""', '"a"', '"abc"', '"abcd"', '"é"', '"éé"', '"ééé"', '"😀😀"', '"a\\"b"', '"\\u00e9"', '{}', '[]'),
   fc.integer({ min: -5, max: 1005 }).map(String),
   fc.double({ min: -3, max: 3, noNaN: true }).map((x) => JSON.stringify(x)),
@@ -58,9 +59,15 @@ const entry = fc.tuple(key, token, fc.constantFrom('', ' ', '\n'));
 const objectText = (entries: [string, string, string][]): string => `{${entries.map(([k, v, space]) => `${space}"${k}"${space}:${space}${v}`).join(',')}}`;
 /** Strings around the length bounds of schemas[2], counted in code points (UTF-8 bytes / 1, 2 or 4). */
 const sized = fc.constantFrom('"a"', '"ab"', '"abcde"', '"abcdef"', '"é"', '"ééééé"', '"éééééé"', '"😀"', '"😀😀"', '"😀😀😀😀😀"', '"😀😀😀😀😀😀"');
-/** Random entries, or a valid start (both required properties) with random entries around it, or one sized string. */
+/** Number texts at the edges of the one-pass integer read (leading zeros, 15 and 16 digits, signs, fractions). */
+const numeric = fc.constantFrom('0', '-0', '00', '01', '-01', '-', '1.', '1.5', '1e1', '2E-1', '123456789012345', '-123456789012345',
+  '1234567890123456', '-1234567890123456', '999', '1000', '1001', '-1', '0x1', '1-');
+/** Random entries, or a valid start (both required properties) with random entries around it, or one sized string,
+ *  or one number property of each schema. */
 const payloadText = fc.oneof(
   sized.map((value) => `{"s":${value}}`),
+  numeric.map((value) => `{"id":${value},"name":"a"}`),
+  numeric.map((value) => `{"n":${value}}`),
   fc.array(entry, { maxLength: 7 }).map(objectText),
   fc.tuple(fc.array(entry, { maxLength: 2 }), fc.integer({ min: 0, max: 1000 }), fc.constantFrom('"a"', '"éé"', '"😀"'), fc.array(entry, { maxLength: 2 }))
     .map(([before, id, name, after]) => objectText([...before, ['id', String(id), ''], ['name', name, ' '], ...after])),
