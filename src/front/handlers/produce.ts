@@ -6,7 +6,9 @@ import { limits } from '../../config.js';
 import { errors, refusalError, type BrokerError } from '../../errors.js';
 import { PayloadKind, type IngressEntry, type IngressRecord } from '../../protocol/ingress_frame.js';
 import { localPartitions, ownerTakesProduce, producePartition, requireProducible } from '../partition_owners.js';
-import { parseBatchBody, partitionForKey, partitionUnassigned, type BatchParse } from '../../protocol/batch_produce_body.js';
+import {
+  parseBatchBody, partitionForKey, partitionUnassigned, type BatchParse, type PayloadCheck,
+} from '../../protocol/batch_produce_body.js';
 import { classifyPayload, decodeBase64 } from '../../protocol/payload.js';
 import type { TopicRecord } from '../../protocol/metadata_types.js';
 import type { BatchTask, BodyEncoding } from '../../pool/batch_task.js';
@@ -232,8 +234,9 @@ export async function onProduceBatch(ctx: RequestContext, s: RouteServices): Pro
   const body = await ctx.body();
   const batchLimits = { messagesMax: limits.batch_produce_messages_max, payloadBytesMax: limits.payload_bytes_max };
   let parsed: BatchParse;
+  const check = s.schemas.payloadCheckOf(topic.id, s.replica.schemaOf(topic));
   if (encoding === 'identity' && body.byteLength <= limits.request_body_bytes_max) {
-    parsed = parseBatchBody(body, topic.partitions, batchLimits);
+    parsed = parseBatchBody(body, topic.partitions, batchLimits, check);
   } else {
     // A compressed body's decoded bytes count against the batch body budget too (issue 27 point 1).
     const budget = encoding === 'identity' ? undefined : ctx.bodyReader?.decodeShare();
@@ -249,7 +252,7 @@ export async function onProduceBatch(ctx: RequestContext, s: RouteServices): Pro
     }
   }
   if (!parsed.ok) throw refusalError(parsed.refusal);
-  await checkBatch(s, topic, parsed.records);
+  await checkBatch(s, topic, parsed.records, parsed.unchecked, check);
   // The topic may have been deleted or grown while the pool worked; a deleted one is 404 now.
   const current = s.replica.topic(topic.name);
   if (current.id !== topic.id) throw errors.topicNotFound(topic.name);
@@ -282,16 +285,21 @@ function schemaRefused(s: RouteServices, topic: TopicRecord, rule: string, index
 }
 
 /** Spec §4 batch produce with a schema: every message checked, in order, before any is stored; the first refused
- *  decides. Small batches of cheap schemas are checked here, the rest in the schema pool. */
-async function checkBatch(s: RouteServices, topic: TopicRecord, records: IngressRecord[]): Promise<void> {
+ *  decides. The body's parse accepted some under `check` (all but `unchecked`) when that is still the current
+ *  version's; of the rest, small batches of cheap schemas are checked here, others in the schema pool. */
+async function checkBatch(
+  s: RouteServices, topic: TopicRecord, records: IngressRecord[], unchecked: number[] | undefined, check: PayloadCheck | null,
+): Promise<void> {
   const schema = s.replica.schemaOf(topic);
   if (schema.document === null) return;
   const guard = s.schemas.guardOf(topic.id, schema.version, schema.document);
-  const refusal: PayloadRefusal | null = s.schemas.needsPool(guard, records)
-    ? await s.schemas.checkInPool(topic.id, guard, records.map((record) => record.payload),
-      records.every((record) => record.payloadKind === PayloadKind.Json))
-    : batchRefusal(records, guard.validate!, undefined, undefined, guard.plan);
-  if (refusal !== null) throw schemaRefused(s, topic, refusal.rule, refusal.index);
+  const indexes = check !== null && check === guard.check ? unchecked : undefined;
+  const rest = indexes === undefined ? records : indexes.map((i) => records[i]!);
+  const refusal: PayloadRefusal | null = rest.length === 0 ? null : s.schemas.needsPool(guard, rest)
+    ? await s.schemas.checkInPool(topic.id, guard, rest.map((record) => record.payload),
+      rest.every((record) => record.payloadKind === PayloadKind.Json))
+    : batchRefusal(rest, guard.validate!, undefined, undefined, guard.plan);
+  if (refusal !== null) throw schemaRefused(s, topic, refusal.rule, indexes === undefined ? refusal.index : indexes[refusal.index]!);
   for (const record of records) record.payloadKind = PayloadKind.Json;
 }
 
