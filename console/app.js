@@ -55,8 +55,9 @@ async function topicDetails(name) {
   }
 }
 
+/** A placeholder of an unavailable owner (status owner_unavailable) is never added to totals (spec). */
 function sum(stats, key) {
-  return (stats ?? []).reduce((total, p) => total + (p[key] ?? 0), 0);
+  return (stats ?? []).filter((p) => p.status === 'ok').reduce((total, p) => total + (p[key] ?? 0), 0);
 }
 
 function topicRow(topic, detail) {
@@ -91,19 +92,22 @@ function createTopicForm() {
   const name = h('input', { name: 'name', required: true, pattern: '[A-Za-z0-9._\\-]{1,200}', placeholder: 'orders' });
   const partitions = h('input', { name: 'partitions', type: 'number', min: 3, placeholder: '3' });
   const parent = h('input', { name: 'parent', placeholder: '(none)' });
+  const delay = h('input', { name: 'fanout-delay', type: 'number', min: 0, placeholder: '(with parent)' });
   const status = h('div');
   const form = h('form', { id: 'create-topic', onsubmit: async (e) => {
     e.preventDefault();
     const body = { name: name.value };
     if (partitions.value !== '') body.partitions = Number(partitions.value);
     if (parent.value !== '') body.parent = parent.value;
+    if (delay.value !== '') body.fanout_delay_ms = Number(delay.value);
     try {
       await api('POST', '/v1/topics', body);
       location.hash = `#/topic/${encodeURIComponent(body.name)}`;
     } catch (error) {
       show(status, errorBox(error));
     }
-  } }, field('New topic', name), field('Partitions', partitions), field('Fan-out parent', parent), h('button', { type: 'submit' }, 'Create'));
+  } }, field('New topic', name), field('Partitions', partitions), field('Fan-out parent', parent),
+  field('Fan-out delay ms', delay), h('button', { type: 'submit' }, 'Create'));
   return h('div', null, form, status);
 }
 
