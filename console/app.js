@@ -72,19 +72,25 @@ function topicRow(topic, detail) {
 const topicsPerPage = 50;
 
 async function renderTopics(el, token, pageToken = '') {
-  show(el, h('h1', null, 'Topics'), createTopicForm(), h('p', { className: 'muted' }, 'Loading…'));
+  // The create form is drawn once: what the user types while the list loads is kept.
+  const list = h('div', null, h('p', { className: 'muted' }, 'Loading…'));
+  show(el, h('h1', null, 'Topics'), createTopicForm(), list);
+  await drawTopicList(list, token, pageToken);
+}
+
+async function drawTopicList(list, token, pageToken) {
   try {
     const query = `?limit=${topicsPerPage}${pageToken ? `&page_token=${encodeURIComponent(pageToken)}` : ''}`;
     const { data } = await api('GET', `/v1/topics${query}`);
     const details = await Promise.all(data.topics.map((t) => topicDetails(t.name)));
     if (!stillCurrent(token)) return;
     const rows = data.topics.map((t, i) => topicRow(t, details[i]));
-    show(el, h('h1', null, 'Topics'), createTopicForm(),
+    show(list,
       rows.length === 0 ? h('p', { className: 'muted' }, 'No topics you can read.') : table(
         ['Name', 'Role', '#Partitions', '#Messages held', '#Next offsets (sum)', '#Bytes', 'Fan-out', 'Status'], rows, { id: 'topics' }),
-      data.next_page_token ? h('button', { className: 'plain', onclick: () => renderTopics(el, token, data.next_page_token) }, 'Next page') : null);
+      data.next_page_token ? h('button', { className: 'plain', onclick: () => drawTopicList(list, token, data.next_page_token) }, 'Next page') : null);
   } catch (error) {
-    if (stillCurrent(token)) show(el, h('h1', null, 'Topics'), createTopicForm(), errorBox(error));
+    if (stillCurrent(token)) show(list, errorBox(error));
   }
 }
 

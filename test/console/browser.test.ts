@@ -10,7 +10,7 @@ import { mkdir } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import puppeteer, { type Browser, type Page } from 'puppeteer-core';
 import { adminPassword, startNodeFor, type StartedNode } from '../helpers/node.js';
-import { Client } from '../helpers/http.js';
+import { Client, pollUntil } from '../helpers/http.js';
 
 // Functions passed to page.evaluate run in the page; the project compiles without the DOM library, so the few page
 // globals they use are declared loosely here.
@@ -29,6 +29,10 @@ const pageProblems: string[] = [];
 
 t.before(async () => {
   node = await startNodeFor(t);
+  // Creating a topic needs a Raft leader: wait until the node is ready, as an operator would before using it.
+  const anon = new Client(node.url, null);
+  const ready = await pollUntil(async () => ((await anon.get('/readyz')).status === 200 ? true : undefined), 30_000, 100);
+  if (!ready) throw new Error(`node not ready within 30 s:\n${node.output()}`);
   browser = await puppeteer.launch({ executablePath: chromium, headless: true,
     args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--no-first-run'] });
   t.teardown(() => browser.close());
@@ -45,6 +49,16 @@ t.before(async () => {
 
 async function rowsOf(selector: string): Promise<string[][]> {
   return page.$$eval(`${selector} tbody tr`, (rows) => rows.map((r: any) => Array.from(r.cells, (c: any) => String(c.textContent ?? ''))));
+}
+
+/** Waits for the console to move to a page; on a timeout the error carries what the page shows instead. */
+async function untilHash(hash: string): Promise<void> {
+  try {
+    await page.waitForFunction((h: string) => location.hash === h, {}, hash);
+  } catch (error) {
+    const shown = await page.$eval('#main', (el: any) => String(el.textContent)).catch(() => '?');
+    throw new Error(`console did not reach ${hash}: ${String(error)}; the page shows: ${shown.slice(0, 600)}`);
+  }
 }
 
 async function logIn(password: string): Promise<void> {
@@ -82,7 +96,7 @@ t.test('log in: a wrong password shows the form again with why; the right one sh
 t.test('create a topic, produce through the console, see the statistics move and the message in peek', async (t) => {
   await page.type('#create-topic input[name=name]', 'console-demo');
   await page.click('#create-topic button[type=submit]');
-  await page.waitForFunction(() => location.hash === '#/topic/console-demo');
+  await untilHash('#/topic/console-demo');
   await page.waitForSelector('#partitions');
   // A delay child copies a parent's message only after its delay (an hour here): its lag holds still to be read.
   await page.click('a[href="#/topics"]');
@@ -91,7 +105,7 @@ t.test('create a topic, produce through the console, see the statistics move and
   await page.type('#create-topic input[name=parent]', 'console-demo');
   await page.type('#create-topic input[name=fanout-delay]', '3600000');
   await page.click('#create-topic button[type=submit]');
-  await page.waitForFunction(() => location.hash === '#/topic/console-later');
+  await untilHash('#/topic/console-later');
   await page.waitForSelector('#partitions');
   await page.goto(`${node.url}/console#/topic/console-demo`, { waitUntil: 'load' });
   await page.waitForSelector('#children');
