@@ -17,10 +17,19 @@ function route() {
   const hash = location.hash || '#/topics';
   for (const a of nav.querySelectorAll('a')) a.classList.toggle('active', hash.startsWith(a.getAttribute('href')));
   const topicMatch = /^#\/topic\/(.+)$/.exec(hash);
-  if (topicMatch) return renderTopic(main, decodeURIComponent(topicMatch[1]), token);
+  if (topicMatch) return renderTopic(main, safeDecode(topicMatch[1]), token);
   if (hash === '#/users') return renderUsers(main, token);
   if (hash === '#/cluster') return renderCluster(main, token);
   return renderTopics(main, token);
+}
+
+/** A hand-typed hash with a stray % must not break the page: it is then taken as written. */
+function safeDecode(text) {
+  try {
+    return decodeURIComponent(text);
+  } catch {
+    return text;
+  }
 }
 
 function renderLogin(problem) {

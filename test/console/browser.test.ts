@@ -178,5 +178,17 @@ t.test('topics list shows the statistics; log out returns to the login form', as
   await page.click('#logout');
   await page.waitForSelector('#login');
   t.equal(await page.evaluate(() => sessionStorage.getItem('svc-console.auth')), null, 'credentials forgotten');
-  t.same(pageProblems, [], 'no script error or CSP violation in the page');
+});
+
+t.test('a user without admin: sees the topics the grants cover, and the admin pages answer 403 in place', async (t) => {
+  await page.$eval('#login input[name=username]', (el: any) => (el.value = ''));
+  await page.type('#login input[name=username]', 'alice');
+  await page.type('#login input[name=password]', 'alice-password');
+  await page.click('#login button[type=submit]');
+  await page.waitForSelector('#topics');
+  t.same((await rowsOf('#topics')).map((r) => r[0]), ['console-demo', 'console-later'], 'both topics match produce console-*');
+  await page.click('a[href="#/users"]');
+  await page.waitForSelector('#main .msg.error');
+  t.match(await page.$eval('#main .msg.error', (el: any) => el.textContent), /^403: /, 'users page: the API\'s 403 shown');
+  t.same(pageProblems.filter((p) => !/403/.test(p)), [], 'no script error or CSP violation in the page');
 });
