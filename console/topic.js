@@ -87,7 +87,7 @@ function producePanel(name, partitions, afterProduce) {
     const query = new URLSearchParams();
     if (key.value !== '') query.set('key', key.value);
     if (partition.value !== '') query.set('partition', partition.value);
-    const q = query.size > 0 ? `?${query}` : '';
+    const q = query.toString() === '' ? '' : `?${query}`;
     try {
       const res = await api('POST', topicPath(name, `/produce${q}`), { raw: body.value, contentType: type.value });
       show(status, message('ok', `Accepted (${res.status}): synced to the node's ingress log.`));
