@@ -11,3 +11,5 @@
 set -euo pipefail
 source "$(dirname "$0")/apt_install.sh"
 apt_install_missing install-proxies nginx:nginx haproxy:haproxy openssl:openssl prometheus:prometheus prometheus:promtool
+# The web console's browser test needs chromium; one entry point keeps `npm test` and CI the same.
+bash "$(dirname "$0")/install-browser.sh"

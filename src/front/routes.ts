@@ -5,6 +5,7 @@
 import { limits } from '../config.js';
 import * as children from './handlers/children.js';
 import * as cluster from './handlers/cluster.js';
+import * as consoleFiles from './handlers/console.js';
 import * as consume from './handlers/consume.js';
 import * as health from './handlers/health.js';
 import * as later from './handlers/later.js';
@@ -107,6 +108,9 @@ const apiRows: Row[] = [
   ['DELETE', '/v1/remotes/{name}', later.onRemote, 'remote'],
   ['POST', '/v1/remotes/{name}/test', later.onRemote, 'remote', bodyRemotes],
   ...healthRows,
+  // The web console's static files: public like /healthz (they hold no secret; the console logs in over the API).
+  ['GET', '/console', consoleFiles.onConsoleIndex, 'public'],
+  ['GET', '/console/{file}', consoleFiles.onConsoleFile, 'public'],
   // Answers 404 when http.metrics_addr serves the metrics instead (health.onApiMetrics).
   ['GET', '/metrics', health.onApiMetrics, 'metrics'],
 ];

@@ -1,0 +1,77 @@
+// The console's one way to the HTTP API: Basic credentials built in the browser and kept in sessionStorage (gone
+// when the tab closes), JSON in and out, and an ApiError carrying the status and the API's error text. A 401
+// anywhere clears the credentials and sends the user back to the login form.
+
+const authKey = 'svc-console.auth';
+const userKey = 'svc-console.user';
+
+export class ApiError extends Error {
+  constructor(status, text) {
+    super(text || `HTTP ${status}`);
+    this.status = status;
+  }
+}
+
+let onUnauthorized = () => {};
+
+export function whenUnauthorized(listener) {
+  onUnauthorized = listener;
+}
+
+export function login(username, password) {
+  // Basic credentials are base64 of the UTF-8 bytes of user:password (RFC 7617); btoa takes only Latin-1.
+  const bytes = new TextEncoder().encode(`${username}:${password}`);
+  let binary = '';
+  for (const b of bytes) binary += String.fromCharCode(b);
+  sessionStorage.setItem(authKey, `Basic ${btoa(binary)}`);
+  sessionStorage.setItem(userKey, username);
+}
+
+export function logout() {
+  sessionStorage.removeItem(authKey);
+  sessionStorage.removeItem(userKey);
+}
+
+export function currentUser() {
+  return sessionStorage.getItem(authKey) === null ? null : sessionStorage.getItem(userKey);
+}
+
+/** One API call. body: an object sent as JSON, or { raw, contentType } sent as is. Resolves to { status, data }. */
+export async function api(method, path, body) {
+  const headers = { 'X-Svc-Client': 'svc-console' };
+  const auth = sessionStorage.getItem(authKey);
+  if (auth !== null) headers.Authorization = auth;
+  let payload;
+  if (body !== undefined && body.raw !== undefined) {
+    payload = body.raw;
+    headers['Content-Type'] = body.contentType;
+  } else if (body !== undefined) {
+    payload = JSON.stringify(body);
+    headers['Content-Type'] = 'application/json';
+  }
+  // credentials 'omit': the browser never shows its own Basic prompt on a 401 nor sends stored credentials.
+  const res = await fetch(path, { method, headers, body: payload, credentials: 'omit', cache: 'no-store' });
+  const text = await res.text();
+  if (res.status === 401) {
+    logout();
+    onUnauthorized();
+  }
+  if (!res.ok) throw new ApiError(res.status, errorText(text));
+  let data = null;
+  if (text !== '' && (res.headers.get('content-type') ?? '').startsWith('application/json')) data = JSON.parse(text);
+  return { status: res.status, data, headers: res.headers };
+}
+
+function errorText(text) {
+  try {
+    const parsed = JSON.parse(text);
+    if (parsed && typeof parsed.error === 'string') return parsed.error;
+  } catch {
+    // A plain-text error (404 unknown route, 405, 502): shown as it came.
+  }
+  return text.slice(0, 500);
+}
+
+export function topicPath(name, rest = '') {
+  return `/v1/topics/${encodeURIComponent(name)}${rest}`;
+}
