@@ -166,6 +166,8 @@ export class PartitionWriteCore<L, D extends HeldDispatch> {
   private shuttingDown = false;
   private drained = false;
   private durableSeq = -Infinity;
+  /** seqUpTo of the last flush round that ended: a round with the same one staged only handed-over records. */
+  private flushedSeqUpTo = -Infinity;
   private effects: WriteEffect<L, D>[] = [];
   private nowMs = 0;
 
@@ -310,6 +312,8 @@ export class PartitionWriteCore<L, D extends HeldDispatch> {
     check(round?.kind === 'flush', 'flushDone without a flush round');
     check(positions.length === round.logs.length, 'flushDone must name every log of its round');
     this.round = null;
+    const localFree = round.seqUpTo === this.flushedSeqUpTo;
+    this.flushedSeqUpTo = round.seqUpTo;
     const committed: LogPosition<L>[] = [];
     for (const position of positions) {
       const state = this.states.get(position.log);
@@ -317,8 +321,12 @@ export class PartitionWriteCore<L, D extends HeldDispatch> {
       if (state === undefined) continue;
       this.positionApply(position, state, true);
       if (state.syncedOffset < state.highWatermark) {
-        state.unsyncedRounds.push({ seqUpTo: round.seqUpTo, endOffset: state.highWatermark });
-        this.unsyncedRoundLogs.add(position.log);
+        // Only rounds that wrote this node's own dispatches hold back 'durable' of their seqs: a round of handed-over
+        // records alone repeats the last seqUpTo, and those records are answered to their origin after their sync.
+        if (!localFree) {
+          state.unsyncedRounds.push({ seqUpTo: round.seqUpTo, endOffset: state.highWatermark });
+          this.unsyncedRoundLogs.add(position.log);
+        }
         this.unsynced.add(position.log);
         // Handed-over records wait for this sync (their origin, and consumers): it comes now, not an interval later.
         if (state.foreign) this.syncDue = true;
