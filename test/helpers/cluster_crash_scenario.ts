@@ -14,7 +14,7 @@ import { TestCluster } from './cluster.js';
 import { Prng } from './prng.js';
 import { Client, replayAt, topicPath, type ReplayedMessage } from './replay.js';
 
-export type ClusterFaultKind = 'kill' | 'cut' | 'drop' | 'delay';
+export type ClusterFaultKind = 'kill' | 'cut' | 'drop' | 'stall' | 'delay';
 
 export interface ClusterTrialOptions {
   /** Seeds the choices (fault, victim, times, request kinds, partitions, batch sizes); printed so a trial can be
@@ -40,7 +40,7 @@ export interface ClusterFault {
   node: number;
   /** From the start of the load to the fault. */
   atMs: number;
-  /** Kill: until the restart began; cut, drop, delay: until the heal. */
+  /** Kill: until the restart began; cut, drop, stall, delay: until the heal. */
   forMs: number;
   /** The load's run after the restart or the heal. */
   afterMs: number;
@@ -278,6 +278,7 @@ async function runFault(cluster: TestCluster, fault: ClusterFault, log: (line: s
   }
   if (fault.kind === 'cut') links.cut(fault.node);
   else if (fault.kind === 'drop') links.drop(fault.node);
+  else if (fault.kind === 'stall') links.stall(fault.node);
   else links.delay(fault.node, fault.delayMs ?? 100);
   await sleep(fault.forMs);
   links.heal(fault.node);

@@ -6,10 +6,11 @@
 import { createServer, connect, type Server, type Socket } from 'node:net';
 import { Unpackr } from 'msgpackr';
 
-/** What a node's links suffer. delay: every byte is held ms before it is forwarded, both ways. drop: bytes are read
- *  and thrown away, nothing is forwarded and nothing is closed (a blackhole). cut: every connection is destroyed and
- *  every new one is closed at once. */
-export type LinkFault = { kind: 'none' } | { kind: 'delay'; ms: number } | { kind: 'drop' } | { kind: 'cut' };
+/** What a node's links suffer. delay: every byte is held ms before it is forwarded, both ways. stall: bytes are held
+ *  (the senders paused once the bounded buffers fill) and delivered at the heal, as TCP does across a partition that
+ *  ends before the connection times out. drop: bytes are read and thrown away, nothing is forwarded and nothing is
+ *  closed (a blackhole). cut: every connection is destroyed and every new one is closed at once. */
+export type LinkFault = { kind: 'none' } | { kind: 'delay'; ms: number } | { kind: 'stall' } | { kind: 'drop' } | { kind: 'cut' };
 
 export interface LinkProxyOptions {
   /** The dialing node's id from the first bytes it sent: a number, undefined when they name no node (the
@@ -51,6 +52,8 @@ class Pipe {
   private pausedByUs = false;
   delayMs = 0;
   dropping = false;
+  /** Holds every byte (stall): nothing is written until it is cleared. */
+  stalled = false;
   /** Bytes read and thrown away while dropping. */
   discarded = 0;
 
@@ -75,7 +78,7 @@ class Pipe {
     const dest = this.to();
     clearTimeout(this.timer);
     this.timer = undefined;
-    if (dest !== undefined && !dest.connecting && !dest.destroyed) {
+    if (dest !== undefined && !dest.connecting && !dest.destroyed && !this.stalled) {
       while (this.queue.length > 0 && !dest.writableNeedDrain) {
         const head = this.queue[0]!;
         const waitMs = head.dueMs - Date.now();
@@ -171,9 +174,13 @@ class ProxiedConnection {
     }
     if (this.tainted) return this.close();
     const delayMs = fault.kind === 'delay' ? fault.ms : 0;
-    this.up.delayMs = delayMs;
-    this.down.delayMs = delayMs;
+    for (const pipe of [this.up, this.down]) {
+      pipe.delayMs = delayMs;
+      pipe.stalled = fault.kind === 'stall';
+    }
     if (this.identified) this.openUpstream();
+    this.up.pump();
+    this.down.pump();
   }
 
   private openUpstream(): void {
@@ -248,6 +255,10 @@ export class LinkProxy {
     this.set(id, { kind: 'delay', ms });
   }
 
+  stall(id: number): void {
+    this.set(id, { kind: 'stall' });
+  }
+
   drop(id: number): void {
     this.set(id, { kind: 'drop' });
   }
@@ -289,11 +300,12 @@ export class LinkProxy {
     for (const conn of [...this.open]) if (conn.target === id || conn.source === id) this.apply(conn);
   }
 
-  /** The worse fault of the connection's two nodes: cut over drop over delay (delays add up). */
+  /** The worse fault of the connection's two nodes: cut over drop over stall over delay (delays add up). */
   private effective(conn: ProxiedConnection): LinkFault {
     const faults = [this.fault(conn.target), conn.source === undefined ? { kind: 'none' as const } : this.fault(conn.source)];
     if (faults.some((f) => f.kind === 'cut')) return { kind: 'cut' };
     if (faults.some((f) => f.kind === 'drop')) return { kind: 'drop' };
+    if (faults.some((f) => f.kind === 'stall')) return { kind: 'stall' };
     const ms = faults.reduce((sum, f) => sum + (f.kind === 'delay' ? f.ms : 0), 0);
     return ms > 0 ? { kind: 'delay', ms } : { kind: 'none' };
   }

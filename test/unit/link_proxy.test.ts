@@ -1,5 +1,5 @@
 // Goal: the link fault harness (test/helpers/link_proxy.ts) does what the cluster crash loop relies on: forwards
-// both ways byte for byte; holds bytes at least the delay; drop forwards nothing and closes nothing, and a heal then
+// both ways byte for byte; holds bytes at least the delay; stall holds bytes and delivers them at the heal; drop forwards nothing and closes nothing, and a heal then
 // closes what lost bytes; cut closes every connection of the node and refuses new ones until healed; a fault hits
 // connections the node dialled into another node's front (attributed by the hello); a destination that does not
 // read pauses the source instead of growing the proxy's buffers; transportHelloNodeId reads a transport hello.
@@ -134,6 +134,25 @@ t.test('drop forwards nothing and closes nothing; heal closes what lost bytes', 
   after.socket.write('four');
   t.ok(await until(() => after.received().toString() === 'four'), 'a connection after the heal works');
   after.socket.destroy();
+});
+
+t.test('stall holds bytes, closes nothing, and delivers them in order at the heal', async (t) => {
+  const server = await upstream(t);
+  const proxy = await proxyFor(t, false);
+  const port = await proxy.front(1, server.port);
+  const client = await dial(port);
+  client.socket.write('one');
+  t.ok(await until(() => client.received().toString() === 'one'));
+  proxy.stall(1);
+  client.socket.write('two');
+  client.socket.write('three');
+  await sleep(300);
+  t.equal(server.received().toString(), 'one', 'nothing reached the upstream while stalled');
+  t.notOk(client.isClosed(), 'the connection stays open');
+  proxy.heal(1);
+  t.ok(await until(() => client.received().toString() === 'onetwothree'), 'the held bytes arrive at the heal, in order');
+  t.notOk(client.isClosed(), 'and the connection carries on');
+  client.socket.destroy();
 });
 
 t.test('cut closes every connection of the node and refuses new ones until healed', async (t) => {
