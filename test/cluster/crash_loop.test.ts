@@ -1,14 +1,14 @@
 // Goal: produce through any node is durable under node and link faults (issue 29, spec 1.2, 1.6): with kill -9 of a
-// random node (restarted on its data dir), and with a random node's links cut or blackholed and healed, under produce
+// random node (restarted on its data dir), and with a random node's links cut, blackholed or stalled and healed, under produce
 // (single and batch, pinned and round-robin) and consume load through every node, every id answered 202 is stored
 // exactly once across the topic, no id twice, no unknown id; produces are refused only as the spec allows (503 for a
 // pinned produce whose owner is down or unreachable; no answer from the killed node).
 // Method: 2 trials of test/helpers/cluster_crash_scenario.ts (3 real nodes behind the link proxy); the first kills
-// a node, the second cuts or drops one's links. `npm run crash-loop -- --cluster` runs the same scenario many times.
+// a node, the second cuts, blackholes or stalls one's links. `npm run crash-loop -- --cluster` runs the same scenario many times.
 import t from 'tap';
 import { describeClusterTrial, randomClusterSeed, runClusterCrashTrial, type ClusterFaultKind } from '../helpers/cluster_crash_scenario.js';
 
-const plans: ClusterFaultKind[][] = [['kill'], ['cut', 'drop']];
+const plans: ClusterFaultKind[][] = [['kill'], ['cut', 'drop', 'stall']];
 
 plans.forEach((faults, index) => {
   t.test(`cluster crash trial ${index + 1} (${faults.join(' or ')})`, async (t) => {
