@@ -149,10 +149,13 @@ t.test('a backlog past the memory bound is handed over from the ingress log\'s f
   ownerProcess.kill('SIGSTOP');
   const pad = 'x'.repeat(1000);
   const count = 300;
+  // Batches of 30 pinned messages: ten groups of about 30 KiB, all sent before the stopped owner is marked dead
+  // (after which a pinned produce of its partition would answer 503).
   try {
-    for (let i = 0; i < count; i++) {
-      const res = await cluster.client(origin).post('/v1/topics/spill/produce?partition=1', { i, pad });
-      if (res.status !== 202) t.fail(`produce ${i}: ${res.status}`);
+    for (let first = 0; first < count; first += 30) {
+      const messages = Array.from({ length: 30 }, (_, k) => ({ partition: 1, payload: { i: first + k, pad } }));
+      const res = await cluster.client(origin).post('/v1/topics/spill/produce/batch', { messages });
+      t.equal(res.status, 202, `batch from ${first}`);
     }
   } finally {
     ownerProcess.kill('SIGCONT');

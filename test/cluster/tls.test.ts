@@ -36,7 +36,7 @@ function gauge(metrics: string, kind: string): number | undefined {
 }
 
 t.test('3 nodes over mutual TLS: leader, replicated create, forwarded produce, certificate dates', async (t) => {
-  const cluster = await TestCluster.create(t, 3, [], argsOf);
+  const cluster = await TestCluster.create(t, 3, [], { argsOf });
   await cluster.startAll();
   const leader = await cluster.agreedLeader(15_000);
   if (leader === undefined) return t.fail('a leader within 15 s');
@@ -106,7 +106,7 @@ t.test('a node with TLS settings does not connect to a cluster without them', as
 
 t.test('an expired leaf, then an expired CA: /readyz 200 with degraded, the metric shows the dates', async (t) => {
   const expired = await makeNodeCert(ca, 'node-expired', { start: '20200101000000Z', end: '20200201000000Z' });
-  const cluster = await TestCluster.create(t, 1, [], () => tlsArgs(expired));
+  const cluster = await TestCluster.create(t, 1, [], { argsOf: () => tlsArgs(expired) });
   await cluster.start(1);
   const ready = await cluster.readyzBecomes(1, 200, 15_000);
   t.same(ready?.body, { status: 'ready', degraded: ['raft_tls_certificate_expired'] });
@@ -115,7 +115,7 @@ t.test('an expired leaf, then an expired CA: /readyz 200 with degraded, the metr
 
   const oldCa = await makeCa(dir, 'old-ca', { start: '20200101000000Z', end: '20200301000000Z' });
   const underOldCa = await makeNodeCert(oldCa, 'node-old-ca', { start: '20200101000000Z', end: '20200201000000Z' });
-  const second = await TestCluster.create(t, 1, [], () => tlsArgs(underOldCa));
+  const second = await TestCluster.create(t, 1, [], { argsOf: () => tlsArgs(underOldCa) });
   await second.start(1);
   const both = await second.readyzBecomes(1, 200, 15_000);
   t.same(both?.body, { status: 'ready', degraded: ['raft_tls_certificate_expired', 'raft_tls_ca_expired'] });

@@ -8,6 +8,7 @@ import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { Client, pollUntil, type HttpResponse } from './http.js';
+import { LinkProxy, transportHelloNodeId } from './link_proxy.js';
 import { adminPassword, basicAuth, makeDataDir, removeDataDir, startNode, type StartedNode, type Teardown } from './node.js';
 
 /** Ports handed out below the kernel's ephemeral range (ip_local_port_range, 32768 and up by default): a port taken
@@ -50,6 +51,19 @@ export interface ClusterNodeSpec {
   id: number;
   internalPort: number;
   dataDir: string;
+  /** With the linkProxy option: the node's front on the link proxy (what other nodes dial) and its fixed API port
+   *  (--advertise must name one; it also keeps the node's URL across restarts). */
+  linkPort?: number;
+  apiPort?: number;
+}
+
+export interface TestClusterOptions {
+  /** Put a LinkProxy (test/helpers/link_proxy.ts) in front of every node's internal port: the bootstrap list and
+   *  each node's advertised internal address name its front, so every node-to-node connection passes the proxy and
+   *  `cluster.links` can delay, drop or cut a node's links. */
+  linkProxy?: boolean;
+  /** Arguments for node id only (its own TLS certificate, say). */
+  argsOf?: (id: number) => string[];
 }
 
 /** Flags every cluster test node gets: fast ticks so elections take well under a second. */
@@ -66,21 +80,26 @@ export class TestCluster {
     private readonly bootstrap: string,
     private readonly extraArgs: string[],
     private readonly argsOf: (id: number) => string[],
+    /** The link fault harness, with the linkProxy option. */
+    readonly links: LinkProxy | undefined,
   ) {}
 
   /** Makes dirs, ports and the secret for `count` founding nodes and registers cleanup with t; starts nothing.
-   *  extraArgs go to every node, argsOf(id) to node id only (its own TLS certificate, say). */
-  static async create(t: Teardown & { passing?(): boolean }, count: number, extraArgs: string[] = [],
-    argsOf: (id: number) => string[] = () => []): Promise<TestCluster> {
+   *  extraArgs go to every node; options.argsOf(id) to node id only (its own TLS certificate, say). */
+  static async create(t: Teardown & { passing?(): boolean }, count: number, extraArgs: string[] = [], options: TestClusterOptions = {}): Promise<TestCluster> {
     const secretDir = await makeDataDir();
     const secretFile = join(secretDir, 'cluster-secret');
     await writeFile(secretFile, randomBytes(48).toString('base64'), { mode: 0o600 });
+    const links = options.linkProxy === true ? new LinkProxy({ identify: transportHelloNodeId }) : undefined;
     const specs: ClusterNodeSpec[] = [];
-    for (let id = 1; id <= count; id++) specs.push({ id, internalPort: await freePort(), dataDir: await makeDataDir() });
-    const cluster = new TestCluster(secretFile, specs.map((s) => `${s.id}=127.0.0.1:${s.internalPort}`).join(','), extraArgs, argsOf);
+    for (let id = 1; id <= count; id++) specs.push(await newSpec(id, links));
+    const dialled = (s: ClusterNodeSpec): number => s.linkPort ?? s.internalPort;
+    const cluster = new TestCluster(secretFile, specs.map((s) => `${s.id}=127.0.0.1:${dialled(s)}`).join(','), extraArgs,
+      options.argsOf ?? (() => []), links);
     for (const spec of specs) cluster.specs.set(spec.id, spec);
     t.teardown(async () => {
       await Promise.all([...cluster.specs.keys()].filter((id) => cluster.nodes.has(id)).map((id) => cluster.kill(id)));
+      await links?.close();
       // A failed test shows the tail of every node's log, which is where the reason usually is.
       if (t.passing !== undefined && !t.passing()) {
         for (const id of cluster.specs.keys()) process.stderr.write(`--- node ${id} log tail ---\n${cluster.output(id).split('\n').slice(-40).join('\n')}\n`);
@@ -113,7 +132,7 @@ export class TestCluster {
     const node = await startNode({
       dataDir: spec.dataDir,
       args: ['--node-id', String(id), '--internal-port', String(spec.internalPort), '--bootstrap', this.bootstrap,
-        '--cluster-secret-file', this.secretFile, ...fastRaft, ...this.extraArgs, ...this.argsOf(id)],
+        '--cluster-secret-file', this.secretFile, ...fastRaft, ...proxiedArgs(spec), ...this.extraArgs, ...this.argsOf(id)],
     });
     this.nodes.set(id, node);
     return node;
@@ -125,12 +144,13 @@ export class TestCluster {
 
   /** Starts a new node that joins through node `via`'s internal port. */
   async join(id: number, via: number, extraArgs: string[] = []): Promise<StartedNode> {
-    const spec: ClusterNodeSpec = this.specs.get(id) ?? { id, internalPort: await freePort(), dataDir: await makeDataDir() };
+    const spec: ClusterNodeSpec = this.specs.get(id) ?? (await newSpec(id, this.links));
     this.specs.set(id, spec);
+    const viaSpec = this.specs.get(via)!;
     const node = await startNode({
       dataDir: spec.dataDir,
-      args: ['--node-id', String(id), '--internal-port', String(spec.internalPort), '--join', `127.0.0.1:${this.specs.get(via)!.internalPort}`,
-        '--cluster-secret-file', this.secretFile, ...fastRaft, ...this.extraArgs, ...this.argsOf(id), ...extraArgs],
+      args: ['--node-id', String(id), '--internal-port', String(spec.internalPort), '--join', `127.0.0.1:${viaSpec.linkPort ?? viaSpec.internalPort}`,
+        '--cluster-secret-file', this.secretFile, ...fastRaft, ...proxiedArgs(spec), ...this.extraArgs, ...this.argsOf(id), ...extraArgs],
     });
     this.nodes.set(id, node);
     return node;
@@ -278,6 +298,21 @@ export class TestCluster {
     }, timeoutMs, 100);
     return ready === true;
   }
+}
+
+/** Ports and data dir of a node; with the link proxy, its front (forwarding to the internal port) and API port. */
+async function newSpec(id: number, links: LinkProxy | undefined): Promise<ClusterNodeSpec> {
+  const spec: ClusterNodeSpec = { id, internalPort: await freePort(), dataDir: await makeDataDir() };
+  if (links === undefined) return spec;
+  spec.linkPort = await links.front(id, spec.internalPort);
+  spec.apiPort = await freePort();
+  return spec;
+}
+
+/** The flags that make a node tell others its proxy front rather than its internal port (none without a proxy). */
+function proxiedArgs(spec: ClusterNodeSpec): string[] {
+  if (spec.linkPort === undefined || spec.apiPort === undefined) return [];
+  return ['--port', String(spec.apiPort), '--advertise', `127.0.0.1:${spec.apiPort},127.0.0.1:${spec.linkPort}`];
 }
 
 /** Polls a yes/no probe every intervalMs until it says yes (true) or timeoutMs passes (false). A probe that throws

@@ -87,6 +87,24 @@ t.test('a flush that ends while a sync runs waits for that sync before reporting
   t.same(c.handle({ kind: 'syncDone', logs: written(['b'], 1, 1) }, 0), [{ kind: 'durable', seqUpTo: 2 }]);
 });
 
+t.test('a round of handed-over records alone, written while a sync runs, does not hold back durable', async (t) => {
+  // Found by the cluster crash loop (test/helpers/cluster_crash_scenario.ts): such a round repeats the last seqUpTo,
+  // and the durable check took its unsynced records for the local dispatch's, which stopped the worker.
+  const c = core({ syncIntervalMs: 0 });
+  c.handle({ kind: 'replicaAdvanced', appliedIndex: 0 }, 0);
+  produce(c, 12, ['a'], 0);
+  t.same(kinds(c.handle({ kind: 'flushDone', logs: written(['a'], 5) }, 0)), ['committed', 'sync']);
+  t.same(kinds(c.handle({ kind: 'dispatchArrived', dispatch: { metaIndex: 0, lastSeq: 12 } }, 0)), ['stage'], 'a hand-off arrives');
+  t.same(kinds(c.handle({ kind: 'staged', seqUpTo: 12, logs: ['a'], handoffs: [{ waiter: 7, ends: [['a', 8]] }] }, 0)), ['append']);
+  const flushed = c.handle({ kind: 'flushDone', logs: written(['a'], 8) }, 0);
+  t.same(find(flushed, 'committed').logs, [], 'handed-over records are not visible before their sync');
+  const first = c.handle({ kind: 'syncDone', logs: written(['a'], 8, 5) }, 0);
+  t.same(kinds(first), ['durable', 'sync'], 'seq 12 is durable; the hand-off\'s records are synced next');
+  t.equal(find(first, 'durable').seqUpTo, 12);
+  const second = c.handle({ kind: 'syncDone', logs: written(['a'], 8, 8) }, 0);
+  t.same(find(second, 'handedOff').waiters, [7], 'the hand-off is answered once its records are synced');
+});
+
 t.test('a flush that left a log synced (a roll) needs no sync round', async (t) => {
   const c = core();
   c.handle({ kind: 'replicaAdvanced', appliedIndex: 0 }, 0);

@@ -1,0 +1,423 @@
+// The cluster crash scenario behind test/cluster/crash_loop.test.ts and `npm run crash-loop -- --cluster`: the
+// durability proof of produce through any node (spec 1.2, 1.6; issue 29) under node and link faults. One trial:
+// start 3 nodes whose links pass the link proxy (test/helpers/link_proxy.ts), create a topic, produce through every
+// node (single and batch, pinned to partitions and round-robin, a unique id in each payload) and consume through every
+// node (without partition, batch ack through another node), then at a random moment kill -9 a random node and restart
+// it on its data dir after a short random delay, or cut or blackhole (drop) a random node's links for a while and
+// heal them. Then the load stops, the cluster settles (bounded), and every partition is read back by replay through
+// the nodes in turn. Every id answered 202 must be stored exactly once; an id never answered 202 may be absent, but
+// no id may be stored twice and no unknown id may appear. Imports nothing from src/.
+import { cp, mkdtemp } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { TestCluster } from './cluster.js';
+import { Prng } from './prng.js';
+import { Client, replayAt, topicPath, type ReplayedMessage } from './replay.js';
+
+export type ClusterFaultKind = 'kill' | 'cut' | 'drop' | 'stall' | 'delay';
+
+export interface ClusterTrialOptions {
+  /** Seeds the choices (fault, victim, times, request kinds, partitions, batch sizes); printed so a trial can be
+   *  rerun with the same choices (not the same timing). */
+  seed?: number;
+  /** Producers per node; by index mod 4: single round-robin, single pinned, batch round-robin, batch pinned. */
+  producersPerNode?: number;
+  consumersPerNode?: number;
+  partitions?: number;
+  /** Faults a trial picks from (default kill, cut and drop). */
+  faults?: ClusterFaultKind[];
+  /** Producers stop once this many ids were sent in all (bounds the read-back, one replay request a record). */
+  idsMax?: number;
+  /** Bound on the settle and read-back after the load (a 202 may reach its owner only after a restart). */
+  settleTimeoutMs?: number;
+  /** Copy the data dirs somewhere kept when the trial fails (the cluster's own are always removed). */
+  keepDataOnFailure?: boolean;
+  log?: (line: string) => void;
+}
+
+export interface ClusterFault {
+  kind: ClusterFaultKind;
+  node: number;
+  /** From the start of the load to the fault. */
+  atMs: number;
+  /** Kill: until the restart began; cut, drop, stall, delay: until the heal. */
+  forMs: number;
+  /** The load's run after the restart or the heal. */
+  afterMs: number;
+  delayMs?: number;
+}
+
+export interface ClusterTrialResult {
+  seed: number;
+  ok: boolean;
+  fault?: ClusterFault;
+  ackedIds: number;
+  unackedIds: number;
+  requestsAcked: number;
+  requestsNotAcked: number;
+  /** Answers other than 202 to produces, by "node:status" (0: no answer). */
+  produceStatuses: Record<string, number>;
+  consumed: number;
+  ackedByConsumers: number;
+  /** Answers to consumes and acks other than 200, 204, by "kind:status". */
+  consumeStatuses: Record<string, number>;
+  recordsRead: number;
+  unackedPresent: number;
+  missing: string[];
+  duplicates: string[];
+  unknown: string[];
+  settleMs: number;
+  /** Every node's svc_ingress_dispatch_backlog_records was 0 at the end (undefined: not read). */
+  backlogDrained?: boolean;
+  error?: string;
+  nodeOutputTail?: string;
+  keptData?: string;
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+const consumerHeaders = { 'x-svc-client': 'cluster-crash-loop' };
+
+export function randomClusterSeed(): number {
+  return (Date.now() ^ (process.pid << 16) ^ Math.floor(Math.random() * 0x7fffffff)) >>> 0;
+}
+
+interface LoadState {
+  stopping: boolean;
+  idsMax: number;
+  acked: Set<string>;
+  sent: Set<string>;
+  requestsAcked: number;
+  requestsNotAcked: number;
+  produceStatuses: Record<string, number>;
+  consumed: number;
+  ackedByConsumers: number;
+  consumeStatuses: Record<string, number>;
+}
+
+function count(tally: Record<string, number>, key: string): void {
+  tally[key] = (tally[key] ?? 0) + 1;
+}
+
+/** One produce request of the producer's kind; the ids it carried and its status (0 when no answer). */
+async function produceOnce(client: Client, topic: string, kind: number, random: Prng, partitions: number, ids: string[]): Promise<number> {
+  const pad = 'x'.repeat(random.int(0, 100));
+  const pinned = kind === 1 || kind === 3;
+  try {
+    if (kind < 2) {
+      const query = pinned ? `?partition=${random.int(0, partitions - 1)}` : '';
+      return (await client.postJson(`${topicPath(topic)}/produce${query}`, JSON.stringify({ id: ids[0], pad }))).status;
+    }
+    // A pinned batch mixes pinned messages with messages left to round-robin.
+    const messages = ids.map((id) => (pinned && random.chance(0.7) ? { partition: random.int(0, partitions - 1), payload: { id, pad } } : { payload: { id, pad } }));
+    return (await client.postJson(`${topicPath(topic)}/produce/batch`, JSON.stringify({ messages }))).status;
+  } catch {
+    return 0;
+  }
+}
+
+async function producerLoop(node: number, client: Client, topic: string, index: number, state: LoadState, random: Prng,
+  partitions: number, tag: string): Promise<void> {
+  const kind = index % 4;
+  let seq = 0;
+  for (let request = 0; request < 1_000_000 && !state.stopping && state.sent.size < state.idsMax; request++) {
+    const size = kind < 2 ? 1 : random.int(1, 10);
+    const ids = Array.from({ length: size }, () => `${tag}-${node}.${index}-${seq++}`);
+    for (const id of ids) state.sent.add(id);
+    const status = await produceOnce(client, topic, kind, random, partitions, ids);
+    if (status === 202) {
+      for (const id of ids) state.acked.add(id);
+      state.requestsAcked++;
+      // Paced so that the load spans the fault rather than using up idsMax before it.
+      await sleep(random.int(0, 20));
+      continue;
+    }
+    state.requestsNotAcked++;
+    count(state.produceStatuses, `${node}:${status}`);
+    await sleep(25);
+  }
+}
+
+/** Consumes without a partition through `node`, acks each batch through `acker`. */
+async function consumerLoop(node: number, client: Client, acker: Client, topic: string, state: LoadState): Promise<void> {
+  for (let round = 0; round < 100_000 && !state.stopping; round++) {
+    let status = 0;
+    let text = '';
+    try {
+      ({ status, text } = await client.req(`${topicPath(topic)}/consume?max=10&wait=1s`, { headers: consumerHeaders, timeoutMs: 15_000 }));
+    } catch {
+      status = 0;
+    }
+    if (status !== 200) {
+      if (status !== 204) {
+        count(state.consumeStatuses, `consume@${node}:${status}`);
+        await sleep(50);
+      }
+      continue;
+    }
+    const handles = (JSON.parse(text) as { messages: { receipt_handle: string }[] }).messages.map((m) => m.receipt_handle);
+    state.consumed += handles.length;
+    try {
+      const answer = await acker.req(`${topicPath(topic)}/ack`, {
+        method: 'POST', headers: { ...consumerHeaders, 'content-type': 'application/json' }, body: JSON.stringify({ receipt_handles: handles }), timeoutMs: 15_000,
+      });
+      if (answer.status === 200) {
+        const results = (JSON.parse(answer.text) as { results: { status: number }[] }).results;
+        state.ackedByConsumers += results.filter((r) => r.status === 204).length;
+      } else {
+        count(state.consumeStatuses, `ack:${answer.status}`);
+      }
+    } catch {
+      count(state.consumeStatuses, 'ack:0');
+    }
+  }
+}
+
+/** Sum of svc_ingress_dispatch_backlog_records over the nodes; undefined when one does not answer. */
+async function clusterBacklog(clients: Client[]): Promise<number | undefined> {
+  let sum = 0;
+  for (const client of clients) {
+    try {
+      const answer = await client.req('/metrics', { timeoutMs: 3_000 });
+      if (answer.status !== 200) return undefined;
+      for (const line of answer.text.split('\n')) {
+        if (!line.startsWith('svc_ingress_dispatch_backlog_records')) continue;
+        const value = Number(line.trim().split(/\s+/).pop());
+        if (Number.isFinite(value)) sum += value;
+      }
+    } catch {
+      return undefined;
+    }
+  }
+  return sum;
+}
+
+/** Reads what is new in one partition through client, up to the first 204 or refusal; false on a refusal. */
+async function readMore(client: Client, topic: string, partition: number, records: ReplayedMessage[]): Promise<boolean> {
+  const window = 32;
+  for (let round = 0; round < 100_000; round++) {
+    const from = records.length;
+    const answers = await Promise.all(Array.from({ length: window }, (_, i) => replayAt(client, topic, partition, from + i).catch(() => undefined)));
+    for (const answer of answers) {
+      if (answer?.status === 204) return true;
+      if (answer?.status !== 200 || answer.message === undefined) return false;
+      if (answer.message.offset !== records.length) throw new Error(`replay ${partition}@${records.length} answered offset ${answer.message.offset}`);
+      records.push(answer.message);
+    }
+  }
+  return true;
+}
+
+function idOf(record: ReplayedMessage): string | undefined {
+  const id = (record.payload as { id?: unknown } | null)?.id;
+  return typeof id === 'string' ? id : undefined;
+}
+
+/**
+ * Reads every partition by replay, through the nodes in turn, until every acknowledged id is found, no new record
+ * came for a second, every node's ingress backlog is empty, and one more whole pass found nothing new (a late
+ * re-sent hand-off would show as a duplicate); or until the timeout.
+ */
+async function settleAndRead(clients: Client[], topic: string, partitions: number, acked: Set<string>, timeoutMs: number):
+  Promise<{ byPartition: ReplayedMessage[][]; drained: boolean | undefined }> {
+  const deadline = Date.now() + timeoutMs;
+  const byPartition: ReplayedMessage[][] = Array.from({ length: partitions }, () => []);
+  const seen = new Set<string>();
+  let lastNewAt = Date.now();
+  let drained: boolean | undefined;
+  let confirmed = false;
+  for (let round = 0; round < 100_000; round++) {
+    let fresh = 0;
+    let refused = false;
+    await Promise.all(byPartition.map(async (records, partition) => {
+      const before = records.length;
+      const whole = await readMore(clients[(round + partition) % clients.length]!, topic, partition, records);
+      if (!whole) refused = true;
+      for (const record of records.slice(before)) seen.add(idOf(record) ?? '');
+      fresh += records.length - before;
+    }));
+    if (fresh > 0 || refused) {
+      lastNewAt = Date.now();
+      confirmed = false;
+    }
+    const allFound = [...acked].every((id) => seen.has(id));
+    if (allFound && Date.now() - lastNewAt >= 1_000) {
+      if (confirmed) return { byPartition, drained };
+      const backlog = await clusterBacklog(clients);
+      drained = backlog === undefined ? undefined : backlog === 0;
+      confirmed = backlog === 0;
+    }
+    if (Date.now() >= deadline) return { byPartition, drained };
+    await sleep(allFound ? 200 : 100);
+  }
+  return { byPartition, drained };
+}
+
+/** Picks the fault and its times from the trial's PRNG. */
+function planFault(random: Prng, kinds: ClusterFaultKind[], nodes: number): ClusterFault {
+  const kind = random.pick(kinds);
+  const fault: ClusterFault = {
+    kind,
+    node: random.int(1, nodes),
+    atMs: random.int(500, 2_500),
+    forMs: kind === 'kill' ? random.int(100, 2_000) : random.int(1_000, 5_000),
+    afterMs: random.int(500, 2_000),
+  };
+  if (kind === 'delay') fault.delayMs = random.int(20, 300);
+  return fault;
+}
+
+/** Runs the fault on the cluster: kill and restart, or a link fault and its heal. */
+async function runFault(cluster: TestCluster, fault: ClusterFault, log: (line: string) => void): Promise<void> {
+  const links = cluster.links!;
+  log(`fault: ${fault.kind} node ${fault.node} for ${fault.forMs} ms`);
+  if (fault.kind === 'kill') {
+    await cluster.kill(fault.node);
+    await sleep(fault.forMs);
+    await cluster.start(fault.node);
+    return;
+  }
+  if (fault.kind === 'cut') links.cut(fault.node);
+  else if (fault.kind === 'drop') links.drop(fault.node);
+  else if (fault.kind === 'stall') links.stall(fault.node);
+  else links.delay(fault.node, fault.delayMs ?? 100);
+  await sleep(fault.forMs);
+  links.heal(fault.node);
+}
+
+/** Teardown functions TestCluster registers, run in reverse at the end of the trial. */
+class TrialTeardown {
+  private readonly steps: (() => unknown)[] = [];
+  teardown(fn: () => unknown): void {
+    this.steps.push(fn);
+  }
+  async run(): Promise<void> {
+    for (const step of this.steps.reverse()) await Promise.resolve(step()).catch(() => {});
+  }
+}
+
+async function startTrialCluster(teardown: TrialTeardown, nodes: number, topic: string, partitions: number): Promise<TestCluster> {
+  const cluster = await TestCluster.create(teardown, nodes, [], { linkProxy: true });
+  await cluster.startAll();
+  const leader = await cluster.agreedLeader(20_000);
+  if (leader === undefined) throw new Error('no leader within 20 s');
+  if (!(await cluster.allReady(20_000))) throw new Error('not every node ready within 20 s');
+  if (!(await cluster.membersAlive(leader, 20_000))) throw new Error('not every member alive within 20 s');
+  const created = await cluster.postUntilCreated(leader, '/v1/topics', () => ({ name: topic, partitions }), 20_000);
+  if (created?.status !== 201) throw new Error(`create topic: ${created?.status} ${created?.text}`);
+  if (!(await cluster.visibleOnAll(`/v1/topics/${topic}`, 10_000))) throw new Error('topic not visible on every node');
+  return cluster;
+}
+
+/** Runs one cluster crash trial; never throws: failures are in the result (ok false, error or missing/duplicates). */
+export async function runClusterCrashTrial(options: ClusterTrialOptions = {}): Promise<ClusterTrialResult> {
+  const seed = options.seed ?? randomClusterSeed();
+  const random = new Prng(seed);
+  const nodes = 3;
+  const partitions = options.partitions ?? 6;
+  const log = options.log ?? (() => {});
+  const tag = `c${seed.toString(36)}`;
+  const topic = `ccrash-${tag}`;
+  const fault = planFault(random, options.faults ?? ['kill', 'cut', 'drop'], nodes);
+  const state: LoadState = {
+    stopping: false, idsMax: options.idsMax ?? 20_000, acked: new Set(), sent: new Set(), requestsAcked: 0, requestsNotAcked: 0,
+    produceStatuses: {}, consumed: 0, ackedByConsumers: 0, consumeStatuses: {},
+  };
+  const result: ClusterTrialResult = {
+    seed, ok: false, fault, ackedIds: 0, unackedIds: 0, requestsAcked: 0, requestsNotAcked: 0, produceStatuses: {}, consumed: 0,
+    ackedByConsumers: 0, consumeStatuses: {}, recordsRead: 0, unackedPresent: 0, missing: [], duplicates: [], unknown: [], settleMs: 0,
+  };
+  const teardown = new TrialTeardown();
+  const clients: Client[] = [];
+  let cluster: TestCluster | undefined;
+  try {
+    cluster = await startTrialCluster(teardown, nodes, topic, partitions);
+    const producers = options.producersPerNode ?? 4;
+    const consumers = options.consumersPerNode ?? 1;
+    for (let id = 1; id <= nodes; id++) clients.push(new Client(`http://127.0.0.1:${cluster.specs.get(id)!.apiPort}`, cluster.auth, producers + consumers + 40));
+    log(`seed ${seed}: ${JSON.stringify(fault)}`);
+    const loops: Promise<void>[] = [];
+    for (let id = 1; id <= nodes; id++) {
+      for (let i = 0; i < producers; i++) loops.push(producerLoop(id, clients[id - 1]!, topic, i, state, new Prng(seed + id * 1000 + i), partitions, tag));
+      for (let i = 0; i < consumers; i++) loops.push(consumerLoop(id, clients[id - 1]!, clients[id % nodes]!, topic, state));
+    }
+    await sleep(fault.atMs);
+    await runFault(cluster, fault, log);
+    await sleep(fault.afterMs);
+    state.stopping = true;
+    await Promise.all(loops);
+    if (!(await cluster.allReady(30_000))) throw new Error('not every node ready 30 s after the fault');
+    const settledAt = Date.now();
+    const { byPartition, drained } = await settleAndRead(clients, topic, partitions, state.acked, options.settleTimeoutMs ?? 60_000);
+    result.settleMs = Date.now() - settledAt;
+    result.backlogDrained = drained;
+    tally(result, state, byPartition);
+  } catch (error) {
+    result.error = error instanceof Error ? error.message : String(error);
+  } finally {
+    state.stopping = true;
+    copyCounters(result, state);
+    if (!result.ok && cluster !== undefined) {
+      result.nodeOutputTail = [...cluster.specs.keys()].map((id) => `--- node ${id} ---\n${cluster!.output(id).split('\n').slice(-40).join('\n')}`).join('\n');
+      if (options.keepDataOnFailure ?? true) result.keptData = await keepData(cluster, seed).catch(() => undefined);
+    }
+    for (const client of clients) await client.close().catch(() => {});
+    await teardown.run();
+  }
+  return result;
+}
+
+/** Counts each id over every partition and judges the trial. */
+function tally(result: ClusterTrialResult, state: LoadState, byPartition: ReplayedMessage[][]): void {
+  const counts = new Map<string, number>();
+  for (const record of byPartition.flat()) {
+    const key = idOf(record) ?? `<no id: ${JSON.stringify(record.payload).slice(0, 60)}>`;
+    counts.set(key, (counts.get(key) ?? 0) + 1);
+    result.recordsRead++;
+  }
+  for (const id of state.acked) if (!counts.has(id)) result.missing.push(id);
+  for (const [id, n] of counts) {
+    if (n > 1) result.duplicates.push(`${id} x${n}`);
+    if (!state.sent.has(id)) result.unknown.push(id);
+    else if (!state.acked.has(id)) result.unackedPresent++;
+  }
+  result.ok = result.missing.length === 0 && result.duplicates.length === 0 && result.unknown.length === 0 && state.acked.size > 0;
+  if (state.acked.size === 0) result.error = 'no produce was acknowledged';
+}
+
+function copyCounters(result: ClusterTrialResult, state: LoadState): void {
+  result.ackedIds = state.acked.size;
+  result.unackedIds = state.sent.size - state.acked.size;
+  result.requestsAcked = state.requestsAcked;
+  result.requestsNotAcked = state.requestsNotAcked;
+  result.produceStatuses = state.produceStatuses;
+  result.consumed = state.consumed;
+  result.ackedByConsumers = state.ackedByConsumers;
+  result.consumeStatuses = state.consumeStatuses;
+}
+
+/** Copies every node's data dir (the cluster's teardown removes them) and the node logs; returns where. */
+async function keepData(cluster: TestCluster, seed: number): Promise<string> {
+  const kept = await mkdtemp(join(tmpdir(), `svc-cluster-crash-${seed}-`));
+  for (const [id, spec] of cluster.specs) await cp(spec.dataDir, join(kept, `node-${id}`), { recursive: true });
+  return kept;
+}
+
+/** One line per trial for logs. */
+export function describeClusterTrial(index: number, result: ClusterTrialResult): string {
+  const f = result.fault;
+  const faultText = f === undefined ? 'no fault' : `${f.kind} node ${f.node} at ${f.atMs} ms for ${f.forMs} ms${f.delayMs !== undefined ? ` (${f.delayMs} ms)` : ''}`;
+  const head = `trial ${index} seed ${result.seed} ${result.ok ? 'ok' : 'FAIL'}: ${faultText}; acked ${result.ackedIds} ids in ` +
+    `${result.requestsAcked} requests, not acked ${result.unackedIds} ids in ${result.requestsNotAcked} requests ` +
+    `(${result.unackedPresent} present); consumed ${result.consumed}, acked ${result.ackedByConsumers}; read ${result.recordsRead} ` +
+    `records, settled in ${result.settleMs} ms`;
+  const notes: string[] = [];
+  if (Object.keys(result.produceStatuses).length > 0) notes.push(`produce refusals ${JSON.stringify(result.produceStatuses)}`);
+  if (Object.keys(result.consumeStatuses).length > 0) notes.push(`consume/ack refusals ${JSON.stringify(result.consumeStatuses)}`);
+  if (result.backlogDrained === false) notes.push('ingress backlog not drained');
+  if (result.missing.length > 0) notes.push(`MISSING ${result.missing.length}: ${result.missing.slice(0, 10).join(', ')}`);
+  if (result.duplicates.length > 0) notes.push(`DUPLICATES ${result.duplicates.length}: ${result.duplicates.slice(0, 10).join(', ')}`);
+  if (result.unknown.length > 0) notes.push(`UNKNOWN ${result.unknown.length}: ${result.unknown.slice(0, 10).join(', ')}`);
+  if (result.error !== undefined) notes.push(`error: ${result.error}`);
+  if (result.keptData !== undefined) notes.push(`data kept in ${result.keptData}`);
+  return notes.length === 0 ? head : `${head}; ${notes.join('; ')}`;
+}
