@@ -4,7 +4,13 @@
 import { Counter, Gauge, Registry } from 'prom-client';
 import type { PartitionWorkers } from './dispatch.js';
 import type { MetadataReplica } from './metadata_replica.js';
-import type { PartitionCountersView } from '../protocol/thread_messages.js';
+import type { FanoutCounterView, PartitionCountersView } from '../protocol/thread_messages.js';
+
+interface PartitionReport {
+  partitions: { name: string; view: PartitionCountersView }[];
+  /** Copy cursors of fan-out parents on this node, with the parent's and child's names. */
+  fanout: { parent: string; child: string; view: FanoutCounterView }[];
+}
 
 export class Metrics {
   readonly registry = new Registry();
@@ -15,6 +21,8 @@ export class Metrics {
   private ingressFailed = 0;
   /** topic name -> reason -> produce requests refused (spec §4 Health and metrics). */
   private readonly rejections = new Map<string, Map<string, number>>();
+  /** parent name -> child name -> parent partition -> copies appended to this node's ingress log (issue 30). */
+  private readonly fanoutCommitted = new Map<string, Map<string, number[]>>();
 
   constructor(replica: MetadataReplica, workers: PartitionWorkers, validations: { readonly inFlight: number },
     handoff: { backlogRecords(): number }) {
@@ -60,11 +68,12 @@ export class Metrics {
   /** The series the partition workers count, by topic and partition: one 'counters' request per worker serves a whole
    *  scrape (both collectors run in it at once and share the request in flight). */
   private registerPartitionSeries(replica: MetadataReplica, workers: PartitionWorkers): void {
-    let inFlight: Promise<{ name: string; view: PartitionCountersView }[]> | null = null;
-    const report = (): Promise<{ name: string; view: PartitionCountersView }[]> => {
+    let inFlight: Promise<PartitionReport> | null = null;
+    const report = (): Promise<PartitionReport> => {
       inFlight ??= partitionReport(replica, workers).finally(() => (inFlight = null));
       return inFlight;
     };
+    this.registerFanoutSeries(report);
     new Gauge({
       name: 'svc_consumer_lag_messages',
       help: 'High watermark minus committed frontier (messages not yet acked), by topic and partition.',
@@ -72,7 +81,7 @@ export class Metrics {
       registers: [this.registry],
       async collect() {
         this.reset();
-        for (const { name, view } of await report()) this.labels(name, String(view.partition)).set(view.lag);
+        for (const { name, view } of (await report()).partitions) this.labels(name, String(view.partition)).set(view.lag);
       },
     });
     new Counter({
@@ -82,11 +91,61 @@ export class Metrics {
       registers: [this.registry],
       async collect() {
         this.reset();
-        for (const { name, view } of await report()) {
+        for (const { name, view } of (await report()).partitions) {
           if (view.consumed > 0) this.labels(name, String(view.partition)).inc(view.consumed);
         }
       },
     });
+  }
+
+  /** Fan-out (spec §4 metrics, issue 30): lag and losses from the workers' copy cursors, copies counted here. */
+  private registerFanoutSeries(report: () => Promise<PartitionReport>): void {
+    const committed = this.fanoutCommitted;
+    new Gauge({
+      name: 'svc_fanout_lag_messages',
+      help: 'Parent messages committed and not yet copied to the child, by parent, child and parent partition.',
+      labelNames: ['parent', 'child', 'partition'],
+      registers: [this.registry],
+      async collect() {
+        this.reset();
+        for (const { parent, child, view } of (await report()).fanout) this.labels(parent, child, String(view.partition)).set(view.lag);
+      },
+    });
+    new Counter({
+      name: 'svc_fanout_child_dropped_messages',
+      help: 'Parent messages the parent\'s retention deleted before they were copied to the child, since the worker started.',
+      labelNames: ['parent', 'child', 'partition'],
+      registers: [this.registry],
+      async collect() {
+        this.reset();
+        for (const { parent, child, view } of (await report()).fanout) this.labels(parent, child, String(view.partition)).inc(view.dropped);
+      },
+    });
+    new Counter({
+      name: 'svc_fanout_committed_total',
+      help: 'Parent messages copied to the child (synced to this node\'s ingress log), by parent, child and parent partition.',
+      labelNames: ['parent', 'child', 'partition'],
+      registers: [this.registry],
+      collect() {
+        this.reset();
+        for (const [parent, byChild] of committed) {
+          for (const [child, counts] of byChild) {
+            counts.forEach((count, partition) => {
+              if (count > 0) this.labels(parent, child, String(partition)).inc(count);
+            });
+          }
+        }
+      },
+    });
+  }
+
+  /** Counts copies of a parent partition's records appended for a child. */
+  countFanoutCommitted(parent: string, child: string, partition: number, count: number): void {
+    let byChild = this.fanoutCommitted.get(parent);
+    if (byChild === undefined) this.fanoutCommitted.set(parent, (byChild = new Map()));
+    let counts = byChild.get(child);
+    if (counts === undefined) byChild.set(child, (counts = []));
+    counts[partition] = (counts[partition] ?? 0) + count;
   }
 
   /** The series counted on the hot paths, read from their maps at scrape time. */
@@ -207,20 +266,28 @@ export class Metrics {
   forgetTopic(topic: string): void {
     this.produced.delete(topic);
     this.rejections.delete(topic);
+    this.fanoutCommitted.delete(topic);
+    for (const byChild of this.fanoutCommitted.values()) byChild.delete(topic);
   }
 }
 
-/** Every worker's partition counters, named by the topics this node's metadata copy still holds. */
-async function partitionReport(replica: MetadataReplica, workers: PartitionWorkers): Promise<{ name: string; view: PartitionCountersView }[]> {
+/** Every worker's partition counters and fan-out copy cursors, named by the topics this node's metadata copy still
+ *  holds. */
+async function partitionReport(replica: MetadataReplica, workers: PartitionWorkers): Promise<PartitionReport> {
   const names = new Map([...replica.state.topics.values()].map((t) => [t.id, t.name]));
   const replies = await Promise.all(Array.from({ length: workers.count }, (_, i) => workers.request(i, { kind: 'counters' })));
-  const named: { name: string; view: PartitionCountersView }[] = [];
+  const report: PartitionReport = { partitions: [], fanout: [] };
   for (const reply of replies) {
     if (reply.kind !== 'countersResult') continue;
     for (const view of reply.counters) {
       const name = names.get(view.topicId);
-      if (name !== undefined) named.push({ name, view });
+      if (name !== undefined) report.partitions.push({ name, view });
+    }
+    for (const view of reply.fanout ?? []) {
+      const parent = names.get(view.parentTopicId);
+      const child = names.get(view.childId);
+      if (parent !== undefined && child !== undefined) report.fanout.push({ parent, child, view });
     }
   }
-  return named;
+  return report;
 }
