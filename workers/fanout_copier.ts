@@ -11,8 +11,8 @@ import type { SegmentReadResult, StoredRecord } from './segment_store.js';
 
 const cursorPrefix = 'fanout:';
 /** One copy batch: at most this many records, and about this many key and payload bytes (a bigger record goes alone). */
-export const copyCountMax = 1000;
-export const copyBytesMax = 1024 * 1024;
+export const copyCountMax = 4000;
+export const copyBytesMax = 2 * 1024 * 1024;
 /** A copy the front could not append (link not yet on its replica, ingress failure) is tried again after this. */
 const retryMs = 250;
 /** Commits closer than this share one commit time, the later one: a delay child's copy may be this much late, never
