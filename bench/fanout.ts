@@ -24,6 +24,8 @@ export interface FanoutReport {
   delayLatenessMs: LatencySummaryMs | null;
   delayLatenessMinMs: number | null;
   copiesSeen: { child: number; delay: number };
+  /** Consume answers other than 200 (204 after a wait included), by status; fetch failures as 'error'. */
+  consumeStatuses: Record<string, number>;
   failures: string[];
 }
 
@@ -61,12 +63,16 @@ async function caughtUp(target: BrokerTarget, parent: string): Promise<void> {
 }
 
 /** Long-polls a child, acks what it got and records arrival minus the send time each payload carries, minus offsetMs. */
-async function consumeLoop(target: BrokerTarget, topic: string, offsetMs: number, until: () => boolean, record: (ms: number) => void): Promise<void> {
+async function consumeLoop(target: BrokerTarget, topic: string, offsetMs: number, until: () => boolean, record: (ms: number) => void,
+  statuses: Record<string, number>): Promise<void> {
   const headers = headersOf(target, { 'x-svc-client': `bench-fanout-${topic}` });
   while (!until()) {
-    const res = await fetch(`${target.url}/v1/topics/${topic}/consume?wait=1s&max=100`, { headers });
-    if (res.status !== 200) {
-      await res.arrayBuffer();
+    const res = await fetch(`${target.url}/v1/topics/${topic}/consume?wait=1s&max=100`, { headers }).catch(() => null);
+    if (res === null || res.status !== 200) {
+      const key = res === null ? 'error' : String(res.status);
+      statuses[key] = (statuses[key] ?? 0) + 1;
+      if (res === null) await sleep(100);
+      else await res.arrayBuffer();
       continue;
     }
     const arrivedMs = Date.now();
@@ -116,15 +122,16 @@ export async function runFanout(options: BenchOptions): Promise<FanoutReport> {
   const lateness = newHistogram();
   let latenessMin = Infinity;
   const seen = { child: 0, delay: 0 };
+  const statuses: Record<string, number> = {};
   let recording = false;
   let stop = false;
   const consumers = [
     ...Array.from({ length: consumersPerChild }, () => consumeLoop(target, child, 0, () => stop, (ms) => {
       if (recording) { recordUs(lag, Math.max(0.001, ms)); seen.child++; }
-    })),
+    }, statuses)),
     ...Array.from({ length: consumersPerChild }, () => consumeLoop(target, delay, delayMs, () => stop, (ms) => {
       if (recording) { recordUs(lateness, Math.max(0.001, ms)); latenessMin = Math.min(latenessMin, ms); seen.delay++; }
-    })),
+    }, statuses)),
   ];
   await sleep(500);
   recording = true;
@@ -138,7 +145,7 @@ export async function runFanout(options: BenchOptions): Promise<FanoutReport> {
     scenario: 'fanout', startedAt, loneMsgsPerSec, parentMsgsPerSec, produceRatio: parentMsgsPerSec / loneMsgsPerSec,
     halfRateMsgsPerSec: halfRate, childLagMs: seen.child > 0 ? latencySummaryMs(lag) : null,
     delayLatenessMs: seen.delay > 0 ? latencySummaryMs(lateness) : null, delayLatenessMinMs: seen.delay > 0 ? latenessMin : null,
-    copiesSeen: seen, failures: [],
+    copiesSeen: seen, consumeStatuses: statuses, failures: [],
   };
   if (report.delayLatenessMinMs !== null && report.delayLatenessMinMs < 0) report.failures.push('a delay child copy arrived early');
   return report;
@@ -153,7 +160,8 @@ export function printFanout(report: FanoutReport): void {
     [`child lag at ${formatInt(report.halfRateMsgsPerSec)} msgs/s`, l === null ? 'n/a' : `p50 ${fixed(l.p50, 1)} ms, p99 ${fixed(l.p99, 1)} ms, max ${fixed(l.max, 1)} ms (${formatInt(report.copiesSeen.child)} copies)`, `p99 <= ${targets.childLagP99Ms} ms`],
     [`delay child (${delayMs} ms) lateness`, d === null ? 'n/a' : `p50 ${fixed(d.p50, 1)} ms, p99 ${fixed(d.p99, 1)} ms, min ${fixed(report.delayLatenessMinMs!, 1)} ms (${formatInt(report.copiesSeen.delay)} copies)`, `p99 <= ${targets.delayLatenessP99Ms} ms, min >= 0`],
   ];
-  process.stdout.write(`\n${renderTable(['figure', 'value', 'target'], rows, [0, 1, 2]).join('\n')}\n`);
+  process.stdout.write(`\n${renderTable(['figure', 'value', 'target'], rows, [0, 1, 2]).join('\n')}\n` +
+    `consume answers other than 200: ${JSON.stringify(report.consumeStatuses)}\n`);
 }
 
 export function fanoutHeadlines(report: FanoutReport): Headline[] {
