@@ -1,9 +1,11 @@
 // Scenario fanout of `npm run bench` (issue 30): a parent with three children (two ordinary, one delay child) against a
 // lone topic on one node it starts itself (or --url). Three figures: closed-loop batch produce into the parent over
-// the same into the lone topic (target >= 0.5: each parent message is four writes); child lag p99 (from the send of
-// the batch to the copy's arrival at a long-polling consumer of an ordinary child) at half the parent's peak rate
-// (target <= 100 ms); and a delay child's lateness (arrival minus send minus the delay; an upper bound, since the
-// parent commits after the send) p99 (target <= 50 ms) and minimum (never below 0). Bench process main thread.
+// the same into the lone topic (target >= 0.5: each parent message is four writes); then, while batches at half the
+// parent's peak rate go to partitions 1 and up, probes (single produces, 100 a second, carrying their send time) go to
+// partition 0, whose copies long-polling consumers read from the children's partition 0: child lag p99 (send to
+// arrival at the consumer, target <= 100 ms) and a delay child's lateness (arrival minus send minus the delay; an upper
+// bound, since the parent commits after the send) p99 (target <= 50 ms) and minimum (never below 0). Consumers of the
+// whole load would measure their own backlog on a small machine. Bench process main thread.
 import { createTopic, fixed, formatInt, latencySummaryMs, makeBatchBody, makePayload, newHistogram, recordUs, renderTable, sleep,
   startBroker, type BrokerTarget, type Headline, type LatencySummaryMs } from './common.js';
 import type { BenchOptions } from './options.js';
@@ -67,7 +69,7 @@ async function consumeLoop(target: BrokerTarget, topic: string, offsetMs: number
   statuses: Record<string, number>): Promise<void> {
   const headers = headersOf(target, { 'x-svc-client': `bench-fanout-${topic}` });
   while (!until()) {
-    const res = await fetch(`${target.url}/v1/topics/${topic}/consume?wait=1s&max=100`, { headers }).catch(() => null);
+    const res = await fetch(`${target.url}/v1/topics/${topic}/consume?partition=0&wait=1s&max=100`, { headers }).catch(() => null);
     if (res === null || res.status !== 200) {
       const key = res === null ? 'error' : String(res.status);
       statuses[key] = (statuses[key] ?? 0) + 1;
@@ -85,23 +87,35 @@ async function consumeLoop(target: BrokerTarget, topic: string, offsetMs: number
   }
 }
 
-/** Sends batches to the parent on a fixed schedule at msgsPerSec for durationMs, each payload carrying its send time. */
+/** Sends batches to the parent's partitions 1 and up on a fixed schedule at msgsPerSec for durationMs, and beside them
+ *  probes to partition 0, 100 a second, each carrying its send time. */
 async function produceAtRate(options: BenchOptions, target: BrokerTarget, parent: string, msgsPerSec: number, durationMs: number): Promise<void> {
   const perBatch = Math.min(options.batch, Math.max(1, Math.round(msgsPerSec / 100)));
   const intervalMs = (perBatch / msgsPerSec) * 1000;
+  const payload = 'x'.repeat(Math.max(1, options.messageBytes - 10));
+  const body = JSON.stringify({ messages: Array.from({ length: perBatch }, (_, i) => ({ payload: { x: payload }, partition: 1 + (i % (options.partitions - 1)) })) });
   const startMs = Date.now();
   const inFlight = new Set<Promise<void>>();
+  const send = (path: string, text: string): void => {
+    const sent = fetch(`${target.url}${path}`, { method: 'POST', headers: headersOf(target), body: text })
+      .then((res) => res.arrayBuffer()).then(() => undefined, () => undefined);
+    inFlight.add(sent);
+    void sent.finally(() => inFlight.delete(sent));
+  };
+  const probes = (async () => {
+    for (let k = 0; Date.now() - startMs < durationMs; k++) {
+      const dueMs = startMs + k * 10;
+      if (dueMs > Date.now()) await sleep(dueMs - Date.now());
+      send(`/v1/topics/${parent}/produce?partition=0`, JSON.stringify({ s: Date.now() }));
+    }
+  })();
   for (let k = 0; Date.now() - startMs < durationMs; k++) {
     const dueMs = startMs + k * intervalMs;
     if (dueMs > Date.now()) await sleep(dueMs - Date.now());
     if (inFlight.size >= 64) await Promise.race(inFlight);
-    const s = Date.now();
-    const body = JSON.stringify({ messages: Array.from({ length: perBatch }, () => ({ payload: { s } })) });
-    const sent = fetch(`${target.url}/v1/topics/${parent}/produce/batch`, { method: 'POST', headers: headersOf(target), body })
-      .then((res) => res.arrayBuffer()).then(() => undefined, () => undefined);
-    inFlight.add(sent);
-    void sent.finally(() => inFlight.delete(sent));
+    send(`/v1/topics/${parent}/produce/batch`, body);
   }
+  await probes;
   await Promise.all(inFlight);
 }
 
@@ -157,7 +171,7 @@ export function printFanout(report: FanoutReport): void {
   const rows = [
     ['batch produce, lone topic', `${formatInt(report.loneMsgsPerSec)} msgs/s`, '-'],
     ['batch produce, parent of 3 children', `${formatInt(report.parentMsgsPerSec)} msgs/s (x${fixed(report.produceRatio, 2)})`, `>= x${targets.produceRatio}`],
-    [`child lag at ${formatInt(report.halfRateMsgsPerSec)} msgs/s`, l === null ? 'n/a' : `p50 ${fixed(l.p50, 1)} ms, p99 ${fixed(l.p99, 1)} ms, max ${fixed(l.max, 1)} ms (${formatInt(report.copiesSeen.child)} copies)`, `p99 <= ${targets.childLagP99Ms} ms`],
+    [`child lag of probes, ${formatInt(report.halfRateMsgsPerSec)} msgs/s beside`, l === null ? 'n/a' : `p50 ${fixed(l.p50, 1)} ms, p99 ${fixed(l.p99, 1)} ms, max ${fixed(l.max, 1)} ms (${formatInt(report.copiesSeen.child)} copies)`, `p99 <= ${targets.childLagP99Ms} ms`],
     [`delay child (${delayMs} ms) lateness`, d === null ? 'n/a' : `p50 ${fixed(d.p50, 1)} ms, p99 ${fixed(d.p99, 1)} ms, min ${fixed(report.delayLatenessMinMs!, 1)} ms (${formatInt(report.copiesSeen.delay)} copies)`, `p99 <= ${targets.delayLatenessP99Ms} ms, min >= 0`],
   ];
   process.stdout.write(`\n${renderTable(['figure', 'value', 'target'], rows, [0, 1, 2]).join('\n')}\n` +
