@@ -18,6 +18,9 @@ const retryMs = 250;
 /** Commits closer than this share one commit time, the later one: a delay child's copy may be this much late, never
  *  early, and an hour's delay keeps at most 100 entries a second per partition. */
 const commitBucketMs = 10;
+/** Commit times kept per parent partition; past it, neighbours merge pairwise into the later time (a long delay under
+ *  steady load would otherwise keep 100 a second for up to a year): coarser, still never early. */
+export const commitsMax = 65_536;
 
 export function fanoutCursorName(childId: string, epoch: string): string {
   return `${cursorPrefix}${childId}:${epoch}`;
@@ -97,6 +100,7 @@ export class FanoutCopier<L> {
         last.end = visible;
         last.atMs = nowMs;
       } else parent.commits.push({ end: visible, atMs: nowMs });
+      if (parent.commits.length > commitsMax) parent.commits = commitsCoarsened(parent.commits);
     } else parent.commitsFrom = visible;
     parent.committed = visible;
     for (const copy of parent.copies.values()) this.pump(parent, copy);
@@ -283,6 +287,14 @@ export class FanoutCopier<L> {
     while (drop < parent.commits.length && parent.commits[drop]!.end <= low) drop++;
     if (drop > 0) parent.commits.splice(0, drop);
   }
+}
+
+/** Each pair of neighbours becomes one range with the later end and the later time: its records committed at or
+ *  before that time, so a due time from it is never early. */
+export function commitsCoarsened(commits: { end: number; atMs: number }[]): { end: number; atMs: number }[] {
+  const merged: { end: number; atMs: number }[] = [];
+  for (let i = 0; i < commits.length; i += 2) merged.push(commits[Math.min(i + 1, commits.length - 1)]!);
+  return merged;
 }
 
 /** A record committed before this worker saw it: the front accepted it within its timestamp's second, and the
