@@ -80,9 +80,9 @@ export function makePayload(bytes: number): Buffer {
   return payload;
 }
 
-/** {"messages":[{"payload":<payload>}, ...]} with `count` copies of payload. */
-export function makeBatchBody(payload: Buffer, count: number): Buffer {
-  const entry = `{"payload":${payload.toString('utf8')}}`;
+/** {"messages":[{"payload":<payload>}, ...]} with `count` copies of payload (each pinned to partition when given). */
+export function makeBatchBody(payload: Buffer, count: number, partition?: number): Buffer {
+  const entry = `{${partition === undefined ? '' : `"partition":${partition},`}"payload":${payload.toString('utf8')}}`;
   return Buffer.from(`{"messages":[${new Array<string>(count).fill(entry).join(',')}]}`);
 }
 

@@ -59,6 +59,8 @@ interface Context {
   address: { host: string; port: number };
   /** Resolves when the node the bench started exits; never for --url. */
   serverExited: Promise<void>;
+  /** Prefill and consume this partition only (the forwarded bench); else every partition. */
+  partition?: number;
 }
 
 function summary(histogram: Histogram): LatencySummaryMs & { count: number } {
@@ -223,7 +225,7 @@ async function prefill(ctx: Context, label: string, topic: string, count: number
   const payload = makePayload(options.messageBytes);
   const headers = { ...authHeaders(ctx), 'content-type': 'application/json' };
   const path = topicPath(topic, 'produce/batch');
-  const full = requestBuffer(ctx.target.url, 'POST', path, headers, makeBatchBody(payload, prefillMessagesPerRequest));
+  const full = requestBuffer(ctx.target.url, 'POST', path, headers, makeBatchBody(payload, prefillMessagesPerRequest, ctx.partition));
   const errors = new Map<string, number>();
   let issued = 0;
   let accepted = 0;
@@ -236,7 +238,7 @@ async function prefill(ctx: Context, label: string, topic: string, count: number
       const n = Math.min(prefillMessagesPerRequest, count - issued);
       issued += n;
       const request = n === prefillMessagesPerRequest ? full
-        : requestBuffer(ctx.target.url, 'POST', path, headers, makeBatchBody(payload, n));
+        : requestBuffer(ctx.target.url, 'POST', path, headers, makeBatchBody(payload, n, ctx.partition));
       const reply = await connection.request(request).catch((error: unknown) => failureCode(error));
       if (typeof reply !== 'string' && reply.status === 202) {
         accepted += Number(/"accepted":(\d+)/.exec(reply.body.toString('latin1'))?.[1] ?? n);
@@ -460,7 +462,8 @@ async function measureDrain(ctx: Context, spec: DrainSpec, prefilled: PrefillFig
   const state = new DrainState();
   const drained = new Promise<void>((resolve) => (state.onDrained = resolve));
   const cpu = new CpuWindow(ctx.target.serverPid);
-  const query = spec.max === null ? '' : `?max=${spec.max}`;
+  const params = [...(spec.max === null ? [] : [`max=${spec.max}`]), ...(ctx.partition === undefined ? [] : [`partition=${ctx.partition}`])];
+  const query = params.length === 0 ? '' : `?${params.join('&')}`;
   const headers = { ...authHeaders(ctx), ...(spec.max === null ? {} : { 'x-svc-client': clientHeader }) };
   const consume = requestBuffer(ctx.target.url, 'GET', topicPath(spec.topic, 'consume') + query, headers);
   const acks = new AckRequests(ctx.target, spec.topic);
@@ -944,6 +947,18 @@ async function drainRun(ctx: Context, phase: Exclude<ConsumePhase, 'wake'>, topi
   if (prefilled.accepted === 0) throw new Error(`prefill wrote nothing (errors: ${formatErrors(prefilled.errorCounts)})`);
   return measureDrain(ctx, { name, topic, connections: single ? options.connections : options.batchConnections,
     max: single ? null : options.max, available: prefilled.accepted }, prefilled);
+}
+
+/** consume-batch of partition 0 of a prefilled topic, filled through `fill` and consumed and acked through `via` (the
+ *  forwarded bench: the owner, then a node that forwards to it). */
+export async function drainThrough(options: BenchOptions, fill: BrokerTarget, via: BrokerTarget, topic: string): Promise<DrainFigures> {
+  const contextOf = (target: BrokerTarget): Context => ({ options, target, address: HttpConnection.forUrl(target.url),
+    serverExited: target.server === null ? new Promise<void>(() => undefined) : target.server.exited.then(() => undefined),
+    partition: 0 });
+  const prefilled = await prefill(contextOf(fill), 'consume-batch', topic, options.batchPrefill);
+  if (prefilled.accepted === 0) throw new Error(`prefill wrote nothing (errors: ${formatErrors(prefilled.errorCounts)})`);
+  return measureDrain(contextOf(via), { name: 'consume-batch', topic, connections: options.batchConnections, max: options.max,
+    available: prefilled.accepted }, prefilled);
 }
 
 /** Failures a reader must not miss: runs without figures. Errors and drained windows are shown in the table. */

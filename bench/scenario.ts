@@ -6,6 +6,7 @@ import { flowHeadlines, printFlowTable, runFlow } from './end_to_end.js';
 import { fanoutHeadlines, printFanout, runFanout } from './fanout.js';
 import { footprintHeadlines, printFootprint, runFootprint } from './footprint.js';
 import { forwardHopHeadlines, printForwardHop, runForwardHop } from './forward_hop.js';
+import { forwardedHeadlines, printForwarded, runForwarded } from './forwarded.js';
 import type { BenchOptions } from './options.js';
 import { printProduceTable, produceHeadlines, runProduce } from './produce.js';
 
@@ -46,6 +47,11 @@ export async function runScenario(options: BenchOptions): Promise<ScenarioRun> {
     case 'fanout': {
       const report = await runFanout(options);
       return { report, print: () => printFanout(report), headlines: () => fanoutHeadlines(report) };
+    }
+    case 'produce-forwarded':
+    case 'consume-forwarded': {
+      const report = await runForwarded(options);
+      return { report, print: () => printForwarded(report), headlines: () => forwardedHeadlines(report) };
     }
     case 'all':
       throw new Error('all runs the other scenarios (bench/all.ts)');

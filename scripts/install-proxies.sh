@@ -2,9 +2,12 @@
 # Installs what test/proxy/*.test.ts runs, from Debian's packages; `npm test` runs it first (so does CI):
 #   nginx    (the deploy/nginx/broker.conf example, started by the test with its own prefix, config and pid file)
 #   haproxy  (the deploy/haproxy/haproxy.cfg example, started by the test in the foreground)
-#   openssl  (the test makes a throwaway CA and server certificate with it)
-# Debian's nginx and haproxy packages may start system services (nginx on port 80). The tests start their own
-# instances on free loopback ports and never use those; they are left as they are.
+#   openssl  (the test makes a throwaway CA and server certificate with it; so do the node-to-node TLS tests,
+#             test/unit/transport_tls and test/cluster/tls, through test/helpers/tls_certs.ts)
+#   prometheus (test/deploy: promtool checks deploy/prometheus/*, and a Prometheus started by the test on a free
+#              loopback port with a temp config and data dir scrapes a node; the package ships promtool too)
+# Debian's nginx, haproxy and prometheus packages may start system services (nginx on port 80, prometheus on 9090).
+# The tests start their own instances on free loopback ports and never use those; they are left as they are.
 set -euo pipefail
 source "$(dirname "$0")/apt_install.sh"
-apt_install_missing install-proxies nginx:nginx haproxy:haproxy openssl:openssl
+apt_install_missing install-proxies nginx:nginx haproxy:haproxy openssl:openssl prometheus:prometheus prometheus:promtool

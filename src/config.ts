@@ -302,6 +302,14 @@ export const settings = {
   /** File holding the cluster secret (at least 32 bytes) that authenticates node-to-node connections; needed
    *  with --bootstrap or --join. Flag --cluster-secret-file. */
   'cluster.secret_file': stringSetting('', 'must be a path', () => true),
+  /** PEM certificate (chain) of this node for mutual TLS on the node-to-node port, signed by cluster.tls_ca_file's
+   *  CA and naming the addresses other nodes dial it at. All three cluster.tls_* settings or none: without them the
+   *  port is HMAC-authenticated but not encrypted. Flag --cluster-tls-cert. */
+  'cluster.tls_cert_file': stringSetting('', 'must be a path', () => true),
+  /** PEM private key of cluster.tls_cert_file. Flag --cluster-tls-key. */
+  'cluster.tls_key_file': stringSetting('', 'must be a path', () => true),
+  /** PEM certificate(s) of the CA whose certificates other nodes must present. Flag --cluster-tls-ca. */
+  'cluster.tls_ca_file': stringSetting('', 'must be a path', () => true),
   /** One Raft tick; elections time out after cluster.election_ticks to twice that many ticks. */
   'cluster.tick_interval': durationSetting(100, 10, 1 * secondMs),
   /** Ticks without a leader before a voter campaigns (randomised up to twice as many). Heartbeats go every tick. */
@@ -598,6 +606,9 @@ const settingFlags: readonly SettingFlag[] = [
   { flags: '--bootstrap <voters>', description: 'id=host:port,... founding voters of a new cluster', key: 'cluster.bootstrap' },
   { flags: '--join <host:port>', description: 'internal address of a node of the cluster to join', key: 'cluster.join' },
   { flags: '--cluster-secret-file <path>', description: 'file with the cluster secret (>= 32 bytes)', key: 'cluster.secret_file' },
+  { flags: '--cluster-tls-cert <path>', description: 'PEM certificate of this node for node-to-node TLS', key: 'cluster.tls_cert_file' },
+  { flags: '--cluster-tls-key <path>', description: 'PEM private key of --cluster-tls-cert', key: 'cluster.tls_key_file' },
+  { flags: '--cluster-tls-ca <path>', description: 'PEM CA certificate(s) node-to-node TLS trusts', key: 'cluster.tls_ca_file' },
   {
     flags: '--security <on|off>',
     description: 'require credentials (on) or not (off)',
@@ -712,7 +723,19 @@ function mergeSources(sources: readonly Given[]): Config {
   for (const { keys, rule, holds } of relations) {
     if (!holds(config)) throw new ConfigError(`config: ${keys[0]} and ${keys[1]}: ${rule}`);
   }
+  checkClusterTlsTrio(config);
   return config;
+}
+
+const clusterTlsKeys = ['cluster.tls_cert_file', 'cluster.tls_key_file', 'cluster.tls_ca_file'] as const;
+
+/** Node-to-node TLS needs its certificate, key and CA together: one or two of them is a mistake, not a mode. */
+function checkClusterTlsTrio(config: Config): void {
+  const missing = clusterTlsKeys.filter((key) => config[key] === '');
+  if (missing.length === 0 || missing.length === clusterTlsKeys.length) return;
+  const given = clusterTlsKeys.filter((key) => config[key] !== '');
+  throw new ConfigError(`config: ${given.join(' and ')} given without ${missing.join(' and ')}: node-to-node TLS needs ` +
+    'all three of cluster.tls_cert_file, cluster.tls_key_file and cluster.tls_ca_file, or none');
 }
 
 /**

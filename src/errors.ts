@@ -202,9 +202,6 @@ export const errors = {
    *  (spec §7). */
   ownerNoAnswer: (topic: string, partition: number, owner: number) =>
     new BrokerError(502, `partition ${partition} of topic ${topic}: the owner, node ${owner}, did not answer in time; the request may have been applied`, {}, true),
-  /** 503: a produce, or a consume without partition, on a node that owns no partition of the topic (issue 29). */
-  noLocalPartition: (topic: string) =>
-    new BrokerError(503, `no partition of topic ${topic} is owned by this node; send the request to an owner, or name a partition to consume`, retryAfter1),
   /** 503: an attach could not read a parent partition's high watermark from its owner (spec §4 POST .../children:
    *  retry; nothing linked). */
   attachOwnerUnreachable: (topic: string, partition: number) =>

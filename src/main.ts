@@ -26,8 +26,9 @@ import { RemotePartitions } from './front/remote_partitions.js';
 import { Handoff } from './front/handoff.js';
 import { FanoutCopies } from './front/fanout_copies.js';
 import type { PortChannel } from './transport/port_channel.js';
-import { closeNodeLink, isMultiNode, NodeLinkListenFailed, startNodeLink, type NodeLink } from './node_link/node_link.js';
+import { answerMemberReports, closeNodeLink, isMultiNode, NodeLinkListenFailed, startNodeLink, type NodeLink } from './node_link/node_link.js';
 import { readClusterSecretFile } from './transport/cluster_secret.js';
+import { readClusterTlsSettings } from './transport/cluster_tls.js';
 import { DataDirLockedError, lockDataDir } from './util/data_dir_lock.js';
 import { createLogger, type Logger } from './util/log.js';
 import { refusalText } from './errors.js';
@@ -40,17 +41,13 @@ async function main(): Promise<void> {
   }
   const config = loaded.config;
   const log = createLogger(config['log.level']);
-  const dataDir = resolve(config['node.data_dir']);
-  await mkdir(dataDir, { recursive: true });
-  const lock = await exitUnless(() => lockDataDir(dataDir), (error) => error instanceof DataDirLockedError, 1);
-  const cluster = await exitUnless(async () => clusterThreadConfig(config, await loadNodeId(dataDir, config['cluster.node_id'])), () => true, 2);
+  const { dataDir, lock, cluster, clusterTls } = await claimNode(config);
   const nodeId = cluster.nodeId;
   const uws = (await import('uWebSockets.js')).default;
-
   const lifecycle: NodeLifecycle = { startupDone: false, shuttingDown: false };
   // The internal listener binds before anything else starts, so a taken port ends the start at once (issue 27).
   const nodeLink = isMultiNode(cluster)
-    ? await exitUnless(() => startNodeLink(cluster, config['log.level'], config['node.workers']), (error) => error instanceof NodeLinkListenFailed, 1)
+    ? await exitUnless(() => startNodeLink(cluster, config['log.level'], config['node.workers'], clusterTls?.material ?? null), (error) => error instanceof NodeLinkListenFailed, 1)
     : null;
   const { metadataThread, workerThreads } = startThreads(config, dataDir, log, lifecycle, cluster, nodeLink);
   const replica = new MetadataReplica(metadataThread);
@@ -63,6 +60,7 @@ async function main(): Promise<void> {
     batchBudget: new ByteBudget(config['http.max_batch_body_bytes_in_flight']),
     metrics: new Metrics(replica, workers, schemas, handoff), remote: new RemotePartitions(nodeLink?.dataChannel ?? null),
   };
+  if (clusterTls !== null) services.metrics.reportClusterTls(clusterTls.dates);
   workers.fanoutCopiesTo(FanoutCopies.handler(services));
   // A one-node cluster leads at once, so its root admin exists before it listens (the first screen shows how to
   // log in). A node of a larger cluster listens first: reads must answer even while no quorum exists.
@@ -78,6 +76,7 @@ async function main(): Promise<void> {
   const loginHint = loneNode ? await rootAdmin() : null;
 
   const server = new FrontServer(uws, services, lifecycle, authPool);
+  if (nodeLink !== null) answerMemberReports(nodeLink, () => server.memberReport());
   // A port another process holds ends the start here, before anything is answered (issue 27 point 2).
   const port = await exitUnless(() => server.listen(config['node.host'], config['node.port']), (error) => error instanceof ListenRefused, 1);
   lifecycle.startupDone = true;
@@ -101,6 +100,17 @@ async function main(): Promise<void> {
     await lock.release();
     log.info({ ingressSyncs: ingress.syncCount }, 'stopped');
   });
+}
+
+/** The data dir (locked: one process each), this node's cluster settings and id, and its TLS files when given; a
+ *  problem with any ends the process (1: the dir is locked, 2: a bad id or TLS file). */
+async function claimNode(config: Config) {
+  const dataDir = resolve(config['node.data_dir']);
+  await mkdir(dataDir, { recursive: true });
+  const lock = await exitUnless(() => lockDataDir(dataDir), (error) => error instanceof DataDirLockedError, 1);
+  const cluster = await exitUnless(async () => clusterThreadConfig(config, await loadNodeId(dataDir, config['cluster.node_id'])), () => true, 2);
+  const clusterTls = await exitUnless(() => readClusterTlsSettings(config), () => true, 2);
+  return { dataDir, lock, cluster, clusterTls };
 }
 
 /** The loaded config; a ConfigError ends the process with status 2 and its message on stderr. */

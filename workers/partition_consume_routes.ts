@@ -98,11 +98,24 @@ export class ConsumeRoutes {
 
   onTake(msg: TakeRequest): void {
     if (this.host.logsClosed()) return this.postShuttingDown(msg.reqId);
+    if (msg.max === 0) return this.onWatch(msg);
     const taken = this.lease(msg);
     if (taken.length > 0 || msg.park !== true) return this.answerTaken(msg, taken);
     // Nothing would unpark it once shutdown has begun.
     if (this.host.shuttingDown()) return this.postShuttingDown(msg.reqId);
     this.parked.park(msg);
+  }
+
+  /** A take of max 0 leases nothing: it answers (empty) once one of its partitions has a deliverable message, so a
+   *  node that waits on several owners takes from whichever has one (issue 29 point 4). */
+  private onWatch(msg: TakeRequest): void {
+    if (msg.park !== true || this.anyDeliverable(msg)) return this.answerTaken(msg, []);
+    if (this.host.shuttingDown()) return this.postShuttingDown(msg.reqId);
+    this.parked.park(msg);
+  }
+
+  private anyDeliverable(take: TakeRequest): boolean {
+    return take.partitions.some((partition) => (this.readPathOfPartition(take.topicId, partition)?.deliverable() ?? 0) > 0);
   }
 
   onUnpark(takeReqId: number): void {
@@ -115,12 +128,13 @@ export class ConsumeRoutes {
     for (const take of this.parked.removeAll()) this.postShuttingDown(take.reqId);
   }
 
-  /** Answers the topic's parked takes, oldest first, that can lease something now. */
+  /** Answers the topic's parked takes, oldest first, that can lease something now (and its watches). */
   private serveParked(topicId: string): void {
     for (const take of this.parked.ofTopic(topicId)) {
-      if (!take.partitions.some((partition) => (this.readPathOfPartition(topicId, partition)?.deliverable() ?? 0) > 0)) continue;
-      const taken = this.lease(take);
-      if (taken.length === 0) continue;
+      if (!this.anyDeliverable(take)) continue;
+      // A watch (max 0) answers empty: its asker takes next.
+      const taken = take.max === 0 ? [] : this.lease(take);
+      if (taken.length === 0 && take.max > 0) continue;
       this.parked.remove(take.reqId);
       this.answerTaken(take, taken);
     }
@@ -192,9 +206,13 @@ export class ConsumeRoutes {
     const counters: PartitionCountersView[] = [];
     for (const [log, path] of this.readPaths) {
       const key = this.host.table.keyOf(log);
-      if (key !== undefined) counters.push({ topicId: key.topicId, partition: key.partition, lag: path.lag(), consumed: path.consumed });
+      if (key !== undefined) counters.push({ topicId: key.topicId, partition: key.partition, lag: path.lag(), consumed: path.consumed, produced: log.stagedSinceOpen });
     }
-    this.host.post({ kind: 'countersResult', reqId, counters, fanout: this.host.copier.counters() });
+    // Every open log counts here, consumed or not: svc_topic_bytes is what the node holds.
+    const bytesByTopic = new Map<string, number>();
+    for (const [log, key] of this.host.table.entries()) bytesByTopic.set(key.topicId, (bytesByTopic.get(key.topicId) ?? 0) + log.stats().sizeBytes);
+    const topicBytes = [...bytesByTopic].map(([topicId, bytes]) => ({ topicId, bytes }));
+    this.host.post({ kind: 'countersResult', reqId, counters, topicBytes, fanout: this.host.copier.counters() });
   }
 
   onRelease(msg: ReleaseRequest): void {

@@ -61,8 +61,11 @@ export class PartitionTable {
     const configured = replacing ? [...state.topics.values()] : [];
     // Partitions of topics the metadata no longer holds were deleted while this node was down (or it died
     // between the delete and the removal): their files are removed now. A topic's create is committed before
-    // any of its records can be dispatched, so a live topic is never missing here.
-    const deletedTopicIds = [...this.logs.keys()].filter((topicId) => !this.topicsById.has(topicId));
+    // any of its records can be dispatched, so a live topic is never missing here. A first snapshot at index 0 is
+    // an empty replica (a node joining with a new metadata log): it proves nothing about files found on disk, which
+    // wait for a snapshot from the leader or a committed delete.
+    const judged = replacing || index > 0;
+    const deletedTopicIds = judged ? [...this.logs.keys()].filter((topicId) => !this.topicsById.has(topicId)) : [];
     return { configured, deletedTopicIds };
   }
 
@@ -170,15 +173,35 @@ export class PartitionTable {
     return answer;
   }
 
+  /** Removes the empty directories of topics this replica does not hold (a crash between removing a deleted topic's
+   *  last partition and its directory leaves one). Only empty ones: a partition directory is removed by the worker
+   *  that owns it, with its log. A live topic's directory emptied here under a first flush is made again by that
+   *  flush's recursive mkdir, which recreates a parent that vanishes under it. */
+  async orphanTopicDirsRemove(): Promise<string[]> {
+    const removed: string[] = [];
+    for (const topicId of await dirNames(topicsDir(this.opts.dataDir), parseTopicDirName)) {
+      if (this.topicsById.has(topicId) || this.logs.has(topicId)) continue;
+      if (await rmdirIfEmpty(topicDir(this.opts.dataDir, topicId))) removed.push(topicId);
+    }
+    return removed;
+  }
+
   /** Other workers own the topic's other partitions and remove theirs concurrently: whoever empties the
    *  directory last removes it, and the others find it not empty or already gone. */
   async topicDirRemoveIfEmpty(topicId: string): Promise<void> {
-    try {
-      await rmdir(topicDir(this.opts.dataDir, topicId));
-    } catch (err) {
-      const code = (err as NodeJS.ErrnoException).code;
-      if (code !== 'ENOENT' && code !== 'ENOTEMPTY' && code !== 'EEXIST') throw err;
-    }
+    await rmdirIfEmpty(topicDir(this.opts.dataDir, topicId));
+  }
+}
+
+/** Removes dir when it is empty; false when it is not, or already gone. */
+async function rmdirIfEmpty(dir: string): Promise<boolean> {
+  try {
+    await rmdir(dir);
+    return true;
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code !== 'ENOENT' && code !== 'ENOTEMPTY' && code !== 'EEXIST') throw err;
+    return false;
   }
 }
 

@@ -171,6 +171,15 @@ class PartitionWorker implements ConsumeHost {
 
   private onSnapshot(index: number, state: MetadataState): void {
     this.replicaChanged(this.table.onSnapshot(index, state));
+    // One worker sweeps the topics directory (every worker shares it); a snapshot is when the replica is judged
+    // whole, and an empty replica (index 0) judges nothing.
+    if (this.data.workerIndex !== 0 || index === 0) return;
+    this.table.orphanTopicDirsRemove().then(
+      (removed) => {
+        if (removed.length > 0) this.logger.info({ topicIds: removed }, 'removed empty directories of deleted topics');
+      },
+      (err: unknown) => this.logger.warn({ err }, 'sweeping empty directories of deleted topics failed'),
+    );
   }
 
   private onCommitted(msg: Extract<FromMetadata, { kind: 'committed' }>): void {

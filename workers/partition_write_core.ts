@@ -108,7 +108,7 @@ interface LogState {
   highWatermark: number;
   syncedOffset: number;
   /** Flush rounds that left records of this log unsynced, oldest first (checks 'durable' against them). */
-  unsyncedRounds: { seqUpTo: number; endOffset: number; local: boolean }[];
+  unsyncedRounds: { seqUpTo: number; endOffset: number }[];
   cursors: PartitionCursors;
   /** Holds records other nodes handed over: their interleaving with this node's cannot be replayed from one ingress
    *  log, so its records become visible only once synced. */
@@ -156,6 +156,9 @@ export class PartitionWriteCore<L, D extends HeldDispatch> {
   private readonly cursorsWaitingSync = new Set<L>();
   private readonly cursorsPersisting = new Set<L>();
   private handoffWaiters: HandoffStaged<L>[] = [];
+  /** seqUpTo of the last flush round: a round with the same one wrote only handed-over records, which no 'durable'
+   *  report covers (their hand-off answers them). */
+  private lastFlushedSeq = -Infinity;
   private round: { id: number; kind: 'flush'; logs: L[]; seqUpTo: number } | { id: number; kind: 'retention' } | null = null;
   private syncRound: { id: number; logs: L[]; seqUpTo: number | null; waiters: number[] } | null = null;
   private nextRoundId = 1;
@@ -168,9 +171,6 @@ export class PartitionWriteCore<L, D extends HeldDispatch> {
   private shuttingDown = false;
   private drained = false;
   private durableSeq = -Infinity;
-  /** The seqUpTo of the last flush round: a round that stages no later local seq wrote only records other nodes
-   *  handed over (or fan-out copies arriving that way), whose syncs 'durable' does not wait for. */
-  private flushedSeq = -Infinity;
   private effects: WriteEffect<L, D>[] = [];
   private nowMs = 0;
 
@@ -330,8 +330,8 @@ export class PartitionWriteCore<L, D extends HeldDispatch> {
     check(round?.kind === 'flush', 'flushDone without a flush round');
     check(positions.length === round.logs.length, 'flushDone must name every log of its round');
     this.round = null;
-    const local = round.seqUpTo > this.flushedSeq;
-    this.flushedSeq = Math.max(this.flushedSeq, round.seqUpTo);
+    const holdsLocal = round.seqUpTo > this.lastFlushedSeq;
+    this.lastFlushedSeq = round.seqUpTo;
     const committed: LogPosition<L>[] = [];
     for (const position of positions) {
       const state = this.states.get(position.log);
@@ -339,8 +339,10 @@ export class PartitionWriteCore<L, D extends HeldDispatch> {
       if (state === undefined) continue;
       this.positionApply(position, state, true);
       if (state.syncedOffset < state.highWatermark) {
-        state.unsyncedRounds.push({ seqUpTo: round.seqUpTo, endOffset: state.highWatermark, local });
-        this.unsyncedRoundLogs.add(position.log);
+        if (holdsLocal) {
+          state.unsyncedRounds.push({ seqUpTo: round.seqUpTo, endOffset: state.highWatermark });
+          this.unsyncedRoundLogs.add(position.log);
+        }
         this.unsynced.add(position.log);
         // Handed-over records wait for this sync (their origin, and consumers): it comes now, not an interval later.
         if (state.foreign) this.syncDue = true;
@@ -410,7 +412,7 @@ export class PartitionWriteCore<L, D extends HeldDispatch> {
     for (const log of this.unsyncedRoundLogs) {
       const state = this.states.get(log)!;
       check(state.syncedOffset < state.highWatermark, 'a log listed unsynced with everything synced');
-      const oldest = state.unsyncedRounds.find((r) => r.local);
+      const oldest = state.unsyncedRounds[0];
       if (oldest !== undefined && oldest.seqUpTo <= seqUpTo) fail(`durable ${seqUpTo} while records of ${oldest?.seqUpTo} are unsynced`);
     }
     this.durableSeq = seqUpTo;

@@ -104,6 +104,7 @@ export class PartitionLog implements SegmentStore {
   /** Frame positions of the active segment's written records; sealed segments' live in their .idx. */
   private activePositions = new SegmentPositions();
   private nextOffsetValue = 0;
+  private openedAtOffset = 0;
   private highWatermarkValue = 0;
   /** Offsets below it are fdatasynced; at most highWatermark. */
   private syncedHighWatermarkValue = 0;
@@ -154,6 +155,7 @@ export class PartitionLog implements SegmentStore {
     log.storedLastIngress = log.lastIngress;
     log.writtenLastIngress = log.storedLastIngress;
     log.syncedHighWatermarkValue = log.highWatermarkValue;
+    log.openedAtOffset = log.nextOffsetValue;
     log.invariantsCheck();
     return log;
   }
@@ -181,6 +183,11 @@ export class PartitionLog implements SegmentStore {
   /** Whether written records wait for a sync. */
   get unsynced(): boolean {
     return this.syncedHighWatermarkValue < this.highWatermarkValue;
+  }
+
+  /** Records staged since this log was opened or created: what this node stored in the partition since it started. */
+  get stagedSinceOpen(): number {
+    return this.nextOffsetValue - this.openedAtOffset;
   }
 
   /** The first kept offset; with no segment, highWatermark (staged records are not kept yet). */

@@ -1,28 +1,35 @@
 // The node's Prometheus registry (svc_* series, spec §4 Health and metrics). Hot paths count into plain
 // maps and the registry reads them at scrape time, so a produce pays a map increment, not a label lookup.
 // Front thread; one instance per node.
-import { Counter, Gauge, Registry } from 'prom-client';
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { PartitionWorkers } from './dispatch.js';
 import type { MetadataReplica } from './metadata_replica.js';
 import type { FanoutCounterView, PartitionCountersView } from '../protocol/thread_messages.js';
-
-interface PartitionReport {
-  partitions: { name: string; view: PartitionCountersView }[];
-  /** Copy cursors of fan-out parents on this node, with the parent's and child's names. */
-  fanout: { parent: string; child: string; view: FanoutCounterView }[];
-}
+import type { ClusterTlsDates } from '../transport/cluster_tls.js';
 
 export class Metrics {
   readonly registry = new Registry();
   /** route pattern -> method -> status -> answers. */
   private readonly requestsByRoute = new Map<string, Map<string, Map<number, number>>>();
   /** topic name -> messages accepted per partition. */
-  private readonly produced = new Map<string, number[]>();
   private ingressFailed = 0;
   /** topic name -> reason -> produce requests refused (spec §4 Health and metrics). */
   private readonly rejections = new Map<string, Map<string, number>>();
   /** parent name -> child name -> parent partition -> copies appended to this node's ingress log (issue 30). */
   private readonly fanoutCommitted = new Map<string, Map<string, number[]>>();
+  /** Whether /readyz would answer 200, as health.onMetrics found it at the scrape being served. */
+  private ready = 0;
+  private readonly requestDuration = new Histogram({
+    name: 'svc_http_request_duration_seconds',
+    help: 'Seconds from the request taken (headers read) to its answer, by matched route pattern (requests answered before ' +
+      'routing, 404 405 431, are not timed).',
+    labelNames: ['route'],
+    // 0.1 ms to 10 s: a produce answers in well under a millisecond, a long-poll consume waits up to its wait=.
+    buckets: [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+    registers: [this.registry],
+  });
+  /** route pattern -> its histogram child: the per-request observe skips the label lookup. */
+  private readonly durationByRoute = new Map<string, { observe(seconds: number): void }>();
 
   constructor(replica: MetadataReplica, workers: PartitionWorkers, validations: { readonly inFlight: number },
     handoff: { backlogRecords(): number }) {
@@ -30,6 +37,10 @@ export class Metrics {
     this.registerGauges(replica, workers);
     this.registerPartitionSeries(replica, workers);
     this.registerProduceGuards(validations);
+    this.registerClusterSeries(replica);
+    // process_* and nodejs_* (spec §4: the standard series besides svc_*); the few /proc reads they make are procfs,
+    // answered from memory, once per scrape.
+    collectDefaultMetrics({ register: this.registry });
     new Gauge({
       name: 'svc_ingress_dispatch_backlog_records',
       help: 'Records this node accepted for partitions other nodes own and has not yet seen them confirm (issue 29).',
@@ -84,18 +95,32 @@ export class Metrics {
         for (const { name, view } of (await report()).partitions) this.labels(name, String(view.partition)).set(view.lag);
       },
     });
-    new Counter({
-      name: 'svc_messages_consumed_total',
-      help: 'Messages handed out under a lease on this node since it started, by topic and partition.',
-      labelNames: ['topic', 'partition'],
+    new Gauge({
+      name: 'svc_topic_bytes',
+      help: 'Bytes this node holds on disk for a topic (segments of the partitions it owns), by topic.',
+      labelNames: ['topic'],
       registers: [this.registry],
       async collect() {
         this.reset();
-        for (const { name, view } of (await report()).partitions) {
-          if (view.consumed > 0) this.labels(name, String(view.partition)).inc(view.consumed);
-        }
+        for (const [name, bytes] of (await report()).topicBytes) this.labels(name).set(bytes);
       },
     });
+    for (const [name, help, count] of [
+      ['svc_messages_consumed_total', 'Messages handed out under a lease on this node since it started, by topic and partition.',
+        (view: PartitionCountersView) => view.consumed],
+      ['svc_messages_produced_total', 'Messages stored in the partitions this node owns since it started (counted once, at the ' +
+        'owner, whichever node took the produce), by topic and partition.', (view: PartitionCountersView) => view.produced],
+    ] as const) {
+      new Counter({
+        name, help, labelNames: ['topic', 'partition'], registers: [this.registry],
+        async collect() {
+          this.reset();
+          for (const { name: topic, view } of (await report()).partitions) {
+            if (count(view) > 0) this.labels(topic, String(view.partition)).inc(count(view));
+          }
+        },
+      });
+    }
   }
 
   /** Fan-out (spec §4 metrics, issue 30): lag and losses from the workers' copy cursors, copies counted here. */
@@ -151,7 +176,6 @@ export class Metrics {
   /** The series counted on the hot paths, read from their maps at scrape time. */
   private registerCounters(): void {
     const requestsByRoute = this.requestsByRoute;
-    const produced = this.produced;
     new Counter({
       name: 'svc_http_requests_total',
       help: 'HTTP requests answered, by matched route pattern (unmatched otherwise), method and status.',
@@ -163,20 +187,6 @@ export class Metrics {
           for (const [method, byStatus] of byMethod) {
             for (const [status, count] of byStatus) this.labels(route, method, String(status)).inc(count);
           }
-        }
-      },
-    });
-    new Counter({
-      name: 'svc_messages_produced_total',
-      help: 'Messages accepted (answered 202) on this node, by topic and partition.',
-      labelNames: ['topic', 'partition'],
-      registers: [this.registry],
-      collect() {
-        this.reset();
-        for (const [topic, counts] of produced) {
-          counts.forEach((count, partition) => {
-            if (count > 0) this.labels(topic, String(partition)).inc(count);
-          });
         }
       },
     });
@@ -221,6 +231,53 @@ export class Metrics {
     });
   }
 
+  /** Raft role, readiness and the liveness view, for the dashboard and the alerts (deploy/): names of ours, which
+   *  spec §4 allows ("the rest of the series names: not shown"); docs/metrics.md lists them. */
+  private registerClusterSeries(replica: MetadataReplica): void {
+    const self = this;
+    new Gauge({
+      name: 'svc_raft_leader',
+      help: '1 while this node is the Raft leader of the metadata log, else 0.',
+      registers: [this.registry],
+      collect() {
+        this.set(replica.clusterStatus?.role === 'leader' ? 1 : 0);
+      },
+    });
+    new Gauge({
+      name: 'svc_node_ready',
+      help: '1 while /readyz on this node answers 200 (checked at the scrape), else 0.',
+      registers: [this.registry],
+      collect() {
+        this.set(self.ready);
+      },
+    });
+    new Gauge({
+      name: 'svc_cluster_members',
+      help: 'Members in this node\'s metadata copy, by liveness in the leader\'s view as this node last heard it (alive, dead).',
+      labelNames: ['liveness'],
+      registers: [this.registry],
+      collect() {
+        const dead = new Set(replica.clusterStatus?.deadMembers ?? []);
+        let deadCount = 0;
+        for (const id of replica.state.members.keys()) if (dead.has(id)) deadCount++;
+        this.labels('alive').set(replica.state.members.size - deadCount);
+        this.labels('dead').set(deadCount);
+      },
+    });
+  }
+
+  /** One answered request's time, from RequestContext.startedAt (performance.now() milliseconds). */
+  observeDuration(route: string, startedAt: number): void {
+    let child = this.durationByRoute.get(route);
+    if (child === undefined) this.durationByRoute.set(route, (child = this.requestDuration.labels(route)));
+    child.observe((performance.now() - startedAt) / 1000);
+  }
+
+  /** Set by the metrics handler before each scrape: whether /readyz would answer 200 now. */
+  noteReady(ready: boolean): void {
+    this.ready = ready ? 1 : 0;
+  }
+
   /** Counts an answer; per (route, method) a small map by status, so the hot path builds no string. */
   countRequest(route: string, method: string, status: number): void {
     let byMethod = this.requestsByRoute.get(route);
@@ -230,28 +287,6 @@ export class Metrics {
     byStatus.set(status, (byStatus.get(status) ?? 0) + 1);
   }
 
-  /** Counts accepted records by partition; takes the records themselves, so a produce builds no array for it. */
-  countProduced(topic: string, records: readonly { partition: number }[]): void {
-    const counts = this.producedCounts(topic);
-    for (let i = 0; i < records.length; i++) {
-      const partition = records[i]!.partition;
-      counts[partition] = (counts[partition] ?? 0) + 1;
-    }
-  }
-
-  /** Counts one accepted record of a single produce. */
-  countProducedTo(topic: string, partition: number): void {
-    const counts = this.producedCounts(topic);
-    counts[partition] = (counts[partition] ?? 0) + 1;
-  }
-
-  /** Accepted records of topic by partition (made on first use). */
-  private producedCounts(topic: string): number[] {
-    let counts = this.produced.get(topic);
-    if (counts === undefined) this.produced.set(topic, (counts = []));
-    return counts;
-  }
-
   /** Counts one refused produce request (a single produce, or a whole batch). */
   countRejection(topic: string, reason: 'schema' | 'delayed_child' | 'remote_child'): void {
     let byReason = this.rejections.get(topic);
@@ -259,29 +294,60 @@ export class Metrics {
     byReason.set(reason, (byReason.get(reason) ?? 0) + 1);
   }
 
+  /** The end dates of this node's node-to-node TLS certificates (main.ts read them at start); null without TLS.
+   *  /readyz reads them too (degraded). */
+  clusterTlsDates: ClusterTlsDates | null = null;
+
+  /** Registers svc_raft_tls_cert_not_after_seconds, which a node without node-to-node TLS does not export. */
+  reportClusterTls(dates: ClusterTlsDates): void {
+    if (this.clusterTlsDates !== null) throw new Error('reportClusterTls: reported already');
+    this.clusterTlsDates = dates;
+    const gauge = new Gauge({
+      name: 'svc_raft_tls_cert_not_after_seconds',
+      help: 'Unix time in seconds of notAfter of this node\'s node-to-node TLS certificate (kind leaf) and of its CA ' +
+        '(kind ca, the earliest certificate of the CA file).',
+      labelNames: ['kind'],
+      registers: [this.registry],
+    });
+    gauge.labels('leaf').set(Math.floor(dates.leafNotAfterMs / 1000));
+    gauge.labels('ca').set(Math.floor(dates.caNotAfterMs / 1000));
+  }
+
   latchIngressFailed(): void {
     this.ingressFailed = 1;
   }
 
   forgetTopic(topic: string): void {
-    this.produced.delete(topic);
     this.rejections.delete(topic);
     this.fanoutCommitted.delete(topic);
     for (const byChild of this.fanoutCommitted.values()) byChild.delete(topic);
   }
 }
 
-/** Every worker's partition counters and fan-out copy cursors, named by the topics this node's metadata copy still
- *  holds. */
+interface PartitionReport {
+  partitions: { name: string; view: PartitionCountersView }[];
+  /** Every topic of the metadata copy, by name: the bytes this node holds for it (0 when it holds none). */
+  topicBytes: Map<string, number>;
+  /** Copy cursors of fan-out parents on this node, with the parent's and child's names. */
+  fanout: { parent: string; child: string; view: FanoutCounterView }[];
+}
+
+/** Every worker's partition counters, bytes per topic and fan-out copy cursors, named by the topics this node's
+ *  metadata copy still holds. */
 async function partitionReport(replica: MetadataReplica, workers: PartitionWorkers): Promise<PartitionReport> {
-  const names = new Map([...replica.state.topics.values()].map((t) => [t.id, t.name]));
+  const topics = [...replica.state.topics.values()];
+  const names = new Map(topics.map((t) => [t.id, t.name]));
   const replies = await Promise.all(Array.from({ length: workers.count }, (_, i) => workers.request(i, { kind: 'counters' })));
-  const report: PartitionReport = { partitions: [], fanout: [] };
+  const report: PartitionReport = { partitions: [], topicBytes: new Map(topics.map((t) => [t.name, 0])), fanout: [] };
   for (const reply of replies) {
     if (reply.kind !== 'countersResult') continue;
     for (const view of reply.counters) {
       const name = names.get(view.topicId);
       if (name !== undefined) report.partitions.push({ name, view });
+    }
+    for (const { topicId, bytes } of reply.topicBytes) {
+      const name = names.get(topicId);
+      if (name !== undefined) report.topicBytes.set(name, report.topicBytes.get(name)! + bytes);
     }
     for (const view of reply.fanout ?? []) {
       const parent = names.get(view.parentTopicId);

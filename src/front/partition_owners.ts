@@ -4,7 +4,7 @@
 // Retry-After; by key or round-robin, the next partition whose owner takes it (key order then breaks: decisions.md).
 // Consume, replay, ack and statistics of other owners' partitions are forwarded (src/front/remote_partitions.ts).
 // Front thread; the local list is cached per topic record and partition count, since owners change only with it.
-import { errors, type BrokerError } from '../errors.js';
+import { errors } from '../errors.js';
 import type { TopicRecord } from '../protocol/metadata_types.js';
 import { partitionForKey } from '../protocol/batch_produce_body.js';
 import type { RouteServices } from './services.js';
@@ -56,7 +56,3 @@ function firstProducibleFrom(s: RouteServices, topic: TopicRecord, start: number
   throw errors.noProducibleOwner(topic.name);
 }
 
-/** The 503 for a topic none of whose partitions live here. */
-export function noLocalPartition(topic: TopicRecord): BrokerError {
-  return errors.noLocalPartition(topic.name);
-}

@@ -3,7 +3,7 @@
 // becomes the spec's answer: no connection is 503 with Retry-After (nothing applied), no answer in time is 502 (it
 // may have been applied). Front thread; the consume, ack and topic handlers call it.
 import { errors, refusalError } from '../errors.js';
-import type { DataMessage, DataReply, DataRequest } from '../protocol/data_messages.js';
+import type { DataMessage, DataReply, DataRequest, MemberReportView } from '../protocol/data_messages.js';
 import type { TopicRecord } from '../protocol/metadata_types.js';
 import { TransportError } from '../transport/peer_transport.js';
 import type { PortChannel } from '../transport/port_channel.js';
@@ -17,9 +17,14 @@ export class RemotePartitions {
   constructor(private readonly channel: PortChannel | null) {}
 
   /** Asks the owner of topic's partition, allowing timeoutMs for its answer. */
-  async ask<K extends DataReply['kind']>(topic: TopicRecord, partition: number, body: DataRequest, kind: K,
+  ask<K extends DataReply['kind']>(topic: TopicRecord, partition: number, body: DataRequest, kind: K,
     timeoutMs = forwardAnswerMs): Promise<Extract<DataReply, { kind: K }>> {
-    const owner = topic.owners[partition]!;
+    return this.askOwner(topic, topic.owners[partition]!, partition, body, kind, timeoutMs);
+  }
+
+  /** Asks owner about partitions of topic (partition: the one its errors name). */
+  async askOwner<K extends DataReply['kind']>(topic: TopicRecord, owner: number, partition: number, body: DataRequest, kind: K,
+    timeoutMs = forwardAnswerMs): Promise<Extract<DataReply, { kind: K }>> {
     if (this.channel === null) throw errors.ownerUnreachable(topic.name, partition, owner);
     let reply: DataReply;
     try {
@@ -38,6 +43,22 @@ export class RemotePartitions {
     const reply = this.ask(topic, partition, { kind: 'take', topicId: topic.id, partitions: [partition], max, parkRef }, 'taken', waitMs + forwardAnswerMs);
     const unpark = (): void => this.tell(topic.owners[partition]!, { kind: 'unpark', parkRef });
     return { reply, unpark };
+  }
+
+  /** A watch on owner's partitions of topic: answers empty once one has a deliverable message, or after unpark. */
+  watch(topic: TopicRecord, owner: number, partitions: number[], waitMs: number): { reply: Promise<unknown>; unpark: () => void } {
+    const parkRef = this.nextParkRef++;
+    const body: DataRequest = { kind: 'take', topicId: topic.id, partitions, max: 0, parkRef };
+    const reply = this.askOwner(topic, owner, partitions[0]!, body, 'taken', waitMs + forwardAnswerMs);
+    return { reply, unpark: () => this.tell(owner, { kind: 'unpark', parkRef }) };
+  }
+
+  /** Member id's own report (GET /v1/cluster/members?detail=true); throws when it is not read within timeoutMs. */
+  async memberReport(id: number, timeoutMs: number): Promise<MemberReportView> {
+    if (this.channel === null) throw new Error('this node has no data channel');
+    const reply = (await this.channel.request(id, { kind: 'memberReport' } satisfies DataRequest, timeoutMs)) as DataReply;
+    if (reply.kind !== 'memberReportResult') throw new Error(`member answered ${reply.kind} to memberReport`);
+    return reply.report;
   }
 
   tell(owner: number, message: DataMessage): void {

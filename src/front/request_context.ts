@@ -43,6 +43,8 @@ export class RequestContext {
   private deferredAnswers: DeferredAnswers | null = null;
   private res: HttpResponse | null = null;
   private pattern = '';
+  /** performance.now() when the server took the request: svc_http_request_duration_seconds. */
+  readonly startedAt = performance.now();
 
   constructor(
     readonly method: string,

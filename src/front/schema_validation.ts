@@ -8,6 +8,7 @@ import { Piscina } from 'piscina';
 import type { ValidateFunction } from 'ajv';
 import { errors, type BrokerError } from '../errors.js';
 import type { SchemaValidateResult, SchemaValidateTask } from '../pool/schema_validate_task.js';
+import type { PayloadCheck } from '../protocol/batch_produce_body.js';
 import {
   frontPayloadBytesMax, joinPayloads, LruCache, payloadRefusal, schemaCostOf, type PayloadRefusal, type SchemaCost,
 } from '../schema/validators.js';
@@ -30,6 +31,8 @@ interface Guard {
   validate: ValidateFunction | null;
   /** The byte-level fast path of a flat closed object schema (validator_flat.ts), for batches. */
   plan: FlatPlan | null;
+  /** The plan as a batch body's scan runs it on payloads up to frontPayloadBytesMax (batch_produce_body.ts). */
+  check: PayloadCheck | null;
 }
 
 
@@ -65,9 +68,18 @@ export class SchemaValidation {
     const known = this.guards.get(topicId);
     if (known !== undefined && known.version === version) return known;
     const cost = schemaCostOf(document);
-    const guard: Guard = { version, document, cost, validate: null, plan: cost.costly ? null : flatPlanOf(JSON.parse(document)) };
+    const plan = cost.costly ? null : flatPlanOf(JSON.parse(document));
+    const check = plan === null ? null : { plan, bytesMax: frontPayloadBytesMax };
+    const guard: Guard = { version, document, cost, validate: null, plan, check };
     this.guards.set(topicId, guard);
     return guard;
+  }
+
+  /** The check a batch body's scan runs on its payloads under the topic's current schema, or null (none, or not flat).
+   *  Cheap schemas and payloads up to 16 KiB may be checked on this thread (spec §8); the plan walks a payload in place
+   *  of the scan's own walk, so accepting a batch costs about what parsing it does. */
+  payloadCheckOf(topicId: string, schema: { version: number; document: string | null }): PayloadCheck | null {
+    return schema.document === null ? null : this.guardOf(topicId, schema.version, schema.document).check;
   }
 
   /** The refusal of payload checked right here, null when it passes, undefined when the pool must check it. */

@@ -19,6 +19,8 @@ import { errorReply, writeReply, type Reply } from './respond.js';
 import { RouteTable } from './route_table.js';
 import { apiRoutes, metricsRoutes, type HandlerResult, type RouteEntry } from './routes.js';
 import type { FrontServices, RouteServices } from './services.js';
+import { localMemberReport } from './member_report.js';
+import type { MemberReportView } from '../protocol/data_messages.js';
 
 type uWSModule = typeof import('uWebSockets.js');
 /** LIBUS_LISTEN_EXCLUSIVE_PORT of uWS's ListenOptions: bind without SO_REUSEPORT. The native module takes
@@ -72,6 +74,11 @@ export class FrontServer {
     this.routeServices = {
       ...services, lifecycle, separateMetrics, produce: new ProduceState(services), consume: new ConsumeState(services),
     };
+  }
+
+  /** This node's own member report (spec §2 Cluster member, detail=true), for other nodes' asks. */
+  memberReport(): MemberReportView {
+    return localMemberReport(this.routeServices);
   }
 
   /** Listens on the API address (and the metrics address when set); resolves to the API port. */
@@ -254,6 +261,7 @@ export class FrontServer {
     this.inFlight--;
     ctx.finish();
     this.services.metrics.countRequest(pattern, ctx.method, ctx.aborted ? 499 : reply.status);
+    this.services.metrics.observeDuration(pattern, ctx.startedAt);
     if (ctx.aborted) return;
     const body = ctx.bodyReader;
     if (body !== undefined && body.receiving && body.oversize) {

@@ -3,6 +3,7 @@
 // hands to the metadata thread. Front thread; main.ts starts and stops it.
 import { MessageChannel, Worker, type MessagePort } from 'node:worker_threads';
 import { formatHostPort, parseListenAddress } from '../config.js';
+import type { MemberReportView } from '../protocol/data_messages.js';
 import type { ClusterThreadConfig, FromNodeLink, NodeLinkThreadData, ToNodeLink } from '../protocol/thread_messages.js';
 import { PortChannel } from '../transport/port_channel.js';
 
@@ -29,13 +30,14 @@ export function isMultiNode(cluster: ClusterThreadConfig): boolean {
 
 /** Starts the thread and waits for its listener; fills cluster.advertiseInternal's port when it was 0 (an explicit
  *  --advertise, for NAT or port mapping, stands as given). */
-export async function startNodeLink(cluster: ClusterThreadConfig, logLevel: string, workerCount: number): Promise<NodeLink> {
+export async function startNodeLink(cluster: ClusterThreadConfig, logLevel: string, workerCount: number,
+  tls: NodeLinkThreadData['tls'] = null): Promise<NodeLink> {
   const { port1, port2 } = new MessageChannel();
   const workerLinks = Array.from({ length: workerCount }, () => new MessageChannel());
   const workerPorts = workerLinks.map((channel) => channel.port1);
   const data = new MessageChannel();
   const workerData: NodeLinkThreadData = {
-    nodeId: cluster.nodeId, listen: cluster.listen, secret: cluster.secret, logLevel, metadataPort: port1, workerPorts, dataPort: data.port1,
+    nodeId: cluster.nodeId, listen: cluster.listen, secret: cluster.secret, tls, logLevel, metadataPort: port1, workerPorts, dataPort: data.port1,
   };
   const thread = new Worker(new URL('./node_link_thread.js', import.meta.url), { workerData, transferList: [port1, data.port1, ...workerPorts] });
   const started = await new Promise<FromNodeLink>((resolve, reject) => {
@@ -47,6 +49,15 @@ export async function startNodeLink(cluster: ClusterThreadConfig, logLevel: stri
   const advertised = parseListenAddress(cluster.advertiseInternal);
   if (advertised !== null && advertised.port === 0) cluster.advertiseInternal = formatHostPort(advertised.host, started.port);
   return { thread, metadataPort: port2, workerLinkPorts: workerLinks.map((channel) => channel.port2), dataChannel: new PortChannel('data', data.port2, noIncoming) };
+}
+
+/** Answers other nodes' asks for this node's member report with source's (the front's) report of the moment. Before
+ *  this is called the asks go unanswered, and the asking node reports this member with status_error. */
+export function answerMemberReports(link: NodeLink, source: () => MemberReportView): void {
+  link.thread.on('message', (message: FromNodeLink) => {
+    if (message.kind !== 'memberReportAsk') return;
+    link.thread.postMessage({ kind: 'memberReport', id: message.id, report: source() } satisfies ToNodeLink);
+  });
 }
 
 export function closeNodeLink(link: NodeLink): Promise<void> {

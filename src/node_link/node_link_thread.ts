@@ -11,6 +11,7 @@ import { bridgeChannel } from '../transport/port_channel.js';
 import { PeerTransport } from '../transport/peer_transport.js';
 import { createLogger } from '../util/log.js';
 import { DataServer } from './data_server.js';
+import { FrontAsks } from './front_asks.js';
 import { WorkerLinks } from './worker_links.js';
 
 async function start(): Promise<void> {
@@ -21,7 +22,7 @@ async function start(): Promise<void> {
   const post = (message: FromNodeLink): void => front.postMessage(message);
   let transport: PeerTransport;
   try {
-    transport = await PeerTransport.listen({ nodeId: data.nodeId, clusterSecret: data.secret, listen: data.listen, log: logger });
+    transport = await PeerTransport.listen({ nodeId: data.nodeId, clusterSecret: data.secret, listen: data.listen, log: logger, tls: data.tls });
   } catch (error) {
     post({ kind: 'listenFailed', message: error instanceof Error ? error.message : String(error) });
     front.close();
@@ -31,15 +32,19 @@ async function start(): Promise<void> {
   bridgeChannel(transport, 'metadata', data.metadataPort);
   // The data channel is served here, by the owning workers; the front only asks through its port.
   const workers = new WorkerLinks(data.workerPorts);
-  const server = new DataServer(workers);
+  const frontAsks = new FrontAsks(post);
+  const server = new DataServer(workers, frontAsks);
   bridgeChannel(transport, 'data', data.dataPort, {
     onMessage: (from, message) => server.onMessage(from, message as DataMessage),
     onRequest: (from, body) => server.onRequest(from, body as DataRequest),
   });
-  logger.info({ port: transport.port }, 'node-link: node-to-node listener open');
+  logger.info({ port: transport.port, tls: data.tls !== null }, 'node-link: node-to-node listener open');
+  // Said once, at start: Raft and forwarded messages cross this port readable by anyone on the path.
+  if (data.tls === null) logger.warn({ port: transport.port }, 'node-link: the node-to-node port is unencrypted (HMAC-authenticated only); give cluster.tls_cert_file, tls_key_file and tls_ca_file to encrypt it');
   post({ kind: 'listening', port: transport.port });
   front.on('message', (message: ToNodeLink) => {
-    if (message.kind !== 'shutdown') return;
+    if (message.kind === 'memberReport') return frontAsks.onAnswer(message);
+    frontAsks.close();
     workers.close();
     transport.close().then(
       () => post({ kind: 'closed' }),

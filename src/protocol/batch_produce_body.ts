@@ -9,15 +9,25 @@ import { findPayloadSpans, type Span } from './json_spans.js';
 import { lastStringEscaped, scanNumber, scanString, scanValue, skipJsonSpace } from './json_scan.js';
 import { classifyPayload, decodeBase64, utf8Text } from './payload.js';
 import { fnv1a32 } from './ownership.js';
+import { flatPlanEnd, type FlatPlan } from '../schema/validator_flat.js';
 
 export interface BatchLimits {
   messagesMax: number;
   payloadBytesMax: number;
 }
 
+/** unchecked: with a PayloadCheck, the indexes of the records whose payloads it did not accept (in order); absent when
+ *  no payload was checked (no check asked, or the body took the JSON.parse path). */
 export type BatchParse =
-  | { ok: true; records: IngressRecord[] }
+  | { ok: true; records: IngressRecord[]; unchecked?: number[] }
   | { ok: false; refusal: BatchRefusal };
+
+/** A topic schema's flat plan (validator_flat.ts) run on each JSON payload of up to bytesMax bytes as the body's scan
+ *  reaches it, in place of walking it: a payload it accepts needs no other check (spec §4 Produce with a schema). */
+export interface PayloadCheck {
+  plan: FlatPlan;
+  bytesMax: number;
+}
 
 /** Records whose partition is still to be chosen by the node (no pin, no key) carry this partition. */
 export const partitionUnassigned = -1;
@@ -26,17 +36,20 @@ const messageFields = new Set(['payload', 'payload_encoding', 'key', 'key_encodi
 const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 const textEncoder = new TextEncoder();
 
-export function parseBatchBody(body: Uint8Array, partitions: number, limits: BatchLimits): BatchParse {
-  const scanned = scanBatchBody(body, limits.messagesMax);
+export function parseBatchBody(body: Uint8Array, partitions: number, limits: BatchLimits, check: PayloadCheck | null = null): BatchParse {
+  const scanned = scanBatchBody(body, limits.messagesMax, check);
   if (scanned === null) return parseBatchBodyParsed(body, partitions, limits);
   const records: IngressRecord[] = new Array(scanned.length);
+  const unchecked: number[] = [];
   for (let i = 0; i < scanned.length; i++) {
     const message = scanned[i]!;
     const record = parseMessage(message.fields, body, message.payloadSpan, partitions, limits);
     if (typeof record === 'string') return messageFailure(i, record);
     records[i] = record;
+    // A base64 payload is stored decoded: the plan saw only its encoding.
+    if (!message.planAccepted || message.fields.payload_encoding !== undefined) unchecked.push(i);
   }
-  return { ok: true, records };
+  return check === null ? { ok: true, records } : { ok: true, records, unchecked };
 }
 
 /** The general path: JSON.parse, then the payloads' exact bytes found again in the body (json_spans.ts). Exported for
@@ -152,6 +165,8 @@ function messageFailure(index: number, rule: string): BatchParse {
 interface ScannedMessage {
   fields: Record<string, unknown>;
   payloadSpan: Span | null;
+  /** The scan's PayloadCheck accepted the payload. */
+  planAccepted: boolean;
 }
 
 /**
@@ -161,7 +176,7 @@ interface ScannedMessage {
  * key, an empty or over-long array, a duplicate or unknown field, a value of another type, nesting too deep) answers
  * null and the body takes the JSON.parse path, which words the error.
  */
-export function scanBatchBody(body: Uint8Array, messagesMax: number): ScannedMessage[] | null {
+export function scanBatchBody(body: Uint8Array, messagesMax: number, check: PayloadCheck | null = null): ScannedMessage[] | null {
   if (!isUtf8(body)) return null;
   try {
     let at = skipJsonSpace(body, 0);
@@ -177,8 +192,8 @@ export function scanBatchBody(body: Uint8Array, messagesMax: number): ScannedMes
     const messages: ScannedMessage[] = [];
     for (;;) {
       if (messages.length === messagesMax) return null;
-      const message: ScannedMessage = { fields: {}, payloadSpan: null };
-      at = scanMessage(body, at, message);
+      const message: ScannedMessage = { fields: {}, payloadSpan: null, planAccepted: false };
+      at = scanMessage(body, at, message, check);
       if (at < 0) return null;
       messages.push(message);
       at = skipJsonSpace(body, at);
@@ -196,7 +211,7 @@ export function scanBatchBody(body: Uint8Array, messagesMax: number): ScannedMes
 }
 
 /** One message object from at (its '{'); the index past its '}', or -1 for anything scanBatchBody leaves alone. */
-function scanMessage(body: Uint8Array, at: number, message: ScannedMessage): number {
+function scanMessage(body: Uint8Array, at: number, message: ScannedMessage, check: PayloadCheck | null): number {
   if (body[at] !== 0x7b) return -1;
   at = skipJsonSpace(body, at + 1);
   if (body[at] === 0x7d) return at + 1;
@@ -212,7 +227,9 @@ function scanMessage(body: Uint8Array, at: number, message: ScannedMessage): num
     if (body[at] !== 0x3a) return -1;
     const valueStart = skipJsonSpace(body, at + 1);
     if (field === 'payload') {
-      at = scanValue(body, valueStart);
+      at = checkedPayloadEnd(body, valueStart, check);
+      message.planAccepted = at >= 0;
+      if (at < 0) at = scanValue(body, valueStart);
       if (at < 0) return -1;
       message.payloadSpan = { start: valueStart, end: at };
       payloadString = body[valueStart] === 0x22 ? { escaped: lastStringEscaped } : null;
@@ -238,6 +255,12 @@ function scanMessage(body: Uint8Array, at: number, message: ScannedMessage): num
     fields.payload = payloadString !== null ? stringValue(body, start, end, payloadString.escaped) : null;
   }
   return at + 1;
+}
+
+/** The index past the payload at `at` when check's plan accepts it, else -1. */
+function checkedPayloadEnd(body: Uint8Array, at: number, check: PayloadCheck | null): number {
+  if (check === null || body[at] !== 0x7b) return -1;
+  return flatPlanEnd(check.plan, body, at, Math.min(body.length, at + check.bytesMax));
 }
 
 /** The text of the string token [start, end) (quotes included). */

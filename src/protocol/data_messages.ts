@@ -10,8 +10,9 @@ export type DataRequest =
   | { kind: 'read'; topicId: string; partition: number; offset: number }
   /** Statistics of partitions this node owns. Answered by 'statsResult' (all of them) or 'failed'. */
   | { kind: 'stats'; topicId: string; partitions: number[] }
-  /** A lease of up to max messages from these partitions, in order. With parkRef the take waits on its worker (a
-   *  long poll) until it leases something or the asking node sends 'unpark' with the same parkRef. */
+  /** A lease of up to max messages from these partitions, in order (over the owner's workers). With parkRef the take
+   *  waits (a long poll) until it leases something or the asking node sends 'unpark' with the same parkRef; with
+   *  max 0 as well, it is a watch on every partition named: it answers empty once one has a deliverable message. */
   | { kind: 'take'; topicId: string; partitions: number[]; max: number; parkRef?: number }
   /** Ack, extend or nack of receipt handles (joined by ','), answered by 'settledResult' with one status per
    *  handle, in order. */
@@ -19,7 +20,10 @@ export type DataRequest =
   /** Synced groups of the asker's ingress log (frames as written there, in seq order) with records for partitions this
    *  node owns: each stored once per (asker, seq, index), answered 'handedOff' once synced. metaIndex: the asker's
    *  applied metadata index (the owner's workers hold the records until they have applied as far). */
-  | { kind: 'handoff'; metaIndex: number; frames: Uint8Array };
+  | { kind: 'handoff'; metaIndex: number; frames: Uint8Array }
+  /** The node's own report for GET /v1/cluster/members?detail=true, read from its front. Answered by
+   *  'memberReportResult'. */
+  | { kind: 'memberReport' };
 
 /** One-way messages of the data channel. */
 export type DataMessage =
@@ -35,4 +39,47 @@ export type DataReply =
   | { kind: 'taken'; count: number; messagesJson: string; handles: string }
   | { kind: 'settledResult'; statuses: number[] }
   | { kind: 'handedOff' }
-  | { kind: 'failed'; refusal: WorkerRefusal };
+  | { kind: 'failed'; refusal: WorkerRefusal }
+  | { kind: 'memberReportResult'; report: MemberReportView };
+
+/** A set-aside partition copy (spec §2 Cluster member): files a node keeps aside instead of deleting them. */
+export interface SetAsideCopyView {
+  kind: 'partition' | 'topic_incarnation' | 'staging';
+  topic: string;
+  /** -1 for a whole topic directory. */
+  partition: number;
+  directory: string;
+  sizeBytes: number;
+  /** Unix milliseconds of the last modification. */
+  modifiedAtMs: number;
+}
+
+/** A partition move this node runs as its destination (spec §2 Cluster member). */
+export interface DestinationMoveView {
+  topic: string;
+  partition: number;
+  source: number;
+  destination: number;
+  startedAtMs: number;
+  workerState: string;
+  attempts: number;
+  lastError: string;
+  bytesFetched: number;
+  /** copy_unverifiable or source_dead_copy_behind; '' when not stuck. */
+  stuckReason: string;
+}
+
+/** A member's own report (spec §2 Cluster member, detail=true), made by its front thread. */
+export interface MemberReportView {
+  /** The node is draining: it takes no new client produces (graceful shutdown today). */
+  draining: boolean;
+  /** Client produce requests admitted and not yet answered. */
+  produceRequestsInFlight: number;
+  /** Records in its ingress log not yet handed to their owners (confirmed by them). */
+  ingressRecordsNotHandedOff: number;
+  setAsideCount: number;
+  setAsideBytes: number;
+  /** The first 100 set-aside copies. */
+  setAside: SetAsideCopyView[];
+  movesAsDestination: DestinationMoveView[];
+}

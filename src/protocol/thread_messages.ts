@@ -6,6 +6,7 @@ import type { ForgetReply } from './peer_messages.js';
 import type { MetadataRefusal, WorkerRefusal } from '../errors.js';
 import type { MessagePort } from 'node:worker_threads';
 import type { PayloadKind } from './ingress_frame.js';
+import type { MemberReportView } from './data_messages.js';
 
 // ---------------------------------------------------------------------------------------------
 // Front thread <-> metadata thread (the metadata thread's parentPort)
@@ -138,6 +139,14 @@ export interface PartitionCountersView {
   lag: number;
   /** Messages handed out under a lease since the worker started (svc_messages_consumed_total). */
   consumed: number;
+  /** Records stored (or staged) in the partition since the worker opened it (svc_messages_produced_total). */
+  produced: number;
+}
+
+/** Bytes a worker holds on disk for one topic (its partitions' segments): svc_topic_bytes. */
+export interface TopicBytesView {
+  topicId: string;
+  bytes: number;
 }
 
 export type ToWorker =
@@ -158,7 +167,8 @@ export type ToWorker =
   /** Front -> worker: lease up to max messages, trying the partitions in the order given (each must be owned by
    *  this worker). Answered by 'taken' (maybe empty). A lost answer leaves leases that simply expire. With park
    *  (a long poll), a take that finds nothing waits on the worker (workers/parked_takes.ts) and is answered once
-   *  it leases something, or empty on 'unpark' or when its topic is deleted; never twice. */
+   *  it leases something, or empty on 'unpark' or when its topic is deleted; never twice. max 0 is a watch: it
+   *  leases nothing and answers empty once a partition has a deliverable message (parked until then). */
   | { kind: 'take'; reqId: number; topicId: string; partitions: number[]; max: number; park?: boolean }
   /** Front -> worker: the parked take takeReqId is no longer wanted (its wait ended, its client went away, the node
    *  shuts down). Answered through that take: an empty 'taken' if it was still parked, nothing if it was answered. */
@@ -172,7 +182,7 @@ export type ToWorker =
    *  handles: as for 'settle'. */
   | { kind: 'release'; topicId: string; handles: string }
   /** Front -> worker: consumer lag, and messages handed out under a lease since start, of every partition this
-   *  worker has a read path for (metrics scrape). Answered by 'countersResult'. */
+   *  worker has a read path for, and the bytes it holds per topic (metrics scrape). Answered by 'countersResult'. */
   | { kind: 'counters'; reqId: number }
   /** Front -> worker: the answer to 'fanoutCopy' (issue 30). upToOffset: the copies up to it are synced to the ingress
    *  log (the copy cursor moves there); null: nothing was appended (link gone on the front's replica, ingress failed,
@@ -199,7 +209,7 @@ export type FromWorker =
   | { kind: 'settledResult'; reqId: number; statuses: Uint16Array }
   /** lag = high watermark - frontier (spec §4 metrics svc_consumer_lag_messages); fanout: the copy cursors of the
    *  fan-out parents' partitions this worker owns. */
-  | { kind: 'countersResult'; reqId: number; counters: PartitionCountersView[]; fanout?: FanoutCounterView[] }
+  | { kind: 'countersResult'; reqId: number; counters: PartitionCountersView[]; topicBytes: TopicBytesView[]; fanout?: FanoutCounterView[] }
   /** Worker -> front, unasked (issue 30): committed parent records for a child, from fromOffset on, to append to the
    *  ingress log as one entry of the child topic. records: msgpack of [key, payload, payloadKind][] (one transferred
    *  buffer: read records are views of shared buffers, which a port would clone whole). At most one per (parent
@@ -259,6 +269,8 @@ export interface NodeLinkThreadData {
   nodeId: number;
   listen: PeerAddressData;
   secret: Uint8Array;
+  /** PEM bytes for mutual TLS on the node-to-node port (src/transport/cluster_tls.ts); null: plain TCP. */
+  tls: { cert: Uint8Array; key: Uint8Array; ca: Uint8Array } | null;
   logLevel: string;
   /** The metadata thread's side is a PortChannel on the other end. */
   metadataPort: MessagePort;
@@ -269,7 +281,10 @@ export interface NodeLinkThreadData {
 }
 
 /** The front -> the node-link thread. */
-export type ToNodeLink = { kind: 'shutdown' };
+export type ToNodeLink =
+  | { kind: 'shutdown' }
+  /** The front's answer to 'memberReportAsk' of the same id. */
+  | { kind: 'memberReport'; id: number; report: MemberReportView };
 
 /** The node-link thread -> the front. */
 export type FromNodeLink =
@@ -278,7 +293,9 @@ export type FromNodeLink =
   /** The listener could not bind: the node exits naming the address (issue 27 point 2). */
   | { kind: 'listenFailed'; message: string }
   /** Every connection is closed after 'shutdown'. */
-  | { kind: 'closed' };
+  | { kind: 'closed' }
+  /** Another node asked for this node's own member report (data channel 'memberReport'): the front answers it. */
+  | { kind: 'memberReportAsk'; id: number };
 
 export interface PeerAddressData {
   host: string;

@@ -3,7 +3,7 @@
 // straight from a payload's bytes, without JSON.parse or building the object, and "not sure" for anything else, which
 // then takes the full check (validators.ts). It never answers valid where ajv would refuse: the tests compare it with
 // ajv on drawn payloads. Pure; the batch checks on the front thread and in the schema pool use it.
-import { scanNumber, skipJsonSpace } from '../protocol/json_scan.js';
+import { lastStringEscaped, scanNumber, scanString, skipJsonSpace } from '../protocol/json_scan.js';
 
 type Kind = 'integer' | 'number' | 'string' | 'boolean' | 'null';
 
@@ -60,42 +60,54 @@ export function flatPlanOf(schema: unknown): FlatPlan | null {
 /** True only when the payload (bytes [start, end), known to be one JSON text in valid UTF-8 and followed, if at all, by
  *  a byte that is not JSON space) certainly passes the plan. */
 export function flatPlanAccepts(plan: FlatPlan, bytes: Uint8Array, start = 0, end = bytes.length): boolean {
+  const objectEnd = flatPlanEnd(plan, bytes, start, end);
+  return objectEnd >= 0 && skipJsonSpace(bytes, objectEnd) === end;
+}
+
+/** The index past the object at start (after JSON space) when it certainly passes the plan and ends by `end`, else -1.
+ *  The bytes from start must be valid UTF-8; what follows the object is not read, so a batch body's scan can check a
+ *  payload in place of walking it (batch_produce_body.ts): an answer >= 0 also means the object is valid JSON. */
+export function flatPlanEnd(plan: FlatPlan, bytes: Uint8Array, start: number, end: number): number {
   let at = skipJsonSpace(bytes, start);
-  if (bytes[at] !== 0x7b) return false;
+  if (bytes[at] !== 0x7b) return -1;
   at = skipJsonSpace(bytes, at + 1);
   let seen = 0;
   let required = 0;
+  let field = -1;
   if (bytes[at] !== 0x7d) {
     for (;;) {
-      const field = fieldAt(plan, bytes, at);
-      if (field < 0 || (seen & (1 << field)) !== 0) return false;
+      field = fieldAt(plan, bytes, at, field + 1);
+      if (field < 0 || (seen & (1 << field)) !== 0) return -1;
       seen |= 1 << field;
       const rule = plan.fields[field]!;
       if (rule.required) required++;
       at = skipJsonSpace(bytes, at + rule.key.length + 2);
-      if (bytes[at] !== 0x3a) return false;
+      if (bytes[at] !== 0x3a) return -1;
       at = valueEnd(rule, bytes, skipJsonSpace(bytes, at + 1), end);
-      if (at < 0) return false;
+      if (at < 0) return -1;
       at = skipJsonSpace(bytes, at);
       if (bytes[at] === 0x7d) break;
-      if (bytes[at] !== 0x2c) return false;
+      if (bytes[at] !== 0x2c) return -1;
       at = skipJsonSpace(bytes, at + 1);
     }
   }
-  return skipJsonSpace(bytes, at + 1) === end && required === plan.requiredCount;
+  return at < end && required === plan.requiredCount ? at + 1 : -1;
 }
 
-/** The field whose key token (quotes included, no escape) starts at `at`, or -1. */
-function fieldAt(plan: FlatPlan, bytes: Uint8Array, at: number): number {
+/** The field whose key token (quotes included, no escape) starts at `at`, or -1. Field `likely` is tried first:
+ *  payloads mostly list their properties in the schema's order. */
+function fieldAt(plan: FlatPlan, bytes: Uint8Array, at: number, likely: number): number {
   if (bytes[at] !== 0x22) return -1;
-  for (let f = 0; f < plan.fields.length; f++) {
-    const key = plan.fields[f]!.key;
-    if (bytes[at + key.length + 1] !== 0x22) continue;
-    let same = true;
-    for (let i = 0; i < key.length && same; i++) same = bytes[at + 1 + i] === key[i];
-    if (same) return f;
-  }
+  const fields = plan.fields;
+  if (likely < fields.length && keyAt(fields[likely]!.key, bytes, at)) return likely;
+  for (let f = 0; f < fields.length; f++) if (f !== likely && keyAt(fields[f]!.key, bytes, at)) return f;
   return -1;
+}
+
+function keyAt(key: Uint8Array, bytes: Uint8Array, at: number): boolean {
+  if (bytes[at + key.length + 1] !== 0x22) return false;
+  for (let i = 0; i < key.length; i++) if (bytes[at + 1 + i] !== key[i]) return false;
+  return true;
 }
 
 /** The index past a value at `at` that certainly passes rule, or -1. */
@@ -120,32 +132,36 @@ function literalEnd(bytes: Uint8Array, at: number, literal: string): number {
 /** A string without escapes within the length bounds, counted in code points as ajv counts them. */
 function stringEnd(rule: FieldRule, bytes: Uint8Array, at: number, end: number): number {
   if (bytes[at] !== 0x22) return -1;
+  // scanString refuses raw control characters and bad escapes; the bytes are UTF-8 (the caller's promise).
+  const after = scanString(bytes, at);
+  if (after < 0 || after > end || lastStringEscaped) return -1;
+  const length = after - at - 2;
+  // A UTF-8 string has from a quarter of its bytes to all of them in code points: count only when a bound lies between.
+  if (length <= rule.maxLength && rule.minLength * 4 <= length) return after;
   let codePoints = 0;
-  for (let i = at + 1; i < end; i++) {
-    const b = bytes[i]!;
-    if (b === 0x22) return codePoints >= rule.minLength && codePoints <= rule.maxLength ? i + 1 : -1;
-    if (b === 0x5c || b < 0x20) return -1;
-    if ((b & 0xc0) !== 0x80) codePoints++;
-  }
-  return -1;
+  for (let i = at + 1; i < after - 1; i++) if ((bytes[i]! & 0xc0) !== 0x80) codePoints++;
+  return codePoints >= rule.minLength && codePoints <= rule.maxLength ? after : -1;
 }
 
 /** A finite number of the rule's kind within its bounds; integers only as plain digits (at most 15). */
 function numberEnd(rule: FieldRule, bytes: Uint8Array, at: number): number {
+  // The common case in one pass: up to 15 plain digits, no leading zero, no fraction or exponent after them.
+  const negative = bytes[at] === 0x2d;
+  const first = negative ? at + 1 : at;
+  let i = first;
+  let digits = 0;
+  for (let b = bytes[i]; b !== undefined && b >= 0x30 && b <= 0x39 && i - first < 15; b = bytes[++i]) digits = digits * 10 + (b - 0x30);
+  const next = bytes[i];
+  const plain = i > first && (bytes[first] !== 0x30 || i === first + 1) && next !== 0x2e && next !== 0x65 && next !== 0x45
+    && !(next !== undefined && next >= 0x30 && next <= 0x39);
+  // Up to 15 digits the sum is exact, as JSON.parse's value is; -0 stays -0 as it does there.
+  if (plain) return withinBounds(rule, negative ? -digits : digits) ? i : -1;
+  if (rule.kind === 'integer') return -1;
   const end = scanNumber(bytes, at);
   if (end < 0) return -1;
-  const negative = bytes[at] === 0x2d;
-  let digits = 0;
-  let plain = end - at <= 15;
-  for (let i = negative ? at + 1 : at; i < end && plain; i++) {
-    const b = bytes[i]!;
-    if (b < 0x30 || b > 0x39) plain = false;
-    else digits = digits * 10 + (b - 0x30);
-  }
-  if (rule.kind === 'integer' && !plain) return -1;
-  // Up to 15 digits the sum is exact, as JSON.parse's value is; -0 stays -0 as it does there.
-  const value = plain ? (negative ? -digits : digits) : Number(String.fromCharCode(...bytes.subarray(at, end)));
-  if (!Number.isFinite(value)) return -1;
-  if (value < rule.minimum || value > rule.maximum || value <= rule.exclusiveMinimum || value >= rule.exclusiveMaximum) return -1;
-  return end;
+  return withinBounds(rule, Number(String.fromCharCode(...bytes.subarray(at, end)))) ? end : -1;
+}
+
+function withinBounds(rule: FieldRule, value: number): boolean {
+  return Number.isFinite(value) && value >= rule.minimum && value <= rule.maximum && value > rule.exclusiveMinimum && value < rule.exclusiveMaximum;
 }

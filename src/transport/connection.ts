@@ -1,9 +1,11 @@
-// One TCP connection between two nodes: the socket, its frame decoder and the handshake state machine of either
-// side (see handshake.ts). After the handshake it only moves frames; which connection serves a peer, queues,
-// requests and reconnects are PeerTransport's. Runs on the thread that owns its PeerTransport; lives from the
-// dial or accept until the socket closes, and reports that close exactly once.
+// One TCP connection between two nodes, plain or inside mutual TLS (cluster_tls.ts): the socket, its frame decoder
+// and the handshake state machine of either side (see handshake.ts). After the handshake it only moves frames; which
+// connection serves a peer, queues, requests and reconnects are PeerTransport's. Runs on the thread that owns its
+// PeerTransport; lives from the dial or accept until the socket closes, and reports that close exactly once.
 import { connect, type Socket } from 'node:net';
 import type { KeyObject } from 'node:crypto';
+import { connect as tlsConnect, type SecureContext } from 'node:tls';
+import { clusterTlsDialOptions } from './cluster_tls.js';
 import { encodeFrame, FrameDecoder, FrameTooLargeError } from './frame_codec.js';
 import {
   freshNonce,
@@ -39,6 +41,8 @@ export interface ConnectionContext {
   frameBytesMax: number;
   handshakeTimeoutMs: number;
   log: TransportLog;
+  /** Dials run mutual TLS with this context (cluster_tls.ts); null: plain TCP, the HMAC handshake alone. */
+  tls: SecureContext | null;
 }
 
 /**
@@ -110,10 +114,13 @@ export class Connection {
     context: ConnectionContext,
     hooks: ConnectionHooks,
   ): Connection {
-    const socket = connect({ host: address.host, port: address.port, noDelay: true });
+    const socket = context.tls === null
+      ? connect({ host: address.host, port: address.port, noDelay: true })
+      : tlsConnect(clusterTlsDialOptions(context.tls, address.host, address.port));
     const remote = `${address.host}:${address.port}`;
     const conn = new Connection(socket, 'dialer', oneshot, expectedPeerId, remote, context, hooks);
-    socket.once('connect', () => conn.onConnect());
+    // Over TLS the hello waits for the peer's certificate to be verified; the HMAC handshake then runs inside.
+    socket.once(context.tls === null ? 'connect' : 'secureConnect', () => conn.onConnect());
     return conn;
   }
 

@@ -1,10 +1,13 @@
 // The node-to-node transport: one listener on cluster.internal_port and one HMAC-authenticated TCP connection per
-// peer pair (handshake.ts), shared by every channel (channel.ts); each data frame names its channel. Owns the
-// listener, the peer table, the per-peer queues, requests and reconnect timers; nothing is module-global. Runs on the
-// thread that created it (the metadata thread today); another thread uses a channel through port_channel.ts.
+// peer pair (handshake.ts), inside mutual TLS when given certificates (cluster_tls.ts), shared by every channel
+// (channel.ts); each data frame names its channel. Owns the listener, the peer table, the per-peer queues, requests
+// and reconnect timers; nothing is module-global. Runs on the thread that created it (the node-link thread today);
+// another thread uses a channel through port_channel.ts.
 // Lifecycle: PeerTransport.listen(), openChannel() per channel, then close() or the last channel's close().
 import { createServer, type Server, type Socket } from 'node:net';
 import type { KeyObject } from 'node:crypto';
+import { createServer as createTlsServer } from 'node:tls';
+import { clusterTlsClientContext, clusterTlsServerOptions, type ClusterTlsMaterial } from './cluster_tls.js';
 import { checkClusterSecret } from './cluster_secret.js';
 import {
   Connection,
@@ -50,6 +53,9 @@ export interface PeerTransportOptions {
   handshakeTimeoutMs?: number;
   /** The jitter source of the reconnect delay, in [0, 1); injectable for deterministic tests. */
   random?: () => number;
+  /** Mutual TLS on every connection, both ways, with certificates of this CA; the HMAC handshake still runs inside
+   *  it (it binds the node id and the cluster secret). Absent or null: plain TCP, the HMAC handshake alone. */
+  tls?: ClusterTlsMaterial | null;
 }
 
 /** The defaults of PeerTransportOptions, with their reasons. */
@@ -226,6 +232,8 @@ export class PeerTransport {
   private readonly channels = new Map<number, ChannelHandlers>();
   /** Frames dropped for naming a channel not open here; sets the log rate. */
   private unknownChannelFrames = 0;
+  /** Incoming TLS handshakes that failed (no or a foreign certificate, not TLS at all); sets the log rate. */
+  private tlsRefusals = 0;
   private nextRequestId = 1;
   private closed = false;
   private readonly context: ConnectionContext;
@@ -245,6 +253,7 @@ export class PeerTransport {
     private readonly server: Server,
   ) {
     this.log = options.log ?? silentLog;
+    const tls = options.tls ?? null;
     this.context = {
       nodeId: options.nodeId,
       key,
@@ -252,15 +261,22 @@ export class PeerTransport {
       frameBytesMax: settings.maxFrameBytes,
       handshakeTimeoutMs: options.handshakeTimeoutMs ?? transportDefaults.handshakeTimeoutMs,
       log: this.log,
+      tls: tls === null ? null : clusterTlsClientContext(tls),
     };
-    server.on('connection', (socket: Socket) => this.onAccept(socket));
+    // A TLS listener hands over a socket once the peer's certificate is verified; its raw 'connection' is not ours.
+    server.on(tls === null ? 'connection' : 'secureConnection', (socket: Socket) => this.onAccept(socket));
+    server.on('tlsClientError', (error: Error & { code?: string }, socket: Socket) => this.onTlsRefused(error, socket));
     server.on('error', (error) => this.log.warn({ error: error.message }, 'node-to-node listener error'));
   }
 
   /** Validates the options (throws a clear Error), then listens; resolves once bound. */
   static async listen(options: PeerTransportOptions): Promise<PeerTransport> {
     const settings = settingsOf(options);
-    const server = createServer({ noDelay: true });
+    const handshakeTimeoutMs = options.handshakeTimeoutMs ?? transportDefaults.handshakeTimeoutMs;
+    const tls = options.tls ?? null;
+    const server = tls === null
+      ? createServer({ noDelay: true })
+      : createTlsServer({ ...clusterTlsServerOptions(tls, handshakeTimeoutMs), noDelay: true });
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
       server.listen(options.listen.port, options.listen.host, () => {
@@ -448,6 +464,23 @@ export class PeerTransport {
   }
 
   // --- connections -------------------------------------------------------------------------------------------
+
+  /** A peer that failed the TLS handshake never reaches Connection: logged here, since the dialer of a foreign CA
+   *  or without TLS learns only that the connection closed. */
+  private onTlsRefused(error: Error & { code?: string }, socket: Socket & { authorizationError?: Error | string }): void {
+    this.tlsRefusals += 1;
+    if (isPowerOfTwo(this.tlsRefusals)) {
+      // node:tls reports a refused handshake once the socket is torn down, when its address is mostly gone.
+      const remote = socket.remoteAddress === undefined ? {} : { remote: `${socket.remoteAddress}:${socket.remotePort ?? '?'}` };
+      // A rejected client certificate ends the socket without an error of its own ('socket hang up'); the
+      // verification's code (UNABLE_TO_VERIFY_LEAF_SIGNATURE, CERT_HAS_EXPIRED, ...) is the reason.
+      const verify = socket.authorizationError;
+      const reason = verify === undefined || verify === null ? error.message : `client certificate refused: ${String(verify)}`;
+      const fields = { ...remote, reason, code: error.code, tlsRefusals: this.tlsRefusals };
+      this.log.warn(fields, 'node-to-node TLS handshake refused');
+    }
+    socket.destroy();
+  }
 
   private onAccept(socket: Socket): void {
     if (this.closed) {

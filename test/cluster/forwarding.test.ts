@@ -10,16 +10,10 @@
 // forwarding is the next step of issue 29), everything else through the other nodes.
 import t from 'tap';
 import { TestCluster, eventually } from '../helpers/cluster.js';
-import type { Client } from '../helpers/http.js';
 
 interface Stats { index: number; owner_node: string; status: string; next_offset: number }
 
 const consumer = { 'x-svc-client': 'fwd-tests' };
-
-async function ownersOf(client: Client, topic: string): Promise<number[]> {
-  const body = (await client.get(`/v1/topics/${topic}`)).json() as { partition_stats: Stats[] };
-  return body.partition_stats.map((p) => Number(p.owner_node));
-}
 
 t.test('forwarded replay, stats, consume, ack, batch ack and long poll; 503 with the owner dead', async (t) => {
   const cluster = await TestCluster.create(t, 3);
@@ -30,7 +24,7 @@ t.test('forwarded replay, stats, consume, ack, batch ack and long poll; 503 with
   t.ok(await cluster.membersAlive(leader));
   t.equal((await cluster.client(leader).post('/v1/topics', { name: 'fwd', partitions: 6 })).status, 201);
   t.ok(await cluster.visibleOnAll('/v1/topics/fwd', 10_000));
-  const owners = await ownersOf(cluster.client(leader), 'fwd');
+  const owners = await cluster.ownersOf(leader, 'fwd');
   const other = (p: number, skip: number[] = []): number => [1, 2, 3].find((id) => id !== owners[p] && !skip.includes(id))!;
 
   for (let p = 0; p < 6; p++) {

@@ -1,6 +1,6 @@
 // Goal: a produce through any node is stored at its partition's owner (issue 29 points 1-3, spec §1.2, §1.6): a
 // node x partition matrix of pinned produces all answer 202 and each partition then holds exactly its messages, read
-// through another node; round-robin produce spreads over every partition, local and remote; a record handed over
+// through another node, and svc_messages_produced_total counts each once, at the owner; round-robin produce spreads over every partition, local and remote; a record handed over
 // is stored once even when the origin is killed (kill -9) before its owner confirmed and hands it over again after
 // its restart (svc_ingress_dispatch_backlog_records counts them meanwhile); a backlog past
 // cluster.handoff_queue_bytes is read back from the ingress log's files and stored once, in order; with an owner killed, produces without a partition keep answering 202 and go to live partitions, a
@@ -11,14 +11,8 @@
 import t from 'tap';
 import { TestCluster, eventually } from '../helpers/cluster.js';
 import type { Client } from '../helpers/http.js';
-import type { Teardown } from '../helpers/node.js';
 
 interface Stats { index: number; owner_node: string; next_offset: number }
-
-async function ownersOf(client: Client, topic: string): Promise<number[]> {
-  const body = (await client.get(`/v1/topics/${topic}`)).json() as { partition_stats: Stats[] };
-  return body.partition_stats.map((p) => Number(p.owner_node));
-}
 
 /** Every payload of the partition, in offset order, read by replay through client (at most limit). */
 async function payloadsOf(client: Client, topic: string, partition: number, limit = 500): Promise<unknown[]> {
@@ -40,20 +34,11 @@ async function totalBecomes(client: Client, topic: string, count: number, timeou
   }, timeoutMs, 200);
 }
 
-async function startedCluster(t: Teardown & { passing?(): boolean }, extraArgs: string[] = []): Promise<{ cluster: TestCluster; leader: number }> {
-  const cluster = await TestCluster.create(t, 3, extraArgs);
-  await cluster.startAll();
-  const leader = await cluster.agreedLeader(15_000);
-  if (leader === undefined) throw new Error('no leader within 15 s');
-  if (!(await cluster.allReady(15_000))) throw new Error('not all 3 ready');
-  return { cluster, leader };
-}
-
 t.test('pinned produce through every node to every partition; round-robin over all', async (t) => {
-  const { cluster, leader } = await startedCluster(t);
+  const { cluster, leader } = await TestCluster.started(t, 3);
   t.equal((await cluster.client(leader).post('/v1/topics', { name: 'ho', partitions: 6 })).status, 201);
   t.ok(await cluster.visibleOnAll('/v1/topics/ho', 10_000));
-  const owners = await ownersOf(cluster.client(leader), 'ho');
+  const owners = await cluster.ownersOf(leader, 'ho');
   t.same(new Set(owners), new Set([1, 2, 3]), 'every node owns a partition');
   for (const via of [1, 2, 3]) {
     for (let p = 0; p < 6; p++) {
@@ -76,13 +61,23 @@ t.test('pinned produce through every node to every partition; round-robin over a
   const batch = await cluster.client(1).post('/v1/topics/ho/produce/batch', { messages: [0, 1, 2, 3, 4, 5].map((p) => ({ partition: p, payload: { b: p } })) });
   t.equal(batch.status, 202, batch.text);
   t.ok(await totalBecomes(cluster.client(1), 'ho', 60, 10_000), 'a batch spread over every owner is stored');
+  // svc_messages_produced_total counts each message once, at its partition's owner.
+  let counted = 0;
+  for (const id of [1, 2, 3]) {
+    const text = (await cluster.client(id).get('/metrics')).text;
+    for (const match of text.matchAll(/^svc_messages_produced_total\{topic="ho",partition="(\d+)"\} (\d+)$/gm)) {
+      t.equal(owners[Number(match[1])], id, `node ${id} counts partition ${match[1]}, which it owns`);
+      counted += Number(match[2]);
+    }
+  }
+  t.equal(counted, 60, 'the three nodes together count each of the 60 messages once');
 });
 
 t.test('a hand-off re-sent after the origin is killed is stored once', async (t) => {
-  const { cluster, leader } = await startedCluster(t);
+  const { cluster, leader } = await TestCluster.started(t, 3);
   t.equal((await cluster.client(leader).post('/v1/topics', { name: 'once', partitions: 3 })).status, 201);
   t.ok(await cluster.visibleOnAll('/v1/topics/once', 10_000));
-  const owners = await ownersOf(cluster.client(leader), 'once');
+  const owners = await cluster.ownersOf(leader, 'once');
   const owner = owners[0]!;
   const origin = [1, 2, 3].find((id) => id !== owner)!;
   const reader = [1, 2, 3].find((id) => id !== owner && id !== origin)!;
@@ -105,10 +100,10 @@ t.test('a hand-off re-sent after the origin is killed is stored once', async (t)
 });
 
 t.test('an owner killed: produces go around it, pinned ones answer 503, its messages come back with it', async (t) => {
-  const { cluster, leader } = await startedCluster(t);
+  const { cluster, leader } = await TestCluster.started(t, 3);
   t.equal((await cluster.client(leader).post('/v1/topics', { name: 'down', partitions: 6 })).status, 201);
   t.ok(await cluster.visibleOnAll('/v1/topics/down', 10_000));
-  const owners = await ownersOf(cluster.client(leader), 'down');
+  const owners = await cluster.ownersOf(leader, 'down');
   const victim = owners.find((o) => o !== leader)!;
   const survivor = [1, 2, 3].find((id) => id !== victim)!;
   const victimPartition = owners.indexOf(victim);
@@ -116,6 +111,13 @@ t.test('an owner killed: produces go around it, pinned ones answer 503, its mess
   for (let i = 0; i < 12; i++) if ((await cluster.client(survivor).post('/v1/topics/down/produce', { before: i })).status === 202) accepted++;
   t.equal(accepted, 12, 'round-robin before the kill');
   await cluster.kill(victim);
+  // Spec §1.6: produces without a partition keep being accepted; the first within 3 seconds of the owner's death.
+  const killedAtMs = Date.now();
+  const firstAfter = await cluster.client(survivor).post('/v1/topics/down/produce', { first: true });
+  const firstMs = Date.now() - killedAtMs;
+  t.equal(firstAfter.status, 202, 'a produce without partition right after the kill: 202');
+  t.ok(firstMs < 3_000, `answered ${firstMs} ms after the kill (spec: within 3 s)`);
+  accepted++;
   const pinnedRefused = await eventually(async () => {
     const res = await cluster.client(survivor).post(`/v1/topics/down/produce?partition=${victimPartition}`, { pinned: true });
     if (res.status === 202) accepted++;
@@ -136,10 +138,10 @@ t.test('an owner killed: produces go around it, pinned ones answer 503, its mess
 });
 
 t.test('a backlog past the memory bound is handed over from the ingress log\'s files, once and in order', async (t) => {
-  const { cluster, leader } = await startedCluster(t, ['--set', 'cluster.handoff_queue_bytes=64KiB']);
+  const { cluster, leader } = await TestCluster.started(t, 3, ['--set', 'cluster.handoff_queue_bytes=64KiB']);
   t.equal((await cluster.client(leader).post('/v1/topics', { name: 'spill', partitions: 3 })).status, 201);
   t.ok(await cluster.visibleOnAll('/v1/topics/spill', 10_000));
-  const owners = await ownersOf(cluster.client(leader), 'spill');
+  const owners = await cluster.ownersOf(leader, 'spill');
   const owner = owners[1]!;
   const origin = [1, 2, 3].find((id) => id !== owner)!;
   const reader = [1, 2, 3].find((id) => id !== owner && id !== origin)!;

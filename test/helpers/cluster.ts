@@ -65,16 +65,19 @@ export class TestCluster {
     private readonly secretFile: string,
     private readonly bootstrap: string,
     private readonly extraArgs: string[],
+    private readonly argsOf: (id: number) => string[],
   ) {}
 
-  /** Makes dirs, ports and the secret for `count` founding nodes and registers cleanup with t; starts nothing. */
-  static async create(t: Teardown & { passing?(): boolean }, count: number, extraArgs: string[] = []): Promise<TestCluster> {
+  /** Makes dirs, ports and the secret for `count` founding nodes and registers cleanup with t; starts nothing.
+   *  extraArgs go to every node, argsOf(id) to node id only (its own TLS certificate, say). */
+  static async create(t: Teardown & { passing?(): boolean }, count: number, extraArgs: string[] = [],
+    argsOf: (id: number) => string[] = () => []): Promise<TestCluster> {
     const secretDir = await makeDataDir();
     const secretFile = join(secretDir, 'cluster-secret');
     await writeFile(secretFile, randomBytes(48).toString('base64'), { mode: 0o600 });
     const specs: ClusterNodeSpec[] = [];
     for (let id = 1; id <= count; id++) specs.push({ id, internalPort: await freePort(), dataDir: await makeDataDir() });
-    const cluster = new TestCluster(secretFile, specs.map((s) => `${s.id}=127.0.0.1:${s.internalPort}`).join(','), extraArgs);
+    const cluster = new TestCluster(secretFile, specs.map((s) => `${s.id}=127.0.0.1:${s.internalPort}`).join(','), extraArgs, argsOf);
     for (const spec of specs) cluster.specs.set(spec.id, spec);
     t.teardown(async () => {
       await Promise.all([...cluster.specs.keys()].filter((id) => cluster.nodes.has(id)).map((id) => cluster.kill(id)));
@@ -88,13 +91,29 @@ export class TestCluster {
     return cluster;
   }
 
+  /** create, start every node, and wait (15 s each) for an agreed leader and every node ready; throws otherwise. */
+  static async started(t: Teardown & { passing?(): boolean }, count: number, extraArgs: string[] = []): Promise<{ cluster: TestCluster; leader: number }> {
+    const cluster = await TestCluster.create(t, count, extraArgs);
+    await cluster.startAll();
+    const leader = await cluster.agreedLeader(15_000);
+    if (leader === undefined) throw new Error(`the ${count} nodes agree on no leader within 15 s`);
+    if (!(await cluster.allReady(15_000))) throw new Error(`not all ${count} nodes ready within 15 s`);
+    return { cluster, leader };
+  }
+
+  /** The owner node id of each partition of topic, as node id answers. */
+  async ownersOf(id: number, topic: string): Promise<number[]> {
+    const body = (await this.client(id).get(`/v1/topics/${topic}`)).json() as { partition_stats: { owner_node: string }[] };
+    return body.partition_stats.map((p) => Number(p.owner_node));
+  }
+
   /** Starts a founding node (again, on its data dir, after a kill or stop). */
   async start(id: number): Promise<StartedNode> {
     const spec = this.specs.get(id)!;
     const node = await startNode({
       dataDir: spec.dataDir,
       args: ['--node-id', String(id), '--internal-port', String(spec.internalPort), '--bootstrap', this.bootstrap,
-        '--cluster-secret-file', this.secretFile, ...fastRaft, ...this.extraArgs],
+        '--cluster-secret-file', this.secretFile, ...fastRaft, ...this.extraArgs, ...this.argsOf(id)],
     });
     this.nodes.set(id, node);
     return node;
@@ -111,7 +130,7 @@ export class TestCluster {
     const node = await startNode({
       dataDir: spec.dataDir,
       args: ['--node-id', String(id), '--internal-port', String(spec.internalPort), '--join', `127.0.0.1:${this.specs.get(via)!.internalPort}`,
-        '--cluster-secret-file', this.secretFile, ...fastRaft, ...this.extraArgs, ...extraArgs],
+        '--cluster-secret-file', this.secretFile, ...fastRaft, ...this.extraArgs, ...this.argsOf(id), ...extraArgs],
     });
     this.nodes.set(id, node);
     return node;

@@ -54,6 +54,12 @@ t.test('members: this node alone, alive, voter and leader, with its address and 
   const detailedMembers = (detailed.json() as { members: Record<string, unknown>[] }).members;
   t.same(detailedMembers.map((m) => [m.id, m.liveness]), [['1', 'alive']], 'detail=true lists the same member');
   t.equal(detailedMembers[0]?.status_error, undefined, 'the answering node reports on itself: no status_error');
+  t.equal(detailedMembers[0]?.draining, false, 'its own report: not draining');
+  t.equal(detailedMembers[0]?.produce_requests_in_flight, 0, 'no produce in flight');
+  t.equal(detailedMembers[0]?.ingress_messages_not_handed_off, 0, 'nothing produced: nothing waits for an owner');
+  t.same(detailedMembers[0]?.set_aside_copies, { count: 0, total_size_bytes: 0, copies: [] }, 'nothing set aside');
+  t.same(detailedMembers[0]?.moves_as_destination, [], 'no moves');
+  t.equal(self.draining, undefined, 'without detail: no report fields');
   assertError(t, await root.get('/v1/cluster/members?detail=true&detail=yes'), 400, 'detail', 'detail given twice');
   assertError(t, await root.get('/v1/cluster/members?detail=true&detail=true'), 400, 'detail', 'detail given twice, same value');
   for (const bad of ['yes', '', 'TRUE', '1', 'true%20']) {

@@ -1,6 +1,7 @@
 // Goal: /metrics (spec §4 Health and metrics, §5.4): needs credentials on the API port, answers Prometheus text
 // with the svc_* series this node keeps, consumer lag is high watermark minus the acked frontier, and consumed
-// counts every message handed out under a lease (a redelivery again, a replay never).
+// counts every message handed out under a lease (a redelivery again, a replay never); the request-duration histogram
+// counts each routed answer once by route, and a single node reports itself leader, ready and its only member alive.
 // Method: black box on a started node; produce, consume and ack, then scrape.
 import t from 'tap';
 import { startNodeFor } from '../helpers/node.js';
@@ -77,4 +78,60 @@ t.test('consumed counts each hand-out under a lease: batches and redeliveries, n
   const replay = await fetch(`${node.url}/v1/topics/m2/consume?partition=0&offset=0`, { headers: auth });
   t.equal(replay.status, 200, 'a replay reads the record');
   t.equal(sample(await scrape(), 'svc_messages_consumed_total', 'topic="m2",partition="0"'), 3, 'the redelivery counts, the replay does not');
+});
+
+t.test('svc_topic_bytes: the bytes this node holds per topic, as get-topic counts them; 0 when empty, gone when deleted', async (t) => {
+  t.equal((await fetch(`${node.url}/v1/topics`, { method: 'POST', headers: json, body: JSON.stringify({ name: 'm3', partitions: 4 }) })).status, 201);
+  t.equal((await fetch(`${node.url}/v1/topics`, { method: 'POST', headers: json, body: JSON.stringify({ name: 'm3-empty' }) })).status, 201);
+  t.equal(sample(await scrape(), 'svc_topic_bytes', 'topic="m3-empty"'), 0, 'a topic with no message holds 0 bytes');
+  const sizeOnDisk = async (): Promise<number> => {
+    const topic = (await (await fetch(`${node.url}/v1/topics/m3`, { headers: auth })).json()) as { partition_stats: { size_bytes: number }[] };
+    return topic.partition_stats.reduce((sum, p) => sum + p.size_bytes, 0);
+  };
+  const agreed = async (): Promise<number | undefined> => {
+    // Bounded: the records reach their partitions in the background.
+    for (let attempt = 0; attempt < 50; attempt++) {
+      const before = await sizeOnDisk();
+      const metric = sample(await scrape(), 'svc_topic_bytes', 'topic="m3"');
+      if (before > 0 && metric === before && (await sizeOnDisk()) === before) return metric;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    return undefined;
+  };
+  for (let i = 0; i < 8; i++) {
+    t.equal((await fetch(`${node.url}/v1/topics/m3/produce`, { method: 'POST', headers: json, body: `{"i":${i},"pad":"${'x'.repeat(200)}"}` })).status, 202);
+  }
+  const first = await agreed();
+  t.ok(first !== undefined && first > 8 * 200, `svc_topic_bytes equals the partitions' size_bytes and holds the payloads (${first})`);
+  for (let i = 0; i < 8; i++) {
+    t.equal((await fetch(`${node.url}/v1/topics/m3/produce`, { method: 'POST', headers: json, body: `{"j":${i},"pad":"${'y'.repeat(200)}"}` })).status, 202);
+  }
+  const second = await agreed();
+  t.ok(second !== undefined && first !== undefined && second >= first + 8 * 200, `it grows with more messages (${first} -> ${second})`);
+  t.equal((await fetch(`${node.url}/v1/topics/m3`, { method: 'DELETE', headers: auth })).status, 204);
+  t.equal(sample(await scrape(), 'svc_topic_bytes', 'topic="m3"'), undefined, 'a deleted topic has no series');
+});
+
+t.test('svc_http_request_duration_seconds: one observation per routed answer, by route; leader, ready, members', async (t) => {
+  t.equal((await fetch(`${node.url}/v1/topics`, { method: 'POST', headers: json, body: JSON.stringify({ name: 'm4' }) })).status, 201);
+  const route = 'route="/v1/topics/{topic}/produce"';
+  const before = sample(await scrape(), 'svc_http_request_duration_seconds_count', route) ?? 0;
+  for (let i = 0; i < 5; i++) {
+    t.equal((await fetch(`${node.url}/v1/topics/m4/produce`, { method: 'POST', headers: json, body: `{"i":${i}}` })).status, 202);
+  }
+  const text = await scrape();
+  t.equal(sample(text, 'svc_http_request_duration_seconds_count', route), before + 5, 'five more produce answers timed');
+  const inf = sample(text, 'svc_http_request_duration_seconds_bucket', `le="+Inf",${route}`);
+  t.equal(inf, before + 5, 'the +Inf bucket holds every observation');
+  const buckets = text.split('\n').filter((l) => l.startsWith('svc_http_request_duration_seconds_bucket{') && l.includes(route))
+    .map((l) => Number(l.slice(l.lastIndexOf(' ') + 1)));
+  t.ok(buckets.length >= 16, `${buckets.length} buckets`);
+  t.ok(buckets.every((count, i) => i === 0 || count >= buckets[i - 1]!), 'buckets are cumulative');
+  t.ok((sample(text, 'svc_http_request_duration_seconds_sum', route) ?? -1) > 0, 'the durations add up to more than 0 s');
+  t.match(text, /\nsvc_raft_leader 1\n/, 'a single node leads');
+  t.match(text, /\nsvc_node_ready 1\n/, 'and is ready');
+  t.equal(sample(text, 'svc_cluster_members', 'liveness="alive"'), 1);
+  t.equal(sample(text, 'svc_cluster_members', 'liveness="dead"'), 0);
+  t.match(text, /\nprocess_resident_memory_bytes \d+/, 'standard process series');
+  t.match(text, /\nnodejs_heap_size_used_bytes \d+/, 'standard Node.js series');
 });

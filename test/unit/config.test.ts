@@ -78,10 +78,14 @@ t.test('defaults', async (t) => {
     'cluster.bootstrap': '',
     'cluster.join': '',
     'cluster.secret_file': '',
+    'cluster.tls_cert_file': '',
+    'cluster.tls_key_file': '',
+    'cluster.tls_ca_file': '',
     'cluster.tick_interval': 100,
     'cluster.election_ticks': 10,
     'cluster.member_dead_after': 5000,
     'cluster.snapshot_entries': 10000,
+    'cluster.handoff_queue_bytes': 64 * 1024 * 1024,
     'test.fault_points': '',
   });
   t.equal(loaded.adminPassword, undefined, 'no built-in admin password');
@@ -130,6 +134,8 @@ t.test('limits keep their spec values', async (t) => {
     schema_payload_depth_max: 256,
     remotes_body_bytes_max: 131_072,
     fanout_delay_ms_max: 31_536_000_000,
+    fanout_children_max: 108,
+    fanout_delay_retention_margin_ms: 3_600_000,
     grant_pattern_chars_max: 255,
     per_partition_cap_max: 1_000_000,
     node_id_max: 65_535,
@@ -571,4 +577,21 @@ t.test('cluster flags: every bad id, address and bound is refused, naming key, s
   for (const [name, value, key] of bounds) {
     t.equal(await loadError([], { [name]: value }), `config: ${key} (from ${name}): ${settings[key as keyof typeof settings].rule}`, `${name}=${value}`);
   }
+});
+
+t.test('node-to-node TLS: flags and environment set the three files, which come all together or not at all', async (t) => {
+  const tls = ['--cluster-tls-cert', '/c.pem', '--cluster-tls-key', '/k.pem', '--cluster-tls-ca', '/ca.pem'];
+  const config = (await load(tls)).config;
+  t.equal(config['cluster.tls_cert_file'], '/c.pem');
+  t.equal(config['cluster.tls_key_file'], '/k.pem');
+  t.equal(config['cluster.tls_ca_file'], '/ca.pem');
+  const fromEnv = (await load([], { SVC_CLUSTER_TLS_CERT_FILE: '/c', SVC_CLUSTER_TLS_KEY_FILE: '/k', SVC_CLUSTER_TLS_CA_FILE: '/a' })).config;
+  t.same([fromEnv['cluster.tls_cert_file'], fromEnv['cluster.tls_key_file'], fromEnv['cluster.tls_ca_file']], ['/c', '/k', '/a']);
+  t.equal(defaultConfig()['cluster.tls_cert_file'], '', 'off by default');
+  t.equal(await loadError(['--cluster-tls-cert', '/c.pem']),
+    'config: cluster.tls_cert_file given without cluster.tls_key_file and cluster.tls_ca_file: node-to-node TLS needs all three ' +
+    'of cluster.tls_cert_file, cluster.tls_key_file and cluster.tls_ca_file, or none');
+  t.match(await loadError(['--cluster-tls-cert', '/c.pem', '--cluster-tls-ca', '/ca.pem']),
+    /^config: cluster\.tls_cert_file and cluster\.tls_ca_file given without cluster\.tls_key_file: /);
+  t.match(await loadError([], { SVC_CLUSTER_TLS_KEY_FILE: '/k' }), /^config: cluster\.tls_key_file given without cluster\.tls_cert_file and cluster\.tls_ca_file: /);
 });

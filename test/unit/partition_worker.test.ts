@@ -487,3 +487,40 @@ t.test('a topic deleted while a flush round writes it: the worker forgets its lo
   await w.durable(2);
   t.equal(w.outputText, '', 'and reported no failure');
 });
+
+t.test('files of topics a snapshot lacks are removed, never on an empty replica; empty orphan topic directories are swept', async (t) => {
+  const dataDir = await tempDataDir(t);
+  const topicsDir = join(dataDir, 'topics');
+  const first = await started(t, dataDir, stateWith(topicA, topicB), 5);
+  first.send(dispatch(5, [...entriesA, entry(4, topicB.id, [[0, 'b0']])]));
+  await first.durable(4);
+  t.equal(await first.shutdown(), 0);
+  const orphanEmpty = join(topicsDir, '1111111111111111');
+  const orphanWithStranger = join(topicsDir, '2222222222222222');
+  await mkdir(orphanEmpty);
+  await mkdir(orphanWithStranger);
+  await writeFile(join(orphanWithStranger, 'notes.txt'), 'not ours');
+
+  // A node joining with a new metadata log gets an empty first snapshot at index 0: it judges nothing on disk.
+  const joined = await started(t, dataDir, stateWith(), 0);
+  joined.metadataSend({ kind: 'snapshot', index: 7, state: stateWith(topicA, topicB) });
+  joined.send(dispatch(7, [entry(5, topicA.id, [[1, 'a5']])]));
+  await joined.durable(5);
+  t.same(recordText(t, await joined.read(topicA.id, 0, 0)), { payload: 'a0', key: null }, 'the empty replica removed nothing');
+  t.same(recordText(t, await joined.read(topicA.id, 1, 1)), { payload: 'a5', key: null });
+  await waitForAbsent(orphanEmpty);
+  t.same((await readdir(topicsDir)).sort(), [topicA.id, '2222222222222222', topicB.id].sort(),
+    'the empty directory of an unknown topic is swept; one holding a file that is not ours stays');
+
+  // A snapshot installed from the leader that lacks topic A: A was deleted while this node was behind.
+  joined.metadataSend({ kind: 'snapshot', index: 9, state: stateWith(topicB) });
+  await waitForAbsent(join(topicsDir, topicA.id));
+  t.same(recordText(t, await joined.read(topicB.id, 0, 0)), { payload: 'b0', key: null }, 'topic B is kept');
+  t.equal(await joined.shutdown(), 0);
+
+  // A restart whose stored metadata (a first snapshot past index 0) no longer holds B: B's files go.
+  const restarted = await started(t, dataDir, stateWith(), 11);
+  await waitForAbsent(join(topicsDir, topicB.id));
+  t.equal(readStatus(await restarted.read(topicB.id, 0, 0)), 'past_end');
+  t.same(await readdir(topicsDir), ['2222222222222222']);
+});

@@ -176,6 +176,28 @@ t.test('a shutdown waits for cursor persists; a deletion waits for its logs\' pe
   t.same(kinds(c.handle({ kind: 'destroyed' }, 0)), ['drained']);
 });
 
+t.test('hand-offs: their logs commit only what is synced, each is answered once synced, and foreign-only rounds '
+  + 'never hold up a durable report', async (t) => {
+  const c = core({ syncIntervalMs: 200 });
+  c.handle({ kind: 'replicaAdvanced', appliedIndex: 0 }, 0);
+  c.handle({ kind: 'dispatchArrived', dispatch: { metaIndex: 0, lastSeq: 0 } }, 0);
+  t.same(c.handle({ kind: 'staged', seqUpTo: 0, logs: ['f'], handoffs: [{ waiter: 7, ends: [['f', 3]] }] }, 0), [{ kind: 'append', logs: ['f'] }]);
+  const first = c.handle({ kind: 'flushDone', logs: written(['f'], 3) }, 1);
+  t.same(kinds(first), ['committed', 'sync'], 'a log holding handed-over records syncs at once, not an interval later');
+  t.same(find(first, 'committed').logs, [], 'and shows consumers nothing unsynced');
+  // A second hand-off is written while the first sync runs: the same local seq (no local dispatch in between).
+  c.handle({ kind: 'dispatchArrived', dispatch: { metaIndex: 0, lastSeq: 0 } }, 1);
+  t.same(kinds(c.handle({ kind: 'staged', seqUpTo: 0, logs: ['f'], handoffs: [{ waiter: 8, ends: [['f', 5]] }] }, 1)), ['append']);
+  c.handle({ kind: 'flushDone', logs: written(['f'], 5, 0) }, 2);
+  const synced = c.handle({ kind: 'syncDone', logs: written(['f'], 5, 3) }, 3);
+  t.same(find(synced, 'committed').logs.map((p) => [p.log, p.highWatermark]), [['f', 3]], 'visible up to the synced offset');
+  t.same(find(synced, 'handedOff').waiters, [7], 'the first hand-off is answered; the second waits for its sync');
+  t.same(find(synced, 'durable').seqUpTo, 0, 'and no local record is unsynced');
+  const last = c.handle({ kind: 'syncDone', logs: written(['f'], 5, 5) }, 4);
+  t.same(find(last, 'handedOff').waiters, [8]);
+  t.same(find(last, 'committed').logs.map((p) => [p.log, p.highWatermark]), [['f', 5]]);
+});
+
 t.test('a hand-off written while a sync of local records runs does not hold back their durable report', async (t) => {
   const c = core({ syncIntervalMs: 0 });
   c.handle({ kind: 'replicaAdvanced', appliedIndex: 0 }, 0);

@@ -1,5 +1,6 @@
 // Cluster routes (spec §4 Cluster, admin only, reads included): the member list, answered from this node's
-// metadata thread (its replica and the leader's liveness view), and forget of a dead member, which the metadata
+// metadata thread (its replica and the leader's liveness view) plus, with detail=true, each member's own report
+// (member_report.ts), and forget of a dead member, which the metadata
 // thread runs on the leader with the 409 rules. Front thread; routes.ts names these handlers (admin only, checked
 // by server.ts first).
 import { limits } from '../../config.js';
@@ -7,6 +8,7 @@ import { errors, refusalError } from '../../errors.js';
 import type { MemberView } from '../../protocol/thread_messages.js';
 import { audited } from '../audit.js';
 import { parseJsonObject } from '../json_body.js';
+import { memberReportJson, memberReports } from '../member_report.js';
 import { jsonReply, type Reply } from '../respond.js';
 import type { RequestContext } from '../request_context.js';
 import type { RouteServices } from '../services.js';
@@ -32,11 +34,13 @@ export async function onListMembers(ctx: RequestContext, s: RouteServices): Prom
   const detailText = ctx.query.get('detail');
   if (detailText !== undefined && detailText !== 'true' && detailText !== 'false') throw errors.invalid('detail', 'must be true or false');
   const members = await s.replica.members();
+  const reports = detailText === 'true' ? await memberReports(s, members.map((member) => member.id)) : null;
   return jsonReply(200, {
     members: members.map((member) => {
       const json = memberJson(member);
-      // Members' own status reports travel on the data plane, which this release does not run yet.
-      if (detailText === 'true' && member.id !== s.nodeId) json.status_error = 'member status reports are not available in this release';
+      const report = reports?.get(member.id);
+      if (typeof report === 'string') json.status_error = report;
+      else if (report !== undefined) Object.assign(json, memberReportJson(report));
       return json;
     }),
   });

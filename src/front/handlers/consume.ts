@@ -3,8 +3,9 @@
 // (front/waiters.ts) when nothing is available; with partition and offset it is a replay (no lease). Ack, extend and
 // nack settle leases on the owning worker, one handle or a batch. Front thread; routes.ts names these handlers, after
 // server.ts looked the topic up and checked the consume grant.
-import { localPartitions, noLocalPartition } from '../partition_owners.js';
+import { localPartitions } from '../partition_owners.js';
 import { pollRemote, replayRemote, settleRemote } from './consume_remote.js';
+import { pollEverywhere } from './consume_spread.js';
 import { formatDuration, limits, parseDuration } from '../../config.js';
 import { errors, type BrokerError } from '../../errors.js';
 import { messageJson } from '../../protocol/message_json.js';
@@ -91,9 +92,9 @@ export function onConsume(ctx: RequestContext, s: RouteServices): Promise<Reply>
   if (max !== undefined && offset !== undefined) throw errors.invalid('max', 'not allowed with offset');
   if (offset !== undefined && partition === undefined) throw errors.invalid('offset', 'requires partition');
   if (max !== undefined && ctx.headers.svcClient === null) throw errors.invalid('max', 'needs the X-Svc-Client header');
-  // A pinned partition is served wherever it lives (forwarded to its owner); without one, this node's own.
-  if (partition === undefined && localPartitions(topic, s.nodeId).length === 0) throw noLocalPartition(topic);
+  // A pinned partition is served wherever it lives (forwarded to its owner); without one, every owner's in turn.
   const remote = partition !== undefined && topic.owners[partition] !== s.nodeId;
+  const spread = partition === undefined && localPartitions(topic, s.nodeId).length < topic.partitions;
   if (offset !== undefined) return remote ? replayRemote(s, topic, partition!, offset) : replay(s, topic, partition!, offset);
 
   const state = s.consume;
@@ -108,6 +109,7 @@ export function onConsume(ctx: RequestContext, s: RouteServices): Promise<Reply>
   if (taken === null) throw errors.tooManyConsumes(headers['X-Svc-Wait-Clamped'] ?? null);
   ctx.onDone(() => state.inFlight.give(ctx.identity, taken));
   if (remote) return pollRemote(ctx, s, topic, partition!, max, waitMs, headers);
+  if (spread) return pollEverywhere(ctx, s, topic, max, waitMs, headers);
   return pollUntilAnswered(ctx, s, topic, partition, max, waitMs, headers);
 }
 
@@ -155,7 +157,7 @@ function partitionOrder(s: RouteServices, topic: TopicRecord, partition: number 
 }
 
 /** Leases up to max messages from each worker's partitions in order, one message per worker. */
-async function take(s: RouteServices, topic: TopicRecord, byWorker: Map<number, number[]>, max: number): Promise<Taken> {
+export async function take(s: RouteServices, topic: TopicRecord, byWorker: Map<number, number[]>, max: number): Promise<Taken> {
   const taken: Taken = { count: 0, json: '', handles: '' };
   for (const [worker, partitions] of byWorker) {
     const reply = await s.workers.request(worker, { kind: 'take', topicId: topic.id, partitions, max: max - taken.count });
@@ -189,7 +191,7 @@ async function takeParked(ctx: RequestContext, s: RouteServices, topic: TopicRec
 }
 
 /** Ends the leases of a consume whose client went away (rare: the handles are parsed only here). */
-function release(s: RouteServices, topic: TopicRecord, taken: Taken): void {
+export function release(s: RouteServices, topic: TopicRecord, taken: Taken): void {
   const leases: { partition: number; handle: string }[] = [];
   forEachJoinedHandle(taken.handles, (partition, offset, nonce) => leases.push({ partition, handle: formatReceiptHandle(partition, offset, nonce) }));
   for (const [worker, items] of s.workers.groupByOwner(topic.id, leases, (lease) => lease.partition)) {
@@ -295,7 +297,7 @@ function resultJson(error: BrokerError): string {
 
 /** Leases taken for one consume: how many, their Message objects as JSON text joined by ',', and their receipt
  *  handles joined by ',' (thread_messages.ts 'taken'). */
-interface Taken {
+export interface Taken {
   count: number;
   json: string;
   handles: string;

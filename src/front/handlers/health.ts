@@ -7,6 +7,7 @@ import { errors } from '../../errors.js';
 import type { RequestContext } from '../request_context.js';
 import { errorReply, jsonReply, type Reply } from '../respond.js';
 import type { RouteServices } from '../services.js';
+import { clusterTlsDegraded } from '../../transport/cluster_tls.js';
 
 export interface NodeLifecycle {
   startupDone: boolean;
@@ -40,10 +41,15 @@ function notReadyReason(s: RouteServices): string | null {
 
 export function onReadyz(_ctx: RequestContext, s: RouteServices): Reply {
   const reason = notReadyReason(s);
-  return reason === null ? ready : errorReply(errors.notReady(reason));
+  if (reason !== null) return errorReply(errors.notReady(reason));
+  // An expired node-to-node certificate does not make this node unready (spec §4): peers refuse it, which the
+  // Raft and liveness checks show on their own; degraded says why.
+  const degraded = clusterTlsDegraded(s.metrics.clusterTlsDates, Date.now());
+  return degraded.length === 0 ? ready : jsonReply(200, { status: 'ready', degraded });
 }
 
 export async function onMetrics(_ctx: RequestContext, s: RouteServices): Promise<Reply> {
+  s.metrics.noteReady(notReadyReason(s) === null);
   const text = await s.metrics.registry.metrics();
   return { status: 200, body: text, contentType: s.metrics.registry.contentType };
 }

@@ -6,7 +6,9 @@ import { limits } from '../../config.js';
 import { errors, refusalError, type BrokerError } from '../../errors.js';
 import { PayloadKind, type IngressEntry, type IngressRecord } from '../../protocol/ingress_frame.js';
 import { localPartitions, ownerTakesProduce, producePartition, requireProducible } from '../partition_owners.js';
-import { parseBatchBody, partitionForKey, partitionUnassigned, type BatchParse } from '../../protocol/batch_produce_body.js';
+import {
+  parseBatchBody, partitionForKey, partitionUnassigned, type BatchParse, type PayloadCheck,
+} from '../../protocol/batch_produce_body.js';
 import { classifyPayload, decodeBase64 } from '../../protocol/payload.js';
 import type { TopicRecord } from '../../protocol/metadata_types.js';
 import type { BatchTask, BodyEncoding } from '../../pool/batch_task.js';
@@ -29,6 +31,8 @@ const accepted: Reply = { status: 202 };
 export class ProduceState {
   readonly inFlight = new InFlightPerIdentity();
   readonly capMax: number;
+  /** Client produce requests admitted and not yet answered (a member's own report, spec §2 Cluster member). */
+  admitted = 0;
   /** Per topic id: where the next message without key and pin goes (spread, docs/decisions.md). */
   readonly roundRobin = new Map<string, number>();
   /** The entry of every single produce: appendThen encodes an entry before it returns and keeps none of it, so one
@@ -50,10 +54,13 @@ export class ProduceState {
 
 function takeProduceSlot(s: RouteServices, ctx: RequestContext, weight: number): void {
   const state = s.produce;
-  if (state.capMax === 0) return;
-  const taken = state.inFlight.tryTake(ctx.identity, weight, state.capMax);
-  if (taken === null) throw errors.tooManyProduces();
-  ctx.onDone(() => state.inFlight.give(ctx.identity, taken));
+  if (state.capMax !== 0) {
+    const taken = state.inFlight.tryTake(ctx.identity, weight, state.capMax);
+    if (taken === null) throw errors.tooManyProduces();
+    ctx.onDone(() => state.inFlight.give(ctx.identity, taken));
+  }
+  state.admitted += 1;
+  ctx.onDone(() => (state.admitted -= 1));
 }
 
 /** Stamps entry with the next ingress seq, this topic and the time, writes it as one frame and tells `listener` once
@@ -108,8 +115,6 @@ function ingressFailed(s: RouteServices, error: Error): BrokerError {
 class BatchAppend implements AppendListener {
   constructor(
     private readonly s: RouteServices,
-    private readonly topic: TopicRecord,
-    private readonly records: IngressRecord[],
     private readonly resolve: () => void,
     private readonly reject: (failure: BrokerError) => void,
   ) {}
@@ -119,7 +124,6 @@ class BatchAppend implements AppendListener {
       this.reject(ingressFailed(this.s, error));
       return;
     }
-    this.s.metrics.countProduced(this.topic.name, this.records);
     this.resolve();
   }
 }
@@ -191,7 +195,6 @@ class SingleProduce implements BodyListener, AppendListener {
       this.ctx.fail(ingressFailed(this.s, error));
       return;
     }
-    this.s.metrics.countProducedTo(this.topic.name, this.partition);
     this.ctx.respond(accepted);
   }
 }
@@ -231,8 +234,9 @@ export async function onProduceBatch(ctx: RequestContext, s: RouteServices): Pro
   const body = await ctx.body();
   const batchLimits = { messagesMax: limits.batch_produce_messages_max, payloadBytesMax: limits.payload_bytes_max };
   let parsed: BatchParse;
+  const check = s.schemas.payloadCheckOf(topic.id, s.replica.schemaOf(topic));
   if (encoding === 'identity' && body.byteLength <= limits.request_body_bytes_max) {
-    parsed = parseBatchBody(body, topic.partitions, batchLimits);
+    parsed = parseBatchBody(body, topic.partitions, batchLimits, check);
   } else {
     // A compressed body's decoded bytes count against the batch body budget too (issue 27 point 1).
     const budget = encoding === 'identity' ? undefined : ctx.bodyReader?.decodeShare();
@@ -248,7 +252,7 @@ export async function onProduceBatch(ctx: RequestContext, s: RouteServices): Pro
     }
   }
   if (!parsed.ok) throw refusalError(parsed.refusal);
-  await checkBatch(s, topic, parsed.records);
+  await checkBatch(s, topic, parsed.records, parsed.unchecked, check);
   // The topic may have been deleted or grown while the pool worked; a deleted one is 404 now.
   const current = s.replica.topic(topic.name);
   if (current.id !== topic.id) throw errors.topicNotFound(topic.name);
@@ -259,7 +263,7 @@ export async function onProduceBatch(ctx: RequestContext, s: RouteServices): Pro
     else if (!ownerTakesProduce(s, current.owners[record.partition]!)) record.partition = reroutedPartition(s, current, record);
   }
   const entry: IngressEntry = { seq: 0, topicId: '', timestampSec: 0, records };
-  await new Promise<void>((resolve, reject) => appendToIngress(s, current, entry, new BatchAppend(s, current, records, resolve, reject)));
+  await new Promise<void>((resolve, reject) => appendToIngress(s, current, entry, new BatchAppend(s, resolve, reject)));
   return jsonReply(202, { accepted: records.length });
 }
 
@@ -281,16 +285,21 @@ function schemaRefused(s: RouteServices, topic: TopicRecord, rule: string, index
 }
 
 /** Spec §4 batch produce with a schema: every message checked, in order, before any is stored; the first refused
- *  decides. Small batches of cheap schemas are checked here, the rest in the schema pool. */
-async function checkBatch(s: RouteServices, topic: TopicRecord, records: IngressRecord[]): Promise<void> {
+ *  decides. The body's parse accepted some under `check` (all but `unchecked`) when that is still the current
+ *  version's; of the rest, small batches of cheap schemas are checked here, others in the schema pool. */
+async function checkBatch(
+  s: RouteServices, topic: TopicRecord, records: IngressRecord[], unchecked: number[] | undefined, check: PayloadCheck | null,
+): Promise<void> {
   const schema = s.replica.schemaOf(topic);
   if (schema.document === null) return;
   const guard = s.schemas.guardOf(topic.id, schema.version, schema.document);
-  const refusal: PayloadRefusal | null = s.schemas.needsPool(guard, records)
-    ? await s.schemas.checkInPool(topic.id, guard, records.map((record) => record.payload),
-      records.every((record) => record.payloadKind === PayloadKind.Json))
-    : batchRefusal(records, guard.validate!, undefined, undefined, guard.plan);
-  if (refusal !== null) throw schemaRefused(s, topic, refusal.rule, refusal.index);
+  const indexes = check !== null && check === guard.check ? unchecked : undefined;
+  const rest = indexes === undefined ? records : indexes.map((i) => records[i]!);
+  const refusal: PayloadRefusal | null = rest.length === 0 ? null : s.schemas.needsPool(guard, rest)
+    ? await s.schemas.checkInPool(topic.id, guard, rest.map((record) => record.payload),
+      rest.every((record) => record.payloadKind === PayloadKind.Json))
+    : batchRefusal(rest, guard.validate!, undefined, undefined, guard.plan);
+  if (refusal !== null) throw schemaRefused(s, topic, refusal.rule, indexes === undefined ? refusal.index : indexes[refusal.index]!);
   for (const record of records) record.payloadKind = PayloadKind.Json;
 }
 

@@ -1,0 +1,77 @@
+// A member's own report for GET /v1/cluster/members?detail=true (spec §2 Cluster member, §4): this node's is made
+// here from its front's state; other members' are asked for over the data channel, all at once, within 2 seconds in
+// total, and one that is not read in time becomes a status_error. Front thread; handlers/cluster.ts calls it for the
+// answer, and main.ts hands localMemberReport to the node-link thread for other nodes' asks.
+import type { MemberReportView } from '../protocol/data_messages.js';
+import type { RemotePartitions } from './remote_partitions.js';
+import type { RouteServices } from './services.js';
+
+/** Spec §4 GET /v1/cluster/members: every member's report within 2 seconds in total. */
+const reportBudgetMs = 2_000;
+/** Spec §2: the first 100 set-aside copies are listed. */
+const setAsideListedMax = 100;
+
+export function localMemberReport(s: Pick<RouteServices, 'lifecycle' | 'produce' | 'handoff'>): MemberReportView {
+  return {
+    draining: s.lifecycle.shuttingDown,
+    produceRequestsInFlight: s.produce.admitted,
+    // The same count as svc_ingress_dispatch_backlog_records: records accepted here that their owner has not confirmed.
+    ingressRecordsNotHandedOff: s.handoff.backlogRecords(),
+    // Nothing is set aside and no move runs until partition moves exist (decommission): both are empty.
+    setAsideCount: 0,
+    setAsideBytes: 0,
+    setAside: [],
+    movesAsDestination: [],
+  };
+}
+
+/** Each member's report (or why it could not be read), by member id; ids other than self are asked at once. */
+export async function memberReports(s: RouteServices, ids: readonly number[]): Promise<Map<number, MemberReportView | string>> {
+  const deadline = Date.now() + reportBudgetMs;
+  const answers = await Promise.all(ids.map(async (id): Promise<[number, MemberReportView | string]> => {
+    if (id === s.nodeId) return [id, localMemberReport(s)];
+    return [id, await remoteReport(s.remote, id, deadline)];
+  }));
+  return new Map(answers);
+}
+
+async function remoteReport(remote: RemotePartitions, id: number, deadline: number): Promise<MemberReportView | string> {
+  try {
+    return await remote.memberReport(id, Math.max(1, deadline - Date.now()));
+  } catch (error) {
+    return `its report could not be read within ${reportBudgetMs / 1000} seconds: ${error instanceof Error ? error.message : String(error)}`;
+  }
+}
+
+/** The report's fields as a member entry carries them (names: docs/decisions.md "Member routes"). */
+export function memberReportJson(report: MemberReportView): Record<string, unknown> {
+  return {
+    draining: report.draining,
+    produce_requests_in_flight: report.produceRequestsInFlight,
+    ingress_messages_not_handed_off: report.ingressRecordsNotHandedOff,
+    set_aside_copies: {
+      count: report.setAsideCount,
+      total_size_bytes: report.setAsideBytes,
+      copies: report.setAside.slice(0, setAsideListedMax).map((copy) => ({
+        kind: copy.kind,
+        topic: copy.topic,
+        partition: copy.partition,
+        directory: copy.directory,
+        size_bytes: copy.sizeBytes,
+        modified_at: new Date(copy.modifiedAtMs).toISOString(),
+      })),
+    },
+    moves_as_destination: report.movesAsDestination.map((move) => ({
+      topic: move.topic,
+      partition: move.partition,
+      source: String(move.source),
+      destination: String(move.destination),
+      started_at: new Date(move.startedAtMs).toISOString(),
+      worker_state: move.workerState,
+      attempts: move.attempts,
+      last_error: move.lastError,
+      bytes_fetched: move.bytesFetched,
+      ...(move.stuckReason === '' ? {} : { stuck_reason: move.stuckReason }),
+    })),
+  };
+}
