@@ -10,7 +10,7 @@ const brokerScriptDefault = fileURLToPath(new URL('../src/main.js', import.meta.
 
 /** The scenarios of `npm run bench -- <scenario>`; bench/README.md describes each. */
 export const scenarios = ['produce-single', 'produce-batch', 'consume-single', 'consume-batch', 'end-to-end', 'wake-up',
-  'soak', 'footprint', 'forward-hop', 'produce-forwarded', 'consume-forwarded', 'all'] as const;
+  'soak', 'footprint', 'forward-hop', 'produce-forwarded', 'consume-forwarded', 'fanout', 'all'] as const;
 /** Older names kept working: `produce` = produce-single then produce-batch (one report), `consume` = consume-single,
  *  consume-batch and wake-up (one report). */
 export const scenarioAliases = ['produce', 'consume'] as const;
@@ -96,7 +96,7 @@ export interface BenchOptions {
 
 export const usage = `usage: node dist/bench/run.js <scenario> [options]   (npm run bench -- <scenario> [options])
 scenarios: produce-single produce-batch consume-single consume-batch end-to-end wake-up soak footprint forward-hop
-  produce-forwarded consume-forwarded all
+  produce-forwarded consume-forwarded fanout all
            (produce = produce-single + produce-batch, consume = consume-single + consume-batch + wake-up)
 common:
   --url U                 broker to target (default: start one: node dist/src/main.js on a free loopback port)

@@ -3,6 +3,7 @@
 import type { Headline } from './common.js';
 import { consumeHeadlines, printConsumeTable, runConsume } from './consume.js';
 import { flowHeadlines, printFlowTable, runFlow } from './end_to_end.js';
+import { fanoutHeadlines, printFanout, runFanout } from './fanout.js';
 import { footprintHeadlines, printFootprint, runFootprint } from './footprint.js';
 import { forwardHopHeadlines, printForwardHop, runForwardHop } from './forward_hop.js';
 import { forwardedHeadlines, printForwarded, runForwarded } from './forwarded.js';
@@ -42,6 +43,10 @@ export async function runScenario(options: BenchOptions): Promise<ScenarioRun> {
     case 'forward-hop': {
       const report = await runForwardHop(options);
       return { report, print: () => printForwardHop(report), headlines: () => forwardHopHeadlines(report) };
+    }
+    case 'fanout': {
+      const report = await runFanout(options);
+      return { report, print: () => printFanout(report), headlines: () => fanoutHeadlines(report) };
     }
     case 'produce-forwarded':
     case 'consume-forwarded': {

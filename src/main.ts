@@ -24,6 +24,7 @@ import { SchemaValidation } from './front/schema_validation.js';
 import type { ClusterThreadConfig, MetadataThreadData, PartitionWorkerData, ToMetadata } from './protocol/thread_messages.js';
 import { RemotePartitions } from './front/remote_partitions.js';
 import { Handoff } from './front/handoff.js';
+import { FanoutCopies } from './front/fanout_copies.js';
 import type { PortChannel } from './transport/port_channel.js';
 import { answerMemberReports, closeNodeLink, isMultiNode, NodeLinkListenFailed, startNodeLink, type NodeLink } from './node_link/node_link.js';
 import { readClusterSecretFile } from './transport/cluster_secret.js';
@@ -60,6 +61,7 @@ async function main(): Promise<void> {
     metrics: new Metrics(replica, workers, schemas, handoff), remote: new RemotePartitions(nodeLink?.dataChannel ?? null),
   };
   if (clusterTls !== null) services.metrics.reportClusterTls(clusterTls.dates);
+  workers.fanoutCopiesTo(FanoutCopies.handler(services));
   // A one-node cluster leads at once, so its root admin exists before it listens (the first screen shows how to
   // log in). A node of a larger cluster listens first: reads must answer even while no quorum exists.
   const loneNode = cluster.bootstrap.length <= 1 && cluster.join === null;

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import type { Logger } from 'pino';
 import { messageJsonPrefix, messageJsonText } from '../src/protocol/message_json.js';
 import { forEachJoinedHandle, formatReceiptHandle, handleSeparator } from '../src/protocol/receipt_handle.js';
-import type { FromWorker, PartitionCountersView, PartitionStatsView, SettleMode, StoredRecordView, ToWorker } from '../src/protocol/thread_messages.js';
+import type { FanoutCounterView, FanoutCursorView, FromWorker, PartitionCountersView, PartitionStatsView, SettleMode, StoredRecordView, ToWorker } from '../src/protocol/thread_messages.js';
 import type { TopicRecord } from '../src/protocol/metadata_types.js';
 import type { RestoredAcks } from './ack_log.js';
 import type { ActorConfig, HeldLease, Lease } from './partition_actor.js';
@@ -37,6 +37,8 @@ export interface ConsumeHost {
   /** Reads and stats would see empty partitions once shutdown closes the logs. */
   logsClosed(): boolean;
   shuttingDown(): boolean;
+  /** Fan-out copy cursors (workers/fanout_copier.ts), reported with the statistics and counters. */
+  readonly copier: { cursorsOf(log: PartitionLog): FanoutCursorView[] | undefined; counters(): FanoutCounterView[] };
   /** Resolves once every record the log holds now is synced. */
   syncedNow(log: PartitionLog): Promise<void>;
   /** The partition's cursor logs, which the ack state is written to. */
@@ -88,7 +90,8 @@ export class ConsumeRoutes {
       assert(this.host.table.owns(msg.topicId, partition), `stats of ${msg.topicId}/${partition} sent to the wrong worker`);
       const log = this.host.table.logOf(msg.topicId, partition);
       if (log === undefined) return { index: partition, segments: 0, oldestOffset: 0, nextOffset: 0, highWatermark: 0, sizeBytes: 0 };
-      return { index: partition, ...log.stats() };
+      const fanoutCursors = this.host.copier.cursorsOf(log);
+      return fanoutCursors === undefined ? { index: partition, ...log.stats() } : { index: partition, ...log.stats(), fanoutCursors };
     });
     this.host.post({ kind: 'statsResult', reqId: msg.reqId, stats });
   }
@@ -209,7 +212,7 @@ export class ConsumeRoutes {
     const bytesByTopic = new Map<string, number>();
     for (const [log, key] of this.host.table.entries()) bytesByTopic.set(key.topicId, (bytesByTopic.get(key.topicId) ?? 0) + log.stats().sizeBytes);
     const topicBytes = [...bytesByTopic].map(([topicId, bytes]) => ({ topicId, bytes }));
-    this.host.post({ kind: 'countersResult', reqId, counters, topicBytes });
+    this.host.post({ kind: 'countersResult', reqId, counters, topicBytes, fanout: this.host.copier.counters() });
   }
 
   onRelease(msg: ReleaseRequest): void {

@@ -43,7 +43,11 @@ export class PartitionCursorLogs<L extends SegmentStore> {
   /** Writes the write core's cursor table; the core named only synced offsets (partition_cursors.ts). */
   async persist(log: L, entries: readonly CursorEntry[]): Promise<void> {
     const cursorLog = await this.of(log);
-    await cursorLog.write(entries.map((entry) => [entry.name, { offset: entry.offset, state: null }] as const));
+    const updates: [string, { offset: number; state: null } | null][] = entries.map((entry) => [entry.name, { offset: entry.offset, state: null }]);
+    // The table is every cursor but the ack state: a name it no longer has was dropped (a detached fan-out link).
+    const kept = new Set(entries.map((entry) => entry.name));
+    for (const name of cursorLog.names()) if (name !== ackCursorName && !kept.has(name)) updates.push([name, null]);
+    await cursorLog.write(updates);
   }
 
   /** Closes the cursor logs of these partitions (a deleted topic's), after the writes already asked for. */

@@ -42,6 +42,15 @@ export class PartitionCursors {
     this.changed = true;
   }
 
+  /** A cursor no reader needs any more (a fan-out link detached): the next persist leaves it out. */
+  delete(name: string): void {
+    if (this.offsets.delete(name)) this.changed = true;
+  }
+
+  names(): string[] {
+    return [...this.offsets.keys()];
+  }
+
   /** The largest offset any cursor names (0 for none): what must be synced before the table is persisted. */
   offsetMax(): number {
     let max = 0;

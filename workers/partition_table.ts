@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { readdir, rmdir } from 'node:fs/promises';
 import { workerForPartition } from '../src/protocol/ownership.js';
 import type { FromMetadata } from '../src/protocol/thread_messages.js';
-import type { MetadataState, TopicRecord } from '../src/protocol/metadata_types.js';
+import type { FanoutLink, MetadataState, TopicRecord } from '../src/protocol/metadata_types.js';
 import { applyCommand } from '../src/raft/metadata/state.js';
 import { parsePartitionDirName, parseTopicDirName, partitionDir, topicDir, topicsDir } from './partition_dirs.js';
 import { PartitionLog } from './segment_log.js';
@@ -95,6 +95,16 @@ export class PartitionTable {
   private topicsByIdRebuild(): void {
     this.topicsById.clear();
     for (const topic of this.replica!.topics.values()) this.topicsById.set(topic.id, topic);
+  }
+
+  /** The fan-out children of a parent topic, in attach order; none for any other topic (issue 30). */
+  fanoutLinksOf(topicId: string): readonly FanoutLink[] {
+    return this.replica?.fanout.get(topicId)?.children ?? [];
+  }
+
+  /** The topics that have fan-out children. */
+  fanoutParents(): Iterable<string> {
+    return this.replica?.fanout.keys() ?? [];
   }
 
   topicOf(topicId: string): TopicRecord | undefined {

@@ -12,6 +12,7 @@ import { assertNever, type FromMetadata, type FromWorker, type PartitionWorkerDa
 import type { MetadataState, TopicRecord } from '../src/protocol/metadata_types.js';
 import { checkedFrameBodies } from '../src/util/frame.js';
 import { createLogger, type Logger } from '../src/util/log.js';
+import { FanoutCopier } from './fanout_copier.js';
 import { ConsumeRoutes, type ConsumeHost } from './partition_consume_routes.js';
 import { PartitionCursorLogs } from './partition_cursor_logs.js';
 import { PartitionWriteCore, type HandoffStaged, type LogPosition, type WriteCommand, type WriteEffect, type WriteTimer } from './partition_write_core.js';
@@ -31,6 +32,8 @@ class PartitionWorker implements ConsumeHost {
   readonly table: PartitionTable;
   private readonly core: PartitionWriteCore<PartitionLog, Dispatch>;
   private readonly routes: ConsumeRoutes;
+  /** Fan-out copying from the parent partitions this worker owns (issue 30). */
+  readonly copier: FanoutCopier<PartitionLog>;
   readonly cursorLogs = new PartitionCursorLogs<PartitionLog>();
   private readonly timers: Record<WriteTimer, NodeJS.Timeout | null> = { flush: null, sync: null, retention: null };
   private readonly syncWaiters = new Map<number, () => void>();
@@ -59,6 +62,27 @@ class PartitionWorker implements ConsumeHost {
     this.table = new PartitionTable(data);
     this.core = new PartitionWriteCore(data);
     this.routes = new ConsumeRoutes(this);
+    this.copier = this.copierNew();
+  }
+
+  private copierNew(): FanoutCopier<PartitionLog> {
+    const table = this.table;
+    const core = this.core;
+    return new FanoutCopier<PartitionLog>({
+      linksOf: (topicId) => table.fanoutLinksOf(topicId),
+      keyOf: (log) => table.keyOf(log),
+      logOf: (topicId, partition) => table.logOf(topicId, partition),
+      logsOfTopic: (topicId) => table.logsOfTopic(topicId),
+      committedOf: (log) => core.committedOffset(log),
+      oldestOffset: (log) => log.oldestOffset,
+      read: (log, offsets) => log.readMany(offsets, { fromTail: true }),
+      cursorOffset: (log, name) => core.cursorOffset(log, name),
+      cursorNames: (log) => core.cursorNames(log),
+      cursorSet: (log, name, offset) => this.run({ kind: 'cursorSet', log, name, offset }),
+      cursorDrop: (log, name) => this.run({ kind: 'cursorDrop', log, name }),
+      post: (msg, transfer) => this.port.postMessage(msg, transfer),
+      failStop: (what, err) => this.failStop(what, err),
+    });
   }
 
   /** Opens every partition directory this worker owns, so no later dispatch creates one that exists. */
@@ -72,6 +96,7 @@ class PartitionWorker implements ConsumeHost {
         this.routes.restore(log, restored.acks);
         this.table.logSet(job.topicId, job.partition, log);
         this.run({ kind: 'opened', log, highWatermark: log.highWatermark, cursors: restored.cursors });
+        this.copier.opened(log, log.highWatermark);
       }
     };
     await Promise.all(Array.from({ length: startOpenConcurrency }, opener));
@@ -102,9 +127,12 @@ class PartitionWorker implements ConsumeHost {
         return this.routes.onRelease(msg);
       case 'counters':
         return this.routes.onCounters(msg.reqId);
+      case 'fanoutCopied':
+        return this.copier.copied(msg);
       case 'shutdown':
         if (this.shuttingDownFlag) return;
         this.shuttingDownFlag = true;
+        this.copier.close();
         this.routes.unparkAll();
         return this.run({ kind: 'shutdown' });
       default:
@@ -115,7 +143,7 @@ class PartitionWorker implements ConsumeHost {
   /** Requests other nodes forwarded (negative reqIds); dispatch and shutdown come only from the front, hand-offs only
    *  from the node-link thread. */
   private onLinkMessage(msg: ToWorker): void {
-    if (msg.kind === 'dispatch' || msg.kind === 'shutdown' || msg.kind === 'counters') {
+    if (msg.kind === 'dispatch' || msg.kind === 'shutdown' || msg.kind === 'counters' || msg.kind === 'fanoutCopied') {
       throw new Error(`node-link sent ${msg.kind} to a partition worker`);
     }
     this.onMessage(msg);
@@ -162,6 +190,7 @@ class PartitionWorker implements ConsumeHost {
     for (const topic of change.configured) this.routes.topicConfigure(topic, this.table.logsOfTopic(topic.id));
     for (const topicId of change.deletedTopicIds) this.topicForget(topicId);
     this.run({ kind: 'replicaAdvanced', appliedIndex: this.table.appliedIndex });
+    this.copier.linksChanged(this.table.fanoutParents());
   }
 
   /** One command through the core, its effects performed in order. */
@@ -179,6 +208,7 @@ class PartitionWorker implements ConsumeHost {
         return this.complete('flush', Promise.all(effect.logs.map((log) => log.flush())), () => ({ kind: 'flushDone', logs: positionsOf(effect.logs) }));
       case 'committed':
         for (const position of effect.logs) this.routes.committed(position.log, position.highWatermark);
+        for (const position of effect.logs) this.copier.committed(position.log, position.highWatermark);
         // Waiting consumers hear of the new records now, not a loop phase later (the scheduled post then finds none).
         return this.routes.availablePost();
       case 'sync':
@@ -262,6 +292,9 @@ class PartitionWorker implements ConsumeHost {
     const logOf: (PartitionLog | null | undefined)[] = [];
     const dirtied: boolean[] = [];
     const records = entry.records;
+    // A fan-out copy is known by its source, (parent partition and epoch, parent offset + 1): a copy re-sent from an
+    // older cursor after a crash comes in a new entry with a new seq (issue 30).
+    const source = entry.source;
     for (let index = 0; index < records.length; index++) {
       const record = records[index]!;
       const partition = record.partition;
@@ -271,16 +304,20 @@ class PartitionWorker implements ConsumeHost {
         log = stored ? (this.table.logOf(entry.topicId, partition) ?? this.table.logCreate(entry.topicId, partition)) : null;
         logOf[partition] = log;
       }
+      if (log === null) continue;
+      const recordOrigin = source === undefined ? origin : source.origin;
+      const seq = source === undefined ? entry.seq : source.firstSeq + index;
+      const seqIndex = source === undefined ? index : 0;
       // Already staged or stored: a replay after a crash or a re-sent hand-off stores nothing twice.
-      if (log === null || log.holdsIngress(entry.seq, index, origin)) continue;
+      if (log.holdsIngress(seq, seqIndex, recordOrigin)) continue;
       log.stage({
         timestampSec: entry.timestampSec,
         key: record.key,
         payload: record.payload,
         payloadKind: record.payloadKind,
-        ingressSeq: entry.seq,
-        ingressIndex: index,
-        ...(origin === 0 ? {} : { origin }),
+        ingressSeq: seq,
+        ingressIndex: seqIndex,
+        ...(recordOrigin === 0 ? {} : { origin: recordOrigin }),
       });
       if (dirtied[partition] !== true) {
         this.stagedLogs.add(log);
@@ -326,6 +363,7 @@ class PartitionWorker implements ConsumeHost {
    *  the rounds that may be writing them end. */
   private topicForget(topicId: string): void {
     const logs = this.table.topicRemove(topicId);
+    this.copier.topicForget(topicId);
     this.retiring.push(this.routes.topicForget(topicId, logs));
     this.run({ kind: 'topicDeleted', topicId, logs });
   }

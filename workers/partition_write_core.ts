@@ -69,6 +69,8 @@ export type WriteCommand<L, D extends HeldDispatch> =
   | { kind: 'destroyed' }
   /** A named cursor of the log moved; offset is at most the log's high watermark (cursors name committed records). */
   | { kind: 'cursorSet'; log: L; name: string; offset: number }
+  /** A named cursor is no longer needed (a fan-out link of an older epoch, issue 30); unknown names are ignored. */
+  | { kind: 'cursorDrop'; log: L; name: string }
   /** The 'persistCursors' effect for this log ended. */
   | { kind: 'cursorsPersisted'; log: L }
   /** Finish every round, sync, report and deletion, then 'drained'; dispatches held or arriving are dropped. */
@@ -205,6 +207,15 @@ export class PartitionWriteCore<L, D extends HeldDispatch> {
     return this.states.get(log)?.cursors.offsetOf(name);
   }
 
+  /** What the log's read path was last told ('committed'): readers see the offsets below it. */
+  committedOffset(log: L): number {
+    return this.states.get(log)?.committedOffset ?? 0;
+  }
+
+  cursorNames(log: L): string[] {
+    return this.states.get(log)?.cursors.names() ?? [];
+  }
+
   private apply(cmd: WriteCommand<L, D>): void {
     switch (cmd.kind) {
       case 'start':
@@ -244,6 +255,12 @@ export class PartitionWriteCore<L, D extends HeldDispatch> {
         return;
       case 'cursorSet':
         return this.onCursorSet(cmd.log, cmd.name, cmd.offset);
+      case 'cursorDrop': {
+        const state = this.states.get(cmd.log);
+        if (state === undefined) return;
+        state.cursors.delete(cmd.name);
+        return this.cursorsPersistTry(cmd.log);
+      }
       case 'cursorsPersisted':
         return this.onCursorsPersisted(cmd.log);
       case 'shutdown':

@@ -7,6 +7,7 @@ import { groupByWorker, workerForPartition } from '../protocol/ownership.js';
 import { assertNever, type FromWorker, type ToWorker } from '../protocol/thread_messages.js';
 
 type Reply = Extract<FromWorker, { reqId: number }>;
+export type FanoutCopyMessage = Extract<FromWorker, { kind: 'fanoutCopy' }>;
 type WorkerRequest = Extract<ToWorker, { reqId: number }>;
 type RequestBody = WorkerRequest extends infer R ? (R extends { reqId: number } ? Omit<R, 'reqId'> : never) : never;
 
@@ -20,6 +21,12 @@ export class PartitionWorkers {
   onAllDurable: (seqUpTo: number) => void = () => undefined;
   /** Called when a worker reports messages of a topic became deliverable. */
   onAvailable: (topicId: string, count: number) => void = () => undefined;
+
+  /** Copies posted before the front could append them (start): handed over once fanoutCopiesTo is called. */
+  private copiesEarly: [number, FanoutCopyMessage][] | null = [];
+  private onFanoutCopy: (workerIndex: number, message: FanoutCopyMessage) => void = (workerIndex, message) => {
+    this.copiesEarly?.push([workerIndex, message]);
+  };
 
   constructor(private readonly workers: Worker[]) {
     this.durableSeq = workers.map(() => 0);
@@ -90,8 +97,16 @@ export class PartitionWorkers {
     return { reqId, reply };
   }
 
+  /** Where the workers' fan-out copies go (src/front/fanout_copies.ts), with those that came before. */
+  fanoutCopiesTo(handler: (workerIndex: number, message: FanoutCopyMessage) => void): void {
+    this.onFanoutCopy = handler;
+    const early = this.copiesEarly ?? [];
+    this.copiesEarly = null;
+    for (const [workerIndex, message] of early) handler(workerIndex, message);
+  }
+
   /** A message that needs no answer. */
-  send(workerIndex: number, message: Extract<ToWorker, { kind: 'release' }>): void {
+  send(workerIndex: number, message: Extract<ToWorker, { kind: 'release' | 'fanoutCopied' }>): void {
     this.workers[workerIndex]!.postMessage(message);
   }
 
@@ -120,6 +135,8 @@ export class PartitionWorkers {
       case 'available':
         for (const { topicId, count } of message.topics) this.onAvailable(topicId, count);
         return;
+      case 'fanoutCopy':
+        return this.onFanoutCopy(workerIndex, message);
       case 'readResult':
       case 'statsResult':
       case 'taken':

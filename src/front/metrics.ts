@@ -4,7 +4,7 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { PartitionWorkers } from './dispatch.js';
 import type { MetadataReplica } from './metadata_replica.js';
-import type { PartitionCountersView } from '../protocol/thread_messages.js';
+import type { FanoutCounterView, PartitionCountersView } from '../protocol/thread_messages.js';
 import type { ClusterTlsDates } from '../transport/cluster_tls.js';
 
 export class Metrics {
@@ -15,6 +15,8 @@ export class Metrics {
   private ingressFailed = 0;
   /** topic name -> reason -> produce requests refused (spec §4 Health and metrics). */
   private readonly rejections = new Map<string, Map<string, number>>();
+  /** parent name -> child name -> parent partition -> copies appended to this node's ingress log (issue 30). */
+  private readonly fanoutCommitted = new Map<string, Map<string, number[]>>();
   /** Whether /readyz would answer 200, as health.onMetrics found it at the scrape being served. */
   private ready = 0;
   private readonly requestDuration = new Histogram({
@@ -82,6 +84,7 @@ export class Metrics {
       inFlight ??= partitionReport(replica, workers).finally(() => (inFlight = null));
       return inFlight;
     };
+    this.registerFanoutSeries(report);
     new Gauge({
       name: 'svc_consumer_lag_messages',
       help: 'High watermark minus committed frontier (messages not yet acked), by topic and partition.',
@@ -118,6 +121,56 @@ export class Metrics {
         },
       });
     }
+  }
+
+  /** Fan-out (spec §4 metrics, issue 30): lag and losses from the workers' copy cursors, copies counted here. */
+  private registerFanoutSeries(report: () => Promise<PartitionReport>): void {
+    const committed = this.fanoutCommitted;
+    new Gauge({
+      name: 'svc_fanout_lag_messages',
+      help: 'Parent messages committed and not yet copied to the child, by parent, child and parent partition.',
+      labelNames: ['parent', 'child', 'partition'],
+      registers: [this.registry],
+      async collect() {
+        this.reset();
+        for (const { parent, child, view } of (await report()).fanout) this.labels(parent, child, String(view.partition)).set(view.lag);
+      },
+    });
+    new Counter({
+      name: 'svc_fanout_child_dropped_messages',
+      help: 'Parent messages the parent\'s retention deleted before they were copied to the child, since the worker started.',
+      labelNames: ['parent', 'child', 'partition'],
+      registers: [this.registry],
+      async collect() {
+        this.reset();
+        for (const { parent, child, view } of (await report()).fanout) this.labels(parent, child, String(view.partition)).inc(view.dropped);
+      },
+    });
+    new Counter({
+      name: 'svc_fanout_committed_total',
+      help: 'Parent messages copied to the child (synced to this node\'s ingress log), by parent, child and parent partition.',
+      labelNames: ['parent', 'child', 'partition'],
+      registers: [this.registry],
+      collect() {
+        this.reset();
+        for (const [parent, byChild] of committed) {
+          for (const [child, counts] of byChild) {
+            counts.forEach((count, partition) => {
+              if (count > 0) this.labels(parent, child, String(partition)).inc(count);
+            });
+          }
+        }
+      },
+    });
+  }
+
+  /** Counts copies of a parent partition's records appended for a child. */
+  countFanoutCommitted(parent: string, child: string, partition: number, count: number): void {
+    let byChild = this.fanoutCommitted.get(parent);
+    if (byChild === undefined) this.fanoutCommitted.set(parent, (byChild = new Map()));
+    let counts = byChild.get(child);
+    if (counts === undefined) byChild.set(child, (counts = []));
+    counts[partition] = (counts[partition] ?? 0) + count;
   }
 
   /** The series counted on the hot paths, read from their maps at scrape time. */
@@ -266,6 +319,8 @@ export class Metrics {
 
   forgetTopic(topic: string): void {
     this.rejections.delete(topic);
+    this.fanoutCommitted.delete(topic);
+    for (const byChild of this.fanoutCommitted.values()) byChild.delete(topic);
   }
 }
 
@@ -273,14 +328,17 @@ interface PartitionReport {
   partitions: { name: string; view: PartitionCountersView }[];
   /** Every topic of the metadata copy, by name: the bytes this node holds for it (0 when it holds none). */
   topicBytes: Map<string, number>;
+  /** Copy cursors of fan-out parents on this node, with the parent's and child's names. */
+  fanout: { parent: string; child: string; view: FanoutCounterView }[];
 }
 
-/** Every worker's partition counters and bytes per topic, named by the topics this node's metadata copy still holds. */
+/** Every worker's partition counters, bytes per topic and fan-out copy cursors, named by the topics this node's
+ *  metadata copy still holds. */
 async function partitionReport(replica: MetadataReplica, workers: PartitionWorkers): Promise<PartitionReport> {
   const topics = [...replica.state.topics.values()];
   const names = new Map(topics.map((t) => [t.id, t.name]));
   const replies = await Promise.all(Array.from({ length: workers.count }, (_, i) => workers.request(i, { kind: 'counters' })));
-  const report: PartitionReport = { partitions: [], topicBytes: new Map(topics.map((t) => [t.name, 0])) };
+  const report: PartitionReport = { partitions: [], topicBytes: new Map(topics.map((t) => [t.name, 0])), fanout: [] };
   for (const reply of replies) {
     if (reply.kind !== 'countersResult') continue;
     for (const view of reply.counters) {
@@ -290,6 +348,11 @@ async function partitionReport(replica: MetadataReplica, workers: PartitionWorke
     for (const { topicId, bytes } of reply.topicBytes) {
       const name = names.get(topicId);
       if (name !== undefined) report.topicBytes.set(name, report.topicBytes.get(name)! + bytes);
+    }
+    for (const view of reply.fanout ?? []) {
+      const parent = names.get(view.parentTopicId);
+      const child = names.get(view.childId);
+      if (parent !== undefined && child !== undefined) report.fanout.push({ parent, child, view });
     }
   }
   return report;

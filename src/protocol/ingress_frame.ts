@@ -28,11 +28,29 @@ export interface IngressEntry {
   /** Unix seconds at the front when the request was accepted (spec §2 Message timestamp). */
   timestampSec: number;
   records: IngressRecord[];
+  /** Only on a fan-out copy (issue 30): where its records came from. A worker then skips a record it holds by
+   *  (origin, firstSeq + index) instead of by this entry's own seq, so a copy re-sent after a crash is stored once. */
+  source?: IngressSource;
+}
+
+/** A fan-out copy's source: origin names (parent partition, attach epoch), fanoutOrigin of workers/fanout_copier.ts;
+ *  firstSeq is the first record's parent offset + 1. */
+export interface IngressSource {
+  origin: number;
+  firstSeq: number;
+}
+
+/** Origins 1..65535 are nodes (issue 29). A copy's origin is above them and names the parent partition and the
+ *  attach epoch (its last 32 bits): the child keeps one position per origin, and a re-attach, perhaps to another parent
+ *  whose offsets start lower, must not find the positions of an earlier attachment. Partitions stay below 4096
+ *  (topics.partitions_max). */
+export function fanoutOrigin(epoch: string, parentPartition: number): number {
+  return 65536 + Number.parseInt(epoch.slice(-8), 16) * 4096 + parentPartition;
 }
 
 // Records travel as positional arrays: smaller and faster than maps with repeated keys.
 type WireRecord = [number, Uint8Array | null, Uint8Array, PayloadKind];
-type WireEntry = [number, string, number, WireRecord[]];
+type WireEntry = [number, string, number, WireRecord[], [number, number]?];
 
 const packr = new Packr({ useRecords: false, moreTypes: false });
 
@@ -41,6 +59,7 @@ export function ingressEntryBytesMax(entry: IngressEntry): number {
   let bytes = arrayHeaderBytes(4) + uintBytes(entry.seq) + strBytesMax(entry.topicId) + uintBytes(entry.timestampSec) +
     arrayHeaderBytes(entry.records.length);
   for (const r of entry.records) bytes += 1 + uintBytes(r.partition) + binBytes(r.key) + binBytes(r.payload) + 1;
+  if (entry.source !== undefined) bytes += 1 + uintBytes(entry.source.origin) + uintBytes(entry.source.firstSeq);
   return bytes;
 }
 
@@ -49,7 +68,9 @@ export function ingressEntryBytesMax(entry: IngressEntry): number {
  *  straight into the ingress log's group buffer. decodeIngressEntry reads it back with msgpack_reader.ts. */
 export function writeIngressEntry(entry: IngressEntry, target: Uint8Array, at: number): number {
   const writer = new MsgpackWriter(target, at);
-  writer.arrayHeader(4);
+  const source = entry.source;
+  // A fifth element only on a copy: every other frame keeps the bytes earlier releases wrote.
+  writer.arrayHeader(source === undefined ? 4 : 5);
   writer.uint(entry.seq);
   writer.str(entry.topicId);
   writer.uint(entry.timestampSec);
@@ -61,6 +82,11 @@ export function writeIngressEntry(entry: IngressEntry, target: Uint8Array, at: n
     writer.bin(r.payload);
     writer.uint(r.payloadKind);
   }
+  if (source !== undefined) {
+    writer.arrayHeader(2);
+    writer.uint(source.origin);
+    writer.uint(source.firstSeq);
+  }
   return writer.at - at;
 }
 
@@ -69,7 +95,8 @@ export function writeIngressEntry(entry: IngressEntry, target: Uint8Array, at: n
 export function decodeIngressEntry(body: Uint8Array): IngressEntry {
   try {
     const reader = new MsgpackReader(body, 0, body.byteLength);
-    if (reader.arrayHeader() !== 4) throw new MsgpackShapeError('ingress entry: not 4 fields');
+    const fields = reader.arrayHeader();
+    if (fields !== 4 && fields !== 5) throw new MsgpackShapeError('ingress entry: not 4 or 5 fields');
     const seq = reader.uint();
     const topicId = reader.str();
     const timestampSec = reader.uint();
@@ -84,8 +111,13 @@ export function decodeIngressEntry(body: Uint8Array): IngressEntry {
       if (payload === null) throw new MsgpackShapeError('ingress record: nil payload');
       records[i] = { partition, key, payload, payloadKind };
     }
+    const entry: IngressEntry = { seq, topicId, timestampSec, records };
+    if (fields === 5) {
+      if (reader.arrayHeader() !== 2) throw new MsgpackShapeError('ingress entry: source not 2 fields');
+      entry.source = { origin: reader.uint(), firstSeq: reader.uint() };
+    }
     if (!reader.done) throw new MsgpackShapeError('ingress entry: bytes after the records');
-    return { seq, topicId, timestampSec, records };
+    return entry;
   } catch (err) {
     if (!(err instanceof MsgpackShapeError)) throw err;
     return decodeIngressEntryMsgpackr(body);
@@ -94,14 +126,19 @@ export function decodeIngressEntry(body: Uint8Array): IngressEntry {
 
 function decodeIngressEntryMsgpackr(body: Uint8Array): IngressEntry {
   const wire = packr.unpack(body) as WireEntry;
-  if (!Array.isArray(wire) || wire.length !== 4 || !Array.isArray(wire[3])) {
+  if (!Array.isArray(wire) || (wire.length !== 4 && wire.length !== 5) || !Array.isArray(wire[3])) {
     throw new Error('ingress entry: malformed body');
   }
-  const [seq, topicId, timestampSec, records] = wire;
-  return {
+  const [seq, topicId, timestampSec, records, source] = wire;
+  const entry: IngressEntry = {
     seq,
     topicId,
     timestampSec,
     records: records.map(([partition, key, payload, payloadKind]) => ({ partition, key, payload, payloadKind })),
   };
+  if (source !== undefined) {
+    if (!Array.isArray(source) || source.length !== 2) throw new Error('ingress entry: malformed source');
+    entry.source = { origin: source[0], firstSeq: source[1] };
+  }
+  return entry;
 }

@@ -108,6 +108,27 @@ export interface PartitionStatsView {
   sizeBytes: number;
   /** Unix seconds of the oldest segment's first record; absent when the partition holds no segment with records. */
   oldestSegmentAtSec?: number;
+  /** On a fan-out parent's partition (issue 30): each child's copy cursor, the next parent offset not yet copied.
+   *  Read by GET .../children for lag_messages; never shown in get-topic. */
+  fanoutCursors?: FanoutCursorView[];
+}
+
+/** One copy cursor of a parent partition (workers/fanout_copier.ts). */
+export interface FanoutCursorView {
+  childId: string;
+  epoch: string;
+  offset: number;
+}
+
+/** One copy cursor as a worker reports it for a metrics scrape (svc_fanout_lag_messages, ..._dropped_messages). */
+export interface FanoutCounterView {
+  parentTopicId: string;
+  partition: number;
+  childId: string;
+  /** Parent messages committed and not yet copied. */
+  lag: number;
+  /** Parent messages retention deleted before they were copied, since the worker started. */
+  dropped: number;
 }
 
 /** One partition's consume counters as a worker reports them for a metrics scrape. */
@@ -163,6 +184,10 @@ export type ToWorker =
   /** Front -> worker: consumer lag, and messages handed out under a lease since start, of every partition this
    *  worker has a read path for, and the bytes it holds per topic (metrics scrape). Answered by 'countersResult'. */
   | { kind: 'counters'; reqId: number }
+  /** Front -> worker: the answer to 'fanoutCopy' (issue 30). upToOffset: the copies up to it are synced to the ingress
+   *  log (the copy cursor moves there); null: nothing was appended (link gone on the front's replica, ingress failed,
+   *  node stopping), and the worker tries again later if the link still exists. */
+  | { kind: 'fanoutCopied'; parentTopicId: string; partition: number; childId: string; epoch: string; upToOffset: number | null }
   /** Front -> worker: finish what was dispatched, sync, close files; answered by 'closed'. */
   | { kind: 'shutdown' };
 
@@ -182,8 +207,14 @@ export type FromWorker =
   | { kind: 'taken'; reqId: number; count: number; messagesJson: string; handles: string }
   /** statuses[i] answers the i-th handle of the 'settle'; its buffer is transferred. */
   | { kind: 'settledResult'; reqId: number; statuses: Uint16Array }
-  /** lag = high watermark - frontier (spec §4 metrics svc_consumer_lag_messages). */
-  | { kind: 'countersResult'; reqId: number; counters: PartitionCountersView[]; topicBytes: TopicBytesView[] }
+  /** lag = high watermark - frontier (spec §4 metrics svc_consumer_lag_messages); fanout: the copy cursors of the
+   *  fan-out parents' partitions this worker owns. */
+  | { kind: 'countersResult'; reqId: number; counters: PartitionCountersView[]; topicBytes: TopicBytesView[]; fanout?: FanoutCounterView[] }
+  /** Worker -> front, unasked (issue 30): committed parent records for a child, from fromOffset on, to append to the
+   *  ingress log as one entry of the child topic. records: msgpack of [key, payload, payloadKind][] (one transferred
+   *  buffer: read records are views of shared buffers, which a port would clone whole). At most one per (parent
+   *  partition, child) is unanswered; the front answers 'fanoutCopied'. */
+  | { kind: 'fanoutCopy'; parentTopicId: string; partition: number; childId: string; epoch: string; fromOffset: number; count: number; records: Uint8Array }
   /** Worker -> front, unasked: messages of these topics became deliverable (commit, lease expiry, nack, freed cap);
    *  the front wakes up to count long-poll waiters per topic. Losing one only delays a waiter to its wait's end.
    *  Sent only when the node has several workers: with one, every long poll parks on it (protocol/README.md). */

@@ -36,7 +36,9 @@ t.test('attach offsets and lag come from every owner; a dead owner blocks the at
     'every partition committed');
 
   const remoteOwnerNode = owners.find((o) => o !== 1)!;
-  const child = await cluster.client(1).post('/v1/topics', { name: 'fo-c', parent: 'fo-p' });
+  // A delay child of ten minutes: its copy cursors stay at the attach point for the whole test (copying would take an
+  // ordinary child's lag to 0 at once), so the listing's lag shows the owners' cursors.
+  const child = await cluster.client(1).post('/v1/topics', { name: 'fo-c', parent: 'fo-p', fanout_delay_ms: 600_000 });
   t.equal(child.status, 201, child.text.slice(0, 200));
   t.same(child.json().attach_offsets, expected, 'attach offsets from local and remote owners alike');
 
@@ -46,7 +48,7 @@ t.test('attach offsets and lag come from every owner; a dead owner blocks the at
   }
   const lagOf = async (id: number) => (await cluster.client(id).get('/v1/topics/fo-p/children')).json().children[0];
   t.ok(await eventually(async () => (await lagOf(1))?.lag_messages === 2, 10_000), 'lag counts a partition another node owns');
-  t.same(await lagOf(1), { name: 'fo-c', delay_ms: 0, lag_messages: 2, lag_complete: true });
+  t.same(await lagOf(1), { name: 'fo-c', delay_ms: 600_000, lag_messages: 2, lag_complete: true });
 
   // One owner dead: its partitions cannot answer.
   const victim = owners.find((o) => o !== leader)!;

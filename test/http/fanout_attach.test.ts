@@ -1,7 +1,7 @@
 // Goal: fan-out attach and detach as spec §3 (Topic role, attach rules), §4 (POST /v1/topics with parent and
 // fanout_delay_ms, Fan-out children routes, DELETE topic, Produce), §8 (delay and children limits) and NOTES 7 and 14
 // state them (issue 30 point 1 and the metadata rules of point 3): every Topic fan-out field, every status code, the
-// children listing and its lag before copying exists, re-attach starting fresh, and the 409 of a direct produce to a
+// children listing and its lag, re-attach starting fresh, and the 409 of a direct produce to a
 // delay child with its rejection counter.
 // Method: black box. One secured node for the whole file, the root admin as caller; each subtest uses its own topic
 // names. Messages produced to a parent are awaited through get-topic's high watermarks before an attach reads them.
@@ -139,13 +139,18 @@ t.test('detach: 204, child standalone with its messages; 404 when not linked; re
   const first = await read('fd-c');
   await produce(t, 'fd-c', 0, 1);
   await produce(t, 'fd-p', 0, 2);
-  t.same((await children('fd-p')).children, [{ name: 'fd-c', delay_ms: 0, lag_messages: 2, lag_complete: true }],
-    'lag: parent messages above the attach point');
+  // Copying (issue 30 point 2) takes the lag to 0: both parent messages are copied into the child.
+  const listed = await pollUntil(async () => {
+    const entry = (await children('fd-p')).children[0];
+    return entry?.lag_messages === 0 ? entry : undefined;
+  }, 10_000);
+  t.same(listed, { name: 'fd-c', delay_ms: 0, lag_messages: 0, lag_complete: true }, 'lag: every parent message above the attach point copied');
+  await pollUntil(async () => ((await read('fd-c')).partition_stats[0].high_watermark >= 3 ? true : undefined), 10_000);
   t.equal((await api.delete('/v1/topics/fd-p/children/fd-c')).status, 204);
   const child = await read('fd-c');
   t.equal(child.role, 'standalone');
   t.notOk('parent' in child || 'attach_epoch' in child || 'attach_offsets' in child, 'no child fields');
-  t.equal(child.partition_stats[0].high_watermark, 1, 'the child keeps its messages');
+  t.equal(child.partition_stats[0].high_watermark, 3, 'the child keeps its messages (its own and the two copies)');
   const parent = await read('fd-p');
   t.equal(parent.role, 'standalone', 'NOTES 7: the last child gone, the parent is standalone');
   t.notOk('children' in parent);

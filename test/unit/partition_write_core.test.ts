@@ -215,3 +215,19 @@ t.test('hand-offs: their logs commit only what is synced, each is answered once 
   t.same(find(last, 'handedOff').waiters, [8]);
   t.same(find(last, 'committed').logs.map((p) => [p.log, p.highWatermark]), [['f', 5]]);
 });
+
+t.test('a hand-off written while a sync of local records runs does not hold back their durable report', async (t) => {
+  const c = core({ syncIntervalMs: 0 });
+  c.handle({ kind: 'replicaAdvanced', appliedIndex: 0 }, 0);
+  t.same(kinds(produce(c, 12, ['a'], 0)), ['append']);
+  t.same(kinds(c.handle({ kind: 'flushDone', logs: written(['a'], 3) }, 1)), ['committed', 'sync'], 'the local records sync');
+  // Records another node handed over (or fan-out copies that came that way) stage no new local seq.
+  t.same(kinds(c.handle({ kind: 'dispatchArrived', dispatch: { metaIndex: 0, lastSeq: 0 } }, 2)), ['stage']);
+  t.same(kinds(c.handle({ kind: 'staged', seqUpTo: 12, logs: ['x'], handoffs: [{ waiter: 7, ends: [['x', 2]] }] }, 2)), ['append']);
+  t.same(kinds(c.handle({ kind: 'flushDone', logs: written(['x'], 2) }, 3)), ['committed'], 'the hand-off waits for its own sync');
+  const synced = c.handle({ kind: 'syncDone', logs: written(['a'], 3, 3) }, 4);
+  t.same(kinds(synced), ['durable', 'sync'], 'seq 12 is durable: the hand-off holds no local record');
+  t.same(find(synced, 'durable').seqUpTo, 12);
+  t.same(find(synced, 'sync').logs, ['x']);
+  t.same(kinds(c.handle({ kind: 'syncDone', logs: written(['x'], 2, 2) }, 5)), ['committed', 'handedOff', 'durable']);
+});

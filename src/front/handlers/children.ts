@@ -80,9 +80,10 @@ export async function onAttach(ctx: RequestContext, s: RouteServices): Promise<R
   return jsonReply(200, topicJson(s.replica.state, result.topic!, true));
 }
 
-/** GET /v1/topics/{parent}/children (the server checked a grant on the parent, or ownership). Until copying lands,
- *  a child's lag is the parent's committed records above its attach point; an owner that does not answer leaves
- *  its partitions out (a lower bound, lag_complete false). */
+/** GET /v1/topics/{parent}/children (the server checked a grant on the parent, or ownership). A child's lag is the
+ *  parent's committed records past its copy cursor, per partition (the owner reports its cursors with the
+ *  statistics; a partition whose cursor the owner has not set up yet counts from the attach point); an owner that does
+ *  not answer leaves its partitions out (a lower bound, lag_complete false). */
 export async function onListChildren(ctx: RequestContext, s: RouteServices): Promise<Reply> {
   const parent = routeTopic(ctx);
   const links = s.replica.state.fanout.get(parent.id)?.children ?? [];
@@ -90,7 +91,10 @@ export async function onListChildren(ctx: RequestContext, s: RouteServices): Pro
   const { stats, complete } = await statsByPartition(s, parent, [...Array(parent.partitions).keys()]);
   const children = links.map((link) => {
     let lag = 0;
-    for (const [p, stat] of stats) lag += Math.max(0, stat.highWatermark - (link.attachOffsets[p] ?? 0));
+    for (const [p, stat] of stats) {
+      const cursor = stat.fanoutCursors?.find((c) => c.childId === link.childId && c.epoch === link.epoch);
+      lag += Math.max(0, stat.highWatermark - (cursor?.offset ?? link.attachOffsets[p] ?? 0));
+    }
     return { name: link.child, delay_ms: link.delayMs ?? 0, lag_messages: lag, lag_complete: complete };
   });
   return jsonReply(200, { parent: parent.name, children });
