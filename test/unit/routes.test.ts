@@ -74,7 +74,8 @@ t.test('the route table as data: one row per method and pattern, body rules and 
   t.equal(byKey.get('GET /v1/topics/{topic}/consume')?.grant, 'topic.consume');
   for (const key of ['GET /v1/users', 'GET /v1/cluster/members', 'POST /v1/cluster/members/{id}/forget']) t.equal(byKey.get(key)?.grant, 'admin', key);
   t.same(apiRoutes.filter((r) => r.grant === 'public').map((r) => `${r.method} ${r.pattern}`),
-    ['GET /healthz', 'HEAD /healthz', 'GET /readyz', 'HEAD /readyz'], 'only health is public (spec §5.3), GET and HEAD');
+    ['GET /healthz', 'HEAD /healthz', 'GET /readyz', 'HEAD /readyz', 'GET /openapi.json'],
+    'only health (spec §5.3) and the API document (outside /v1, issue 32) are public');
   t.ok(metricsRoutes.every((r) => r.grant === 'public' && (r.method === 'GET' || r.method === 'HEAD')),
     'the metrics listener needs no credentials');
   t.same(apiRoutes.filter((r) => r.method === 'HEAD').map((r) => r.pattern), ['/healthz', '/readyz'], 'HEAD only on health');
