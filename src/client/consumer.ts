@@ -45,10 +45,12 @@ export interface ConsumerStats {
   extended: number;
   acked: number;
   nacked: number;
+  /** Consumes answered 429 or 503 (the loop waited before the next). */
+  throttled: number;
 }
 
 export class Consumer {
-  readonly stats: ConsumerStats = { handled: 0, failed: 0, extended: 0, acked: 0, nacked: 0 };
+  readonly stats: ConsumerStats = { handled: 0, failed: 0, extended: 0, acked: 0, nacked: 0, throttled: 0 };
   private readonly concurrency: number;
   private readonly waitMs: number;
   private readonly ackBatchSize: number;
@@ -116,6 +118,7 @@ export class Consumer {
   /** Waits before the next consume after a failure; returns the next back-off step. */
   private async backOff(error: unknown, previousMs: number): Promise<number> {
     const next = Math.min(this.maxBackoffMs, Math.max(100, previousMs * 2));
+    if (error instanceof SvcError && (error.status === 429 || error.status === 503)) this.stats.throttled += 1;
     if (error instanceof SvcError && error.retryable) {
       await this.sleep(error.retryAfterSeconds! * 1000);
       return 0;
