@@ -155,7 +155,7 @@ function consumeCommand(): Command {
   return new Command('consume').description('lease messages (acked after printing unless --no-ack), or replay with --offset')
     .argument('<topic>')
     .option('--max <n>', 'messages per consume', int, 1)
-    .option('--wait <duration>', 'long-poll wait (ms number or 500ms, 2s)', '0s')
+    .option('--wait <duration>', 'long-poll wait (ms number or 500ms, 2s); default 0s, or 10s with --follow')
     .option('--follow', 'keep consuming until interrupted')
     .option('--no-ack', 'print without acking (leases run out and messages come again)')
     .option('--partition <n>', 'this partition only', int)
@@ -163,14 +163,21 @@ function consumeCommand(): Command {
     .action(async (topic: string, o) => {
       const c = await client();
       if (o.offset !== undefined) return replay(c, topic, o.partition, o.offset, o.max);
-      const waitMs = durationMs(o.wait);
-      let stop = false;
-      process.once('SIGINT', () => (stop = true));
+      const waitMs = o.wait !== undefined ? durationMs(o.wait) : o.follow ? 10_000 : 0;
+      // Ctrl-C ends a long poll at once; a message the node leased to it comes again after its lease.
+      const interrupt = new AbortController();
+      process.once('SIGINT', () => interrupt.abort());
       do {
-        const messages = await c.consumeMany(topic, o.max, { waitMs, partition: o.partition });
+        let messages: Message[];
+        try {
+          messages = await c.consumeMany(topic, o.max, { waitMs, partition: o.partition, signal: interrupt.signal });
+        } catch (error) {
+          if (interrupt.signal.aborted && error instanceof SvcNoAnswerError) break;
+          throw error;
+        }
         showMessages(messages);
         if (o.ack && messages.length > 0) await settle(c, topic, messages);
-      } while (o.follow && !stop);
+      } while (o.follow && !interrupt.signal.aborted);
     });
 }
 

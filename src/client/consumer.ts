@@ -135,20 +135,23 @@ export class Consumer {
   private run(message: Message): void {
     const handle = message.receipt_handle!;
     const lease = { lost: false, timer: null as ReturnType<typeof setTimeout> | null };
-    const keepAlive = (): void => {
+    const keepAlive = (delayMs: number): void => {
       lease.timer = setTimeout(() => {
         this.client.extend(this.topic, handle).then(() => {
           this.stats.extended += 1;
-          if (lease.timer !== null) keepAlive();
+          if (lease.timer !== null) keepAlive(this.visibilityMs / 2);
         }, (error: unknown) => {
+          // The handler finished meanwhile: its ack or nack decides, an extend racing it says nothing.
+          if (lease.timer === null) return;
           // 410: the lease is gone and the message will be (or was) delivered again; no use acking it.
           if (error instanceof SvcError && error.status === 410) lease.lost = true;
           this.options.onError?.(error, message);
-          if (!lease.lost && lease.timer !== null) keepAlive();
+          // Any other failure: try again well before the lease runs out.
+          if (!lease.lost) keepAlive(Math.max(50, this.visibilityMs / 8));
         });
-      }, this.visibilityMs / 2);
+      }, delayMs);
     };
-    keepAlive();
+    keepAlive(this.visibilityMs / 2);
     const task = (async () => {
       let ok = true;
       try {

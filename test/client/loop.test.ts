@@ -120,17 +120,17 @@ t.test('consumer: a failing handler is nacked and its message redelivered', asyn
 });
 
 t.test('consumer: a slow handler keeps its lease past the visibility timeout', async (t) => {
-  await admin.createTopic({ name: 'slow', visibility_timeout_ms: 1000 });
+  await admin.createTopic({ name: 'slow', visibility_timeout_ms: 2000 });
   await admin.produce('slow', '{"id":"slow"}');
   let deliveries = 0;
   const consumer = new Consumer(admin, 'slow', async () => {
     deliveries += 1;
-    await sleep(3500);
+    await sleep(5000);
   }, { concurrency: 2, waitMs: 300 });
   await consumer.start();
   t.ok(await until(() => deliveries === 1), 'delivered');
-  const other = await admin.consume('slow', { waitMs: 2500 });
-  t.equal(other, null, 'another consumer gets nothing while the handler works, 2.5 leases long');
+  const other = await admin.consume('slow', { waitMs: 4500 });
+  t.equal(other, null, 'another consumer gets nothing while the handler works, over 2 leases long');
   t.ok(await until(() => consumer.stats.acked === 1), 'acked after the handler');
   await consumer.stop();
   t.equal(deliveries, 1, 'never delivered twice');
