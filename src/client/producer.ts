@@ -48,6 +48,8 @@ export class Producer {
   private closed = false;
   /** Requests sent, retries included (what a test counts). */
   requestsSent = 0;
+  /** Batches sent again after a 429 or 503 with Retry-After. */
+  retries = 0;
 
   constructor(private readonly client: SvcClient, readonly topic: string, options: ProducerOptions = {}) {
     this.lingerMs = options.lingerMs ?? 5;
@@ -101,6 +103,7 @@ export class Producer {
         return;
       } catch (error) {
         if (error instanceof SvcError && error.retryable && attempt < this.maxRetries) {
+          this.retries += 1;
           await new Promise((resolve) => setTimeout(resolve, error.retryAfterSeconds! * 1000));
           continue;
         }

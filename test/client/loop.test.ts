@@ -76,6 +76,23 @@ t.test('producer: a refused batch fails every send of it and stores nothing', as
   t.same(await drain(admin, 'typed'), [], 'nothing stored');
 });
 
+t.test('producer: a batch answered 429 is sent again after Retry-After and stored once', async (t) => {
+  const { admin: capped } = await readyNode(t, ['--set', 'http.max_produce_in_flight_per_identity=1']);
+  await capped.createTopic({ name: 'busy' });
+  const producer = new Producer(capped, 'busy', { lingerMs: 0, maxRetries: 20 });
+  const sent: number[] = [];
+  // The cap is one produce in flight per user: produces racing the producer's batches make some of them 429.
+  for (let round = 0; round < 30 && producer.retries === 0; round++) {
+    const noise = Array.from({ length: 20 }, () => capped.produce('busy', '{"noise":true}').catch(() => undefined));
+    const ids = [round * 2, round * 2 + 1];
+    await Promise.all([...ids.map((id) => producer.send({ payload: { id } })), ...noise]);
+    sent.push(...ids);
+  }
+  t.ok(producer.retries >= 1, `some batch was answered 429 and sent again (${producer.retries} retries)`);
+  const ids = (await drain(capped, 'busy')).map((m) => (m.payload as { id?: number }).id).filter((id) => id !== undefined);
+  t.same(ids.sort((a, b) => a! - b!), sent, "each of the producer's messages stored once");
+});
+
 t.test('consumer: N messages handled once each, within the concurrency', async (t) => {
   await admin.createTopic({ name: 'work' });
   await admin.produceBatch('work', Array.from({ length: 60 }, (_, i) => ({ payload: { id: i } })));
