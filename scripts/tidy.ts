@@ -5,7 +5,7 @@
 import { readdir, readFile } from 'node:fs/promises';
 import { dirname, join, normalize } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { brokerErrorProblems, longFunctionProblems } from './tidy_rules.js';
+import { brokerErrorProblems, clientImportProblems, longFunctionProblems } from './tidy_rules.js';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 const pureCores = ['src/raft/core', 'src/raft/metadata', 'src/schema', 'workers/partition_actor.ts', 'workers/lease_table.ts', 'workers/partition_write_core.ts', 'workers/partition_cursors.ts'];
@@ -61,6 +61,7 @@ async function main(): Promise<void> {
     });
   }
   problems.push(...(await protocolBoundaryProblems()));
+  for (const file of await filesUnder('src/client')) problems.push(...clientImportProblems(file, await readFile(join(root, file), 'utf8')));
   for (const folder of ['src', 'workers']) {
     for (const file of await filesUnder(folder)) problems.push(...longFunctionProblems(file, await readFile(join(root, file), 'utf8')));
   }

@@ -225,3 +225,24 @@ export function brokerErrorProblems(file: string, source: string): string[] {
   });
   return problems;
 }
+
+/** src/client ships as svc-broker/client without the server (issue 32): its files import only each other and node:
+ *  built-ins, never src/ outside src/client nor a package; the CLI (src/client/cli.ts) may also import commander.
+ *  `file` is relative to the repository root. */
+export function clientImportProblems(file: string, source: string): string[] {
+  const problems: string[] = [];
+  const dir = file.split('/').slice(0, -1);
+  source.split('\n').forEach((line, i) => {
+    for (const [, specifier] of line.matchAll(/(?:from\s+|import\s*\(\s*)'([^']+)'/g)) {
+      if (specifier!.startsWith('node:') || (file === 'src/client/cli.ts' && specifier === 'commander')) continue;
+      const parts = [...dir];
+      for (const part of specifier!.split('/')) {
+        if (part === '..') parts.pop();
+        else if (part !== '.') parts.push(part);
+      }
+      const inside = specifier!.startsWith('.') && parts.slice(0, 2).join('/') === 'src/client';
+      if (!inside) problems.push(`${file}:${i + 1}: src/client imports ${specifier} (the client imports only src/client and node:*)`);
+    }
+  });
+  return problems;
+}

@@ -9,6 +9,7 @@ import * as consoleFiles from './handlers/console.js';
 import * as consume from './handlers/consume.js';
 import * as health from './handlers/health.js';
 import * as later from './handlers/later.js';
+import * as openapi from './handlers/openapi.js';
 import * as produce from './handlers/produce.js';
 import * as topics from './handlers/topics.js';
 import * as users from './handlers/users.js';
@@ -113,6 +114,7 @@ const apiRows: Row[] = [
   ['GET', '/console/{file}', consoleFiles.onConsoleFile, 'public'],
   // Answers 404 when http.metrics_addr serves the metrics instead (health.onApiMetrics).
   ['GET', '/metrics', health.onApiMetrics, 'metrics'],
+  ['GET', '/openapi.json', openapi.onOpenApi, 'public'],
 ];
 
 /** The routes of http.metrics_addr, when set: health and metrics, no credentials. */

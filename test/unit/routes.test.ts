@@ -74,8 +74,8 @@ t.test('the route table as data: one row per method and pattern, body rules and 
   t.equal(byKey.get('GET /v1/topics/{topic}/consume')?.grant, 'topic.consume');
   for (const key of ['GET /v1/users', 'GET /v1/cluster/members', 'POST /v1/cluster/members/{id}/forget']) t.equal(byKey.get(key)?.grant, 'admin', key);
   t.same(apiRoutes.filter((r) => r.grant === 'public').map((r) => `${r.method} ${r.pattern}`),
-    ['GET /healthz', 'HEAD /healthz', 'GET /readyz', 'HEAD /readyz', 'GET /console', 'GET /console/{file}'],
-    'only health (spec §5.3, GET and HEAD) and the web console\'s static files (outside /v1) are public');
+    ['GET /healthz', 'HEAD /healthz', 'GET /readyz', 'HEAD /readyz', 'GET /console', 'GET /console/{file}', 'GET /openapi.json'],
+    'only health (spec §5.3, GET and HEAD), the API document and the web console\'s static files (outside /v1) are public');
   t.ok(metricsRoutes.every((r) => r.grant === 'public' && (r.method === 'GET' || r.method === 'HEAD')),
     'the metrics listener needs no credentials');
   t.same(apiRoutes.filter((r) => r.method === 'HEAD').map((r) => r.pattern), ['/healthz', '/readyz'], 'HEAD only on health');

@@ -1,0 +1,163 @@
+// The shapes of the HTTP API's bodies as the client sees them (spec §2 field tables, §4 answers; docs/openapi.yaml
+// has the same in schema form). Plain types, no code: used by api.ts, producer.ts, consumer.ts and the CLI. Answers
+// may gain fields within /v1 (spec §9.2), so these name what the client reads, not everything a node sends.
+
+export interface TopicCreate {
+  name: string;
+  partitions?: number;
+  retention_ms?: number;
+  visibility_timeout_ms?: number;
+  max_in_flight_per_partition?: number;
+  max_acked_ahead_per_partition?: number;
+  schema?: unknown;
+  parent?: string;
+  fanout_delay_ms?: number;
+}
+
+export interface TopicPatch {
+  retention_ms?: number;
+  max_in_flight_per_partition?: number;
+  max_acked_ahead_per_partition?: number;
+  partitions?: number;
+  schema?: unknown;
+  schema_base_version?: number;
+}
+
+export interface Topic {
+  name: string;
+  id?: string;
+  partitions: number;
+  retention_ms: number;
+  visibility_timeout_ms: number;
+  max_in_flight_per_partition: number;
+  max_acked_ahead_per_partition: number;
+  created_at: number;
+  owner?: string;
+  role?: 'standalone' | 'parent' | 'child';
+  children?: string[];
+  parent?: string;
+  fanout_delay_ms?: number;
+}
+
+export interface PartitionStats {
+  index: number;
+  segments?: number;
+  oldest_offset?: number;
+  next_offset?: number;
+  high_watermark?: number;
+  size_bytes?: number;
+  owner_node?: string;
+  status: string;
+  owner_liveness?: string;
+}
+
+export interface TopicDetail extends Topic {
+  schema_version?: number;
+  schema?: unknown;
+  partition_stats?: PartitionStats[];
+  partial?: boolean;
+}
+
+export interface TopicPage {
+  topics: Topic[];
+  next_page_token: string;
+}
+
+export interface SchemaHistory {
+  topic: string;
+  version: number;
+  versions: { version: number; schema: unknown }[];
+}
+
+export interface ProduceOptions {
+  key?: string;
+  partition?: number;
+  keyEncoding?: 'base64';
+  payloadEncoding?: 'base64';
+}
+
+export interface BatchMessage {
+  /** Stored exactly as written (JSON); with payload_encoding base64, a base64 string of any bytes. */
+  payload: unknown;
+  payload_encoding?: 'base64';
+  key?: string;
+  key_encoding?: 'base64';
+  partition?: number;
+}
+
+export interface Accepted {
+  accepted: number;
+}
+
+export interface Message {
+  topic: string;
+  partition: number;
+  offset: number;
+  key?: string;
+  key_encoding?: 'base64';
+  payload: unknown;
+  payload_encoding?: 'base64';
+  timestamp: number;
+  /** Absent in a replay. */
+  receipt_handle?: string;
+}
+
+export interface MessageBatch {
+  messages: Message[];
+}
+
+export interface ConsumeOptions {
+  /** Long-poll time in ms before an empty answer (the node clamps it to its maximum, 10 s by default). */
+  waitMs?: number;
+  partition?: number;
+  signal?: AbortSignal;
+}
+
+/** ack settles; extend renews the lease for a full visibility timeout; nack ends it now (redelivery). */
+export type AckMode = 'ack' | 'extend' | 'nack';
+
+export interface AckResult {
+  status: number;
+  error?: string;
+}
+
+export interface AckResults {
+  results: AckResult[];
+}
+
+export interface ChildrenList {
+  parent: string;
+  children: { name: string; delay_ms?: number; lag_messages?: number; lag_complete?: boolean }[];
+}
+
+export interface Grant {
+  action: 'produce' | 'consume' | 'create' | 'admin';
+  patterns?: string[];
+}
+
+export interface UserCreate {
+  username: string;
+  password: string;
+  grants?: Grant[];
+}
+
+export interface User {
+  username: string;
+  grants?: Grant[];
+  root: boolean;
+  created_at_ms: number;
+  updated_at_ms: number;
+}
+
+export interface Member {
+  id: string;
+  api_address?: string;
+  liveness: string;
+  decommissioning?: boolean;
+  partitions_owned?: number;
+  raft_voter?: boolean;
+  raft_leader?: boolean;
+  seconds_since_heartbeat?: number;
+  status_error?: string;
+  [field: string]: unknown;
+}
