@@ -31,7 +31,9 @@ import { readClusterSecretFile } from './transport/cluster_secret.js';
 import { readClusterTlsSettings } from './transport/cluster_tls.js';
 import { DataDirLockedError, lockDataDir } from './util/data_dir_lock.js';
 import { createLogger, type Logger } from './util/log.js';
-import { refusalText } from './errors.js';
+import { BrokerError, refusalText } from './errors.js';
+import type { ApplyResult } from './raft/metadata/state.js';
+import type { MetadataCommand } from './protocol/metadata_types.js';
 
 async function main(): Promise<void> {
   const loaded = await configOrExit();
@@ -286,6 +288,25 @@ async function clusterThreadConfig(config: Config, nodeId: number): Promise<Clus
   };
 }
 
+/** A new cluster's first minutes may see a leadership change or no leader (503: nothing applied); without its root
+ *  admin nobody could log in, so the create is proposed again, the same user each time, until a root exists or a
+ *  refusal other than 503 comes (at most a minute). */
+async function proposeRetried(services: FrontServices, command: Extract<MetadataCommand, { type: 'user.create' }>): Promise<ApplyResult> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await services.replica.propose(command);
+    } catch (error) {
+      if (!(error instanceof BrokerError) || error.status !== 503 || attempt >= rootAdminAttempts) throw error;
+      services.log.warn({ err: error, attempt }, 'creating the root admin: retrying');
+      await new Promise((resolve) => setTimeout(resolve, 1_000));
+      const root = [...services.replica.state.users.values()].find((u) => u.root);
+      if (root !== undefined) return { ok: true };
+    }
+  }
+}
+
+const rootAdminAttempts = 60;
+
 /** The root admin of a secured cluster is created once, by the lowest founding id; joining nodes never do. */
 function createsRootAdmin(cluster: ClusterThreadConfig): boolean {
   if (cluster.join !== null) return false;
@@ -309,7 +330,7 @@ async function ensureRootAdmin(services: FrontServices, authPool: Piscina, loade
   const task: BcryptTask = { op: 'hash', password, cost: services.config['auth.bcrypt_cost'] };
   const passwordHash = (await authPool.run(task)) as string;
   const nowMs = Date.now();
-  const result = await services.replica.propose({
+  const result = await proposeRetried(services, {
     type: 'user.create',
     user: { username: 'admin', passwordHash, credentialVersion: 1, grants: [{ action: 'admin' }], root: true, createdAtMs: nowMs, updatedAtMs: nowMs },
   });
