@@ -58,11 +58,7 @@ async function nothingOld(t: Test, cluster: TestCluster, name: string, oldId: st
 }
 
 t.test('with every node up, a delete removes the files on every owner; a recreated topic starts empty', async (t) => {
-  const cluster = await TestCluster.create(t, 3);
-  await cluster.startAll();
-  const leader = await cluster.agreedLeader(15_000);
-  if (leader === undefined) return t.fail('a leader within 15 s');
-  t.ok(await cluster.allReady(15_000), 'all 3 ready');
+  const { cluster, leader } = await TestCluster.started(t, 3);
   t.ok(await cluster.membersAlive(leader));
   const { id, owners } = await filledTopic(t, cluster, leader, 'everywhere', 6);
   t.same([...new Set(owners)].sort(), [1, 2, 3], 'every node owns a partition');
@@ -135,11 +131,7 @@ t.test('a node down during the delete removes the files when it comes back (snap
 });
 
 t.test('a message held for a stopped owner when its topic is deleted and recreated never reaches the new topic', async (t) => {
-  const cluster = await TestCluster.create(t, 3);
-  await cluster.startAll();
-  const leader = await cluster.agreedLeader(15_000);
-  if (leader === undefined) return t.fail('a leader within 15 s');
-  t.ok(await cluster.allReady(15_000), 'all 3 ready');
+  const { cluster, leader } = await TestCluster.started(t, 3);
   t.ok(await cluster.membersAlive(leader));
   const { id, owners } = await filledTopic(t, cluster, leader, 'held', 3);
   const stoppedId = cluster.follower(leader);

@@ -16,11 +16,7 @@ interface Stats { index: number; owner_node: string; status: string; next_offset
 const consumer = { 'x-svc-client': 'fwd-tests' };
 
 t.test('forwarded replay, stats, consume, ack, batch ack and long poll; 503 with the owner dead', async (t) => {
-  const cluster = await TestCluster.create(t, 3);
-  await cluster.startAll();
-  const leader = await cluster.agreedLeader(15_000);
-  if (leader === undefined) return t.fail('a leader within 15 s');
-  t.ok(await cluster.allReady(15_000), 'all 3 ready');
+  const { cluster, leader } = await TestCluster.started(t, 3);
   t.ok(await cluster.membersAlive(leader));
   t.equal((await cluster.client(leader).post('/v1/topics', { name: 'fwd', partitions: 6 })).status, 201);
   t.ok(await cluster.visibleOnAll('/v1/topics/fwd', 10_000));

@@ -33,11 +33,7 @@ function halfSentProduce(port: number, auth: string, path: string): Promise<Sock
 }
 
 t.test('every member reports itself through any node; a stopped or killed member gets status_error', async (t) => {
-  const cluster = await TestCluster.create(t, 3);
-  await cluster.startAll();
-  const leader = await cluster.agreedLeader(15_000);
-  if (leader === undefined) return t.fail('a leader within 15 s');
-  t.ok(await cluster.allReady(15_000), 'all 3 ready');
+  const { cluster, leader } = await TestCluster.started(t, 3);
   t.ok(await cluster.membersAlive(leader));
   t.equal((await cluster.client(leader).post('/v1/topics', { name: 'md', partitions: 3 })).status, 201);
   t.ok(await cluster.visibleOnAll('/v1/topics/md', 10_000));

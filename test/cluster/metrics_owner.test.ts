@@ -14,11 +14,7 @@ function sample(text: string, name: string, labels: string): number | undefined 
 }
 
 t.test('produced and consumed count once, at the owner; svc_topic_bytes adds up over the nodes', async (t) => {
-  const cluster = await TestCluster.create(t, 3);
-  await cluster.startAll();
-  const leader = await cluster.agreedLeader(15_000);
-  if (leader === undefined) return t.fail('a leader within 15 s');
-  t.ok(await cluster.allReady(15_000), 'all 3 ready');
+  const { cluster, leader } = await TestCluster.started(t, 3);
   t.ok(await cluster.membersAlive(leader));
   t.equal((await cluster.client(leader).post('/v1/topics', { name: 'mo', partitions: 3 })).status, 201);
   t.ok(await cluster.visibleOnAll('/v1/topics/mo', 10_000));
