@@ -15,13 +15,44 @@ export const originsMarkFileName = 'origins.mark';
 /** Origin 0 is the node's own ingress log: the position local records carry. */
 export type OriginMap = Map<number, IngressPosition>;
 
-interface OriginEntry {
-  offset: number;
-  origin: number;
-  position: IngressPosition;
+const packr = new Packr({ useRecords: false, moreTypes: false });
+
+/** The positions of staged records, one column per field: staging runs per record, and an object per record was
+ *  most of what a worker allocated for fan-out copies. */
+class PositionColumns {
+  readonly offsets: number[] = [];
+  readonly origins: number[] = [];
+  readonly seqs: number[] = [];
+  readonly indexes: number[] = [];
+
+  get length(): number {
+    return this.offsets.length;
+  }
+
+  push(offset: number, origin: number, seq: number, index: number): void {
+    this.offsets.push(offset);
+    this.origins.push(origin);
+    this.seqs.push(seq);
+    this.indexes.push(index);
+  }
+
+  clear(): void {
+    this.offsets.length = 0;
+    this.origins.length = 0;
+    this.seqs.length = 0;
+    this.indexes.length = 0;
+  }
 }
 
-const packr = new Packr({ useRecords: false, moreTypes: false });
+/** Moves origin's position in map, in place: the map's position objects are this class's own. */
+function positionSet(map: OriginMap, origin: number, seq: number, index: number): void {
+  const position = map.get(origin);
+  if (position === undefined) map.set(origin, { seq, index });
+  else {
+    position.seq = seq;
+    position.index = index;
+  }
+}
 
 export function positionAfter(last: IngressPosition | undefined | null, seq: number, index: number): boolean {
   return last === undefined || last === null || seq > last.seq || (seq === last.seq && index > last.index);
@@ -32,8 +63,8 @@ export class OriginPositions {
   private readonly staged: OriginMap = new Map();
   /** Last position per foreign origin that a finished flush wrote. */
   private readonly written: OriginMap = new Map();
-  private stagedEntries: OriginEntry[] = [];
-  private flushingEntries: OriginEntry[] = [];
+  private stagedRecords = new PositionColumns();
+  private flushingRecords = new PositionColumns();
 
   get any(): boolean {
     return this.staged.size > 0;
@@ -44,35 +75,39 @@ export class OriginPositions {
   }
 
   stage(offset: number, origin: number, seq: number, index: number): void {
-    const position = { seq, index };
-    this.staged.set(origin, position);
-    this.stagedEntries.push({ offset, origin, position });
+    positionSet(this.staged, origin, seq, index);
+    this.stagedRecords.push(offset, origin, seq, index);
   }
 
-  /** A flush takes the records staged so far. */
+  /** A flush takes the records staged so far (the columns of the last flush, emptied, take the next ones). */
   flushBegin(): void {
-    this.flushingEntries = this.stagedEntries;
-    this.stagedEntries = [];
+    const emptied = this.flushingRecords;
+    emptied.clear();
+    this.flushingRecords = this.stagedRecords;
+    this.stagedRecords = emptied;
   }
 
   flushEnd(): void {
-    for (const entry of this.flushingEntries) this.written.set(entry.origin, entry.position);
-    this.flushingEntries = [];
+    const f = this.flushingRecords;
+    for (let i = 0; i < f.length; i++) positionSet(this.written, f.origins[i]!, f.seqs[i]!, f.indexes[i]!);
+    f.clear();
   }
 
   /** The positions of every record below offset, for a roll at offset during a flush; local: this node's position
-   *  before the flush (origin 0). */
+   *  before the flush (origin 0). Objects of its own: the roll writes them while staging goes on. */
   writtenBelow(offset: number, local: IngressPosition | null): OriginMap {
-    const below: OriginMap = new Map(this.written);
-    if (local !== null) below.set(0, local);
-    for (const entry of this.flushingEntries) if (entry.offset < offset) below.set(entry.origin, entry.position);
+    const below: OriginMap = new Map();
+    for (const [origin, p] of this.written) below.set(origin, { seq: p.seq, index: p.index });
+    if (local !== null) below.set(0, { seq: local.seq, index: local.index });
+    const f = this.flushingRecords;
+    for (let i = 0; i < f.length; i++) if (f.offsets[i]! < offset) positionSet(below, f.origins[i]!, f.seqs[i]!, f.indexes[i]!);
     return below;
   }
 
   /** Recovery: a position read back from the origins mark or a record found at open. */
   recovered(origin: number, position: IngressPosition): void {
-    this.staged.set(origin, position);
-    this.written.set(origin, position);
+    positionSet(this.staged, origin, position.seq, position.index);
+    positionSet(this.written, origin, position.seq, position.index);
   }
 }
 
