@@ -1,12 +1,11 @@
 // Fan-out copying, the parent's side (issue 30): one copy cursor per (parent partition this worker owns, child), named
 // fanout:<childId>:<epoch> in the partition's cursor table. Told of commits by the write core's 'committed' effect (no
-// polling), it reads committed records past each cursor and posts them to the front ('fanoutCopy'), one batch in
-// flight per cursor; the front appends them to its ingress log as the child's entry and answers 'fanoutCopied', which
-// moves the cursor. A delay child's cursor waits, on one timer, for its head record's due time. Partition worker
-// thread; partition_worker.ts owns one and feeds it commits, metadata changes and the front's answers.
-import { Packr } from 'msgpackr';
+// polling), it reads committed records past each cursor and hands them to the host as one batch (fanout_copy_route.ts
+// stores it in a child partition of this worker, or has the front append it to the ingress log), one batch in flight
+// per cursor; the answer ('copied') moves the cursor. A delay child's cursor waits, on one timer, for its head record's
+// due time. Partition worker thread; partition_worker.ts owns one and feeds it commits, metadata changes and answers.
 import type { FanoutLink } from '../src/protocol/metadata_types.js';
-import type { FanoutCounterView, FanoutCursorView, FromWorker } from '../src/protocol/thread_messages.js';
+import type { FanoutCounterView, FanoutCursorView } from '../src/protocol/thread_messages.js';
 import type { SegmentReadResult, StoredRecord } from './segment_store.js';
 
 const cursorPrefix = 'fanout:';
@@ -40,8 +39,33 @@ export interface CopierHost<L> {
   cursorNames(log: L): string[];
   cursorSet(log: L, name: string, offset: number): void;
   cursorDrop(log: L, name: string): void;
-  post(msg: FromWorker, transfer: ArrayBuffer[]): void;
+  /** Stores the batch for the child; 'copied' answers it, later (never from inside this call). Answers come in the
+   *  order of the batches. */
+  copy(batch: CopyBatch): void;
+  /** How many batches of the child's copies of this parent partition may be unanswered at once: several when an
+   *  answer is never null (the next batch is stored behind the last, in order), else one (a refused batch must be
+   *  sent again before any later one). */
+  copiesInFlightMax(childId: string, parentPartition: number): number;
   failStop(what: string, err: unknown): never;
+}
+
+/** Committed parent records from fromOffset on, for one child; records are views of the log's read buffers. */
+export interface CopyBatch {
+  parentTopicId: string;
+  partition: number;
+  childId: string;
+  epoch: string;
+  fromOffset: number;
+  records: StoredRecord[];
+}
+
+/** The answer to a CopyBatch: the copies up to upToOffset are stored durably for the child; null, not now. */
+export interface CopyAnswer {
+  parentTopicId: string;
+  partition: number;
+  childId: string;
+  epoch: string;
+  upToOffset: number | null;
 }
 
 interface Copy {
@@ -49,12 +73,18 @@ interface Copy {
   epoch: string;
   name: string;
   delayMs: number;
-  /** The next parent offset not yet copied. */
+  /** The next parent offset not yet copied (the cursor). */
   offset: number;
-  /** A read or an unanswered 'fanoutCopy' is under way. */
-  busy: boolean;
+  /** The next parent offset not yet read for a batch: past offset while batches are unanswered. */
+  next: number;
+  /** A read is under way (one at a time: the next read starts where this one's batch ends). */
+  reading: boolean;
+  /** Batches handed to host.copy and not yet answered. */
+  unanswered: number;
   timer: NodeJS.Timeout | null;
   dropped: number;
+  /** Records copied since this worker started (svc_fanout_committed_total). */
+  copied: number;
 }
 
 interface ParentLog<L> {
@@ -68,9 +98,9 @@ interface ParentLog<L> {
   commits: { end: number; atMs: number }[];
   commitsFrom: number;
   copies: Map<string, Copy>;
+  /** A pumpAll waits in the microtask queue. */
+  pumpQueued: boolean;
 }
-
-const packr = new Packr({ useRecords: false, moreTypes: false });
 
 export class FanoutCopier<L> {
   private readonly parents = new Map<L, ParentLog<L>>();
@@ -103,7 +133,7 @@ export class FanoutCopier<L> {
       if (parent.commits.length > commitsMax) parent.commits = commitsCoarsened(parent.commits);
     } else parent.commitsFrom = visible;
     parent.committed = visible;
-    for (const copy of parent.copies.values()) this.pump(parent, copy);
+    this.pumpAll(parent);
   }
 
   /** The metadata replica changed: cursors follow the links (new attach, detach, re-attach with a new epoch). */
@@ -132,21 +162,26 @@ export class FanoutCopier<L> {
     }
   }
 
-  /** The front's answer to a 'fanoutCopy'. */
-  copied(msg: { parentTopicId: string; partition: number; childId: string; epoch: string; upToOffset: number | null }): void {
+  /** The answer to a batch handed to host.copy. */
+  copied(msg: CopyAnswer): void {
     if (this.closed) return;
     const log = this.host.logOf(msg.parentTopicId, msg.partition);
     const parent = log === undefined ? undefined : this.parents.get(log);
     const copy = parent?.copies.get(msg.childId);
-    if (parent === undefined || copy === undefined || copy.epoch !== msg.epoch || !copy.busy) return;
-    copy.busy = false;
-    if (msg.upToOffset === null) return this.retryLater(parent, copy, retryMs);
+    if (parent === undefined || copy === undefined || copy.epoch !== msg.epoch || copy.unanswered === 0) return;
+    copy.unanswered--;
+    if (msg.upToOffset === null) {
+      // Only a host that allows one batch in flight refuses: nothing was sent after this one.
+      copy.next = copy.offset;
+      return this.retryLater(parent, copy, retryMs);
+    }
     if (msg.upToOffset > copy.offset) {
+      copy.copied += msg.upToOffset - copy.offset;
       copy.offset = msg.upToOffset;
       this.host.cursorSet(parent.log, copy.name, copy.offset);
       this.commitsPrune(parent);
     }
-    this.pump(parent, copy);
+    this.pumpSoon(parent);
   }
 
   /** The copy cursors of a partition, for its statistics (GET .../children lag). */
@@ -162,7 +197,7 @@ export class FanoutCopier<L> {
     for (const parent of this.parents.values()) {
       for (const copy of parent.copies.values()) {
         views.push({ parentTopicId: parent.topicId, partition: parent.partition, childId: copy.childId,
-          lag: Math.max(0, parent.committed - copy.offset), dropped: copy.dropped });
+          lag: Math.max(0, parent.committed - copy.offset), dropped: copy.dropped, copied: copy.copied });
       }
     }
     return views;
@@ -173,7 +208,7 @@ export class FanoutCopier<L> {
     if (parent !== undefined) return parent;
     const key = this.host.keyOf(log);
     if (key === undefined) throw new Error('fan-out copier: a log without a key');
-    parent = { log, topicId: key.topicId, partition: key.partition, committed, commits: [], commitsFrom: committed, copies: new Map() };
+    parent = { log, topicId: key.topicId, partition: key.partition, committed, commits: [], commitsFrom: committed, copies: new Map(), pumpQueued: false };
     this.parents.set(log, parent);
     return parent;
   }
@@ -198,52 +233,79 @@ export class FanoutCopier<L> {
         parent.commitsFrom = parent.committed;
       }
       const offset = this.host.cursorOffset(parent.log, name) ?? link.attachOffsets[parent.partition] ?? 0;
-      const copy: Copy = { childId: link.childId, epoch: link.epoch, name, delayMs: link.delayMs ?? 0, offset, busy: false, timer: null, dropped: 0 };
-      parent.copies.set(link.childId, copy);
-      this.pump(parent, copy);
+      parent.copies.set(link.childId, {
+        childId: link.childId, epoch: link.epoch, name, delayMs: link.delayMs ?? 0, offset, next: offset, reading: false,
+        unanswered: 0, timer: null, dropped: 0, copied: 0,
+      });
     }
+    this.pumpAll(parent);
   }
 
-  /** Reads the next batch past the cursor, if anything committed is left and nothing is under way. */
-  private pump(parent: ParentLog<L>, copy: Copy): void {
-    if (this.closed || copy.busy || copy.timer !== null) return;
-    const oldest = this.host.oldestOffset(parent.log);
-    if (copy.offset < oldest && copy.offset < parent.committed) {
-      // Spec §4 metrics: the parent's retention deleted these before they were copied.
-      const to = Math.min(oldest, parent.committed);
-      copy.dropped += to - copy.offset;
-      copy.offset = to;
-      this.host.cursorSet(parent.log, copy.name, copy.offset);
+  /** Reads the next batch past each cursor that waits for nothing, if anything committed is left. Cursors at the same
+   *  offset (children that keep up) share one read: three children would otherwise read every record three times. */
+  private pumpAll(parent: ParentLog<L>): void {
+    if (this.closed) return;
+    const byOffset = new Map<number, Copy[]>();
+    for (const copy of parent.copies.values()) {
+      if (copy.reading || copy.timer !== null) continue;
+      if (copy.unanswered >= this.host.copiesInFlightMax(copy.childId, parent.partition)) continue;
+      this.droppedSkip(parent, copy);
+      if (copy.next >= parent.committed) continue;
+      const group = byOffset.get(copy.next);
+      if (group === undefined) byOffset.set(copy.next, [copy]);
+      else group.push(copy);
     }
-    const count = Math.min(parent.committed - copy.offset, copyCountMax);
-    if (count <= 0) return;
-    copy.busy = true;
-    const from = copy.offset;
+    for (const [from, copies] of byOffset) this.readFor(parent, from, copies);
+  }
+
+  /** Answers come one by one (several in one go when one sync covered them): the pump runs once after them all. */
+  private pumpSoon(parent: ParentLog<L>): void {
+    if (parent.pumpQueued) return;
+    parent.pumpQueued = true;
+    queueMicrotask(() => {
+      parent.pumpQueued = false;
+      if (this.parents.get(parent.log) === parent) this.pumpAll(parent);
+    });
+  }
+
+  /** Spec §4 metrics: records the parent's retention deleted before they were copied are skipped and counted. */
+  private droppedSkip(parent: ParentLog<L>, copy: Copy): void {
+    const oldest = this.host.oldestOffset(parent.log);
+    if (copy.unanswered > 0 || copy.offset >= oldest || copy.offset >= parent.committed) return;
+    const to = Math.min(oldest, parent.committed);
+    copy.dropped += to - copy.offset;
+    copy.offset = to;
+    copy.next = to;
+    this.host.cursorSet(parent.log, copy.name, copy.offset);
+  }
+
+  private readFor(parent: ParentLog<L>, from: number, copies: Copy[]): void {
+    const count = Math.min(parent.committed - from, copyCountMax);
+    for (const copy of copies) copy.reading = true;
     const offsets = Array.from({ length: count }, (_, i) => from + i);
     this.host.read(parent.log, offsets).then(
-      (results) => this.readDone(parent, copy, from, results),
+      (results) => {
+        for (const copy of copies) this.readDone(parent, copy, from, results);
+      },
       (err: unknown) => this.host.failStop('fan-out copy read', err),
     );
   }
 
   private readDone(parent: ParentLog<L>, copy: Copy, from: number, results: SegmentReadResult[]): void {
-    copy.busy = false;
-    if (this.closed || parent.copies.get(copy.childId) !== copy || copy.offset !== from) return;
+    copy.reading = false;
+    if (this.closed || parent.copies.get(copy.childId) !== copy || copy.next !== from) return;
     const { records, waitMs } = this.duePrefix(parent, copy, from, results);
     if (records.length === 0) {
       if (waitMs !== null) return this.retryLater(parent, copy, waitMs);
       // Retention took the head while it was read: pump counts it dropped.
-      if (results[0] === 'aged_out') this.pump(parent, copy);
+      if (results[0] === 'aged_out') this.pumpSoon(parent);
       return;
     }
-    const packed = packr.pack(records.map((r) => [r.key, r.payload, r.payloadKind]));
-    // packr reuses its buffer: the transferred bytes must be a copy of their own.
-    const bytes = new Uint8Array(packed);
-    copy.busy = true;
-    this.host.post({
-      kind: 'fanoutCopy', parentTopicId: parent.topicId, partition: parent.partition, childId: copy.childId, epoch: copy.epoch,
-      fromOffset: from, count: records.length, records: bytes,
-    }, [bytes.buffer]);
+    copy.next = from + records.length;
+    copy.unanswered++;
+    this.host.copy({ parentTopicId: parent.topicId, partition: parent.partition, childId: copy.childId, epoch: copy.epoch, fromOffset: from, records });
+    // A host that takes several batches gets the next one now, before this one is synced.
+    if (copy.next < parent.committed) this.pumpSoon(parent);
   }
 
   /** The records of a batch that may go now: in offset order, up to the byte bound, and for a delay child only those
@@ -275,7 +337,7 @@ export class FanoutCopier<L> {
     if (copy.timer !== null) clearTimeout(copy.timer);
     copy.timer = setTimeout(() => {
       copy.timer = null;
-      if (parent.copies.get(copy.childId) === copy) this.pump(parent, copy);
+      if (parent.copies.get(copy.childId) === copy) this.pumpAll(parent);
     }, Math.max(1, Math.ceil(waitMs)));
   }
 

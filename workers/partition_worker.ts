@@ -13,14 +13,31 @@ import type { MetadataState, TopicRecord } from '../src/protocol/metadata_types.
 import { checkedFrameBodies } from '../src/util/frame.js';
 import { createLogger, type Logger } from '../src/util/log.js';
 import { FanoutCopier } from './fanout_copier.js';
+import { FanoutCopyRoute, type LocalCopyDispatch } from './fanout_copy_route.js';
 import { ConsumeRoutes, type ConsumeHost } from './partition_consume_routes.js';
 import { PartitionCursorLogs } from './partition_cursor_logs.js';
 import { PartitionWriteCore, type HandoffStaged, type LogPosition, type WriteCommand, type WriteEffect, type WriteTimer } from './partition_write_core.js';
 import { PartitionTable, type ReplicaChange } from './partition_table.js';
 import { sealedHandlesOnCloseFailure } from './sealed_handles.js';
 import { PartitionLog } from './segment_log.js';
+import type { StoredRecord } from './segment_store.js';
 
-type Dispatch = Extract<ToWorker, { kind: 'dispatch' | 'handoff' }>;
+type Dispatch = Extract<ToWorker, { kind: 'dispatch' | 'handoff' }> | LocalCopyDispatch;
+
+/** One record's fields for log.stage, reused for every record: stage keeps nothing of them (it writes the frame in
+ *  place), and a fresh object per record (with a spread for the origin) was the hottest line of batch staging and a
+ *  good part of the worker's garbage. Origin 0: this node's own record. */
+const stageFields: Omit<StoredRecord, 'offset'> & { origin: number } = {
+  timestampSec: 0, key: null, payload: new Uint8Array(0), payloadKind: 0, ingressSeq: 0, ingressIndex: 0, origin: 0,
+};
+
+/** Drops the last record's buffers from stageFields, so a read buffer or dispatch outlives no staging. */
+function stageFieldsRelease(): void {
+  stageFields.key = null;
+  stageFields.payload = emptyPayload;
+}
+
+const emptyPayload = new Uint8Array(0);
 
 /** Partitions opened at once at start: each open reads up to a 4 MiB window, so this bounds memory. */
 const startOpenConcurrency = 8;
@@ -34,6 +51,7 @@ class PartitionWorker implements ConsumeHost {
   private readonly routes: ConsumeRoutes;
   /** Fan-out copying from the parent partitions this worker owns (issue 30). */
   readonly copier: FanoutCopier<PartitionLog>;
+  private readonly copyRoute: FanoutCopyRoute;
   readonly cursorLogs = new PartitionCursorLogs<PartitionLog>();
   private readonly timers: Record<WriteTimer, NodeJS.Timeout | null> = { flush: null, sync: null, retention: null };
   private readonly syncWaiters = new Map<number, () => void>();
@@ -63,6 +81,13 @@ class PartitionWorker implements ConsumeHost {
     this.core = new PartitionWriteCore(data);
     this.routes = new ConsumeRoutes(this);
     this.copier = this.copierNew();
+    this.copyRoute = new FanoutCopyRoute({
+      nodeId: data.nodeId,
+      table: this.table,
+      arrive: (dispatch) => this.run({ kind: 'dispatchArrived', dispatch }),
+      post: (msg, transfer) => this.port.postMessage(msg, transfer),
+      answer: (answer) => this.copier.copied(answer),
+    });
   }
 
   private copierNew(): FanoutCopier<PartitionLog> {
@@ -80,7 +105,8 @@ class PartitionWorker implements ConsumeHost {
       cursorNames: (log) => core.cursorNames(log),
       cursorSet: (log, name, offset) => this.run({ kind: 'cursorSet', log, name, offset }),
       cursorDrop: (log, name) => this.run({ kind: 'cursorDrop', log, name }),
-      post: (msg, transfer) => this.port.postMessage(msg, transfer),
+      copy: (batch) => this.copyRoute.copy(batch),
+      copiesInFlightMax: (childId, partition) => this.copyRoute.copiesInFlightMax(childId, partition),
       failStop: (what, err) => this.failStop(what, err),
     });
   }
@@ -219,7 +245,9 @@ class PartitionWorker implements ConsumeHost {
         for (const waiter of effect.waiters) this.syncWaiterWake(waiter);
         return;
       case 'handedOff':
-        for (const reqId of effect.waiters) this.data.linkPort!.postMessage({ kind: 'handedOff', reqId } satisfies FromWorker);
+        for (const waiter of effect.waiters) {
+          if (!this.copyRoute.handedOff(waiter)) this.data.linkPort!.postMessage({ kind: 'handedOff', reqId: waiter } satisfies FromWorker);
+        }
         return;
       case 'retain':
         return this.complete('retention', this.retentionRound(effect.nowMs), () => ({ kind: 'retentionDone' }));
@@ -262,8 +290,9 @@ class PartitionWorker implements ConsumeHost {
         continue;
       }
       const touched = new Set<PartitionLog>();
-      this.dispatchStage(dispatch, dispatch.origin, touched);
-      handoffs.push({ waiter: dispatch.reqId, ends: [...touched].map((log) => [log, log.nextOffset]) });
+      if (dispatch.kind === 'handoff') this.dispatchStage(dispatch, dispatch.origin, touched);
+      else this.copyStage(dispatch, touched);
+      handoffs.push({ waiter: dispatch.kind === 'handoff' ? dispatch.reqId : dispatch.waiter, ends: [...touched].map((log) => [log, log.nextOffset]) });
     }
     try {
       this.run({ kind: 'staged', seqUpTo: this.localSeqStaged, logs: this.stagedLogs, handoffs });
@@ -272,8 +301,36 @@ class PartitionWorker implements ConsumeHost {
     }
   }
 
+  /** Fan-out copies into a child partition of this worker; a child topic deleted since the copy was read takes none.
+   *  Each copy is skipped when the child holds it by its source (a cursor re-sent after a crash). */
+  private copyStage(copy: LocalCopyDispatch, touched: Set<PartitionLog>): void {
+    if (this.table.topicOf(copy.childId) === undefined) return;
+    const log = this.table.logOf(copy.childId, copy.partition) ?? this.table.logCreate(copy.childId, copy.partition);
+    const fields = stageFields;
+    fields.timestampSec = copy.timestampSec;
+    fields.ingressIndex = 0;
+    fields.origin = copy.origin;
+    const records = copy.records;
+    let staged = 0;
+    for (let i = 0; i < records.length; i++) {
+      const seq = copy.firstSeq + i;
+      if (log.holdsIngress(seq, 0, copy.origin)) continue;
+      const record = records[i]!;
+      fields.key = record.key;
+      fields.payload = record.payload;
+      fields.payloadKind = record.payloadKind;
+      fields.ingressSeq = seq;
+      log.stage(fields);
+      staged++;
+    }
+    stageFieldsRelease();
+    if (staged === 0) return;
+    touched.add(log);
+    this.stagedLogs.add(log);
+  }
+
   /** origin 0: this node's ingress group; touched collects the logs a hand-off staged to. */
-  private dispatchStage(dispatch: Dispatch, origin: number, touched: Set<PartitionLog> | null): void {
+  private dispatchStage(dispatch: Exclude<Dispatch, LocalCopyDispatch>, origin: number, touched: Set<PartitionLog> | null): void {
     // The front computed these crcs as it wrote the group, or checked them as it read the ingress log back at start
     // (a hand-off's frames were checked by the transport's own frame crc, and are checked again here).
     for (const body of checkedFrameBodies(dispatch.frames)) {
@@ -283,6 +340,7 @@ class PartitionWorker implements ConsumeHost {
       // A topic this replica no longer holds was deleted after the produce: its records are dropped.
       if (topic !== undefined) this.dispatchStageEntry(entry, topic, origin, touched);
     }
+    stageFieldsRelease();
   }
 
   private dispatchStageEntry(entry: IngressEntry, topic: TopicRecord, origin: number, touched: Set<PartitionLog> | null): void {
@@ -310,15 +368,15 @@ class PartitionWorker implements ConsumeHost {
       const seqIndex = source === undefined ? index : 0;
       // Already staged or stored: a replay after a crash or a re-sent hand-off stores nothing twice.
       if (log.holdsIngress(seq, seqIndex, recordOrigin)) continue;
-      log.stage({
-        timestampSec: entry.timestampSec,
-        key: record.key,
-        payload: record.payload,
-        payloadKind: record.payloadKind,
-        ingressSeq: seq,
-        ingressIndex: seqIndex,
-        ...(recordOrigin === 0 ? {} : { origin: recordOrigin }),
-      });
+      const fields = stageFields;
+      fields.timestampSec = entry.timestampSec;
+      fields.key = record.key;
+      fields.payload = record.payload;
+      fields.payloadKind = record.payloadKind;
+      fields.ingressSeq = seq;
+      fields.ingressIndex = seqIndex;
+      fields.origin = recordOrigin;
+      log.stage(fields);
       if (dirtied[partition] !== true) {
         this.stagedLogs.add(log);
         touched?.add(log);

@@ -1,5 +1,5 @@
 // Fan-out copies, the front's side (issue 30): a parent partition's worker posts committed parent records for a child
-// ('fanoutCopy'); they are appended to this node's ingress log as one entry of the child topic, on the normal write
+// whose partition it does not own itself ('fanoutCopy'; workers/fanout_copy_route.ts); they are appended to this node's ingress log as one entry of the child topic, on the normal write
 // path (local workers store them; a child partition another node owns gets them by hand-off), and once synced the
 // worker is told ('fanoutCopied') so it moves its copy cursor. Front thread; main.ts wires it to the workers.
 import { Packr } from 'msgpackr';
@@ -8,13 +8,12 @@ import type { FanoutCopyMessage, PartitionWorkers } from './dispatch.js';
 import type { Handoff } from './handoff.js';
 import type { IngressLog } from './ingress_log.js';
 import type { MetadataReplica } from './metadata_replica.js';
-import type { Metrics } from './metrics.js';
 
 const packr = new Packr({ useRecords: false, moreTypes: false });
 
 export class FanoutCopies {
   constructor(private readonly s: {
-    nodeId: number; replica: MetadataReplica; workers: PartitionWorkers; ingress: IngressLog; handoff: Handoff; metrics: Metrics;
+    nodeId: number; replica: MetadataReplica; workers: PartitionWorkers; ingress: IngressLog; handoff: Handoff;
   }) {}
 
   /** The workers' 'fanoutCopy' handler (PartitionWorkers.fanoutCopiesTo). */
@@ -51,13 +50,6 @@ export class FanoutCopies {
     };
     const owner = child.owners[partition];
     if (owner !== undefined && owner !== this.s.nodeId) this.s.handoff.note(owner, entry.seq, records.length);
-    const metrics = this.s.metrics;
-    ingress.appendThen(entry, {
-      appended: (error) => {
-        if (error !== null) return answer(null);
-        metrics.countFanoutCommitted(parent.parent, child.name, msg.partition, records.length);
-        answer(msg.fromOffset + records.length);
-      },
-    });
+    ingress.appendThen(entry, { appended: (error) => answer(error === null ? msg.fromOffset + records.length : null) });
   }
 }

@@ -16,7 +16,6 @@ export class Metrics {
   /** topic name -> reason -> produce requests refused (spec §4 Health and metrics). */
   private readonly rejections = new Map<string, Map<string, number>>();
   /** parent name -> child name -> parent partition -> copies appended to this node's ingress log (issue 30). */
-  private readonly fanoutCommitted = new Map<string, Map<string, number[]>>();
   /** Whether /readyz would answer 200, as health.onMetrics found it at the scrape being served. */
   private ready = 0;
   private readonly requestDuration = new Histogram({
@@ -123,9 +122,8 @@ export class Metrics {
     }
   }
 
-  /** Fan-out (spec §4 metrics, issue 30): lag and losses from the workers' copy cursors, copies counted here. */
+  /** Fan-out (spec §4 metrics, issue 30): lag, losses and copies from the workers' copy cursors. */
   private registerFanoutSeries(report: () => Promise<PartitionReport>): void {
-    const committed = this.fanoutCommitted;
     new Gauge({
       name: 'svc_fanout_lag_messages',
       help: 'Parent messages committed and not yet copied to the child, by parent, child and parent partition.',
@@ -148,29 +146,14 @@ export class Metrics {
     });
     new Counter({
       name: 'svc_fanout_committed_total',
-      help: 'Parent messages copied to the child (synced to this node\'s ingress log), by parent, child and parent partition.',
+      help: 'Parent messages copied to the child (stored durably for it), by parent, child and parent partition, since the worker started.',
       labelNames: ['parent', 'child', 'partition'],
       registers: [this.registry],
-      collect() {
+      async collect() {
         this.reset();
-        for (const [parent, byChild] of committed) {
-          for (const [child, counts] of byChild) {
-            counts.forEach((count, partition) => {
-              if (count > 0) this.labels(parent, child, String(partition)).inc(count);
-            });
-          }
-        }
+        for (const { parent, child, view } of (await report()).fanout) this.labels(parent, child, String(view.partition)).inc(view.copied);
       },
     });
-  }
-
-  /** Counts copies of a parent partition's records appended for a child. */
-  countFanoutCommitted(parent: string, child: string, partition: number, count: number): void {
-    let byChild = this.fanoutCommitted.get(parent);
-    if (byChild === undefined) this.fanoutCommitted.set(parent, (byChild = new Map()));
-    let counts = byChild.get(child);
-    if (counts === undefined) byChild.set(child, (counts = []));
-    counts[partition] = (counts[partition] ?? 0) + count;
   }
 
   /** The series counted on the hot paths, read from their maps at scrape time. */
@@ -319,8 +302,6 @@ export class Metrics {
 
   forgetTopic(topic: string): void {
     this.rejections.delete(topic);
-    this.fanoutCommitted.delete(topic);
-    for (const byChild of this.fanoutCommitted.values()) byChild.delete(topic);
   }
 }
 

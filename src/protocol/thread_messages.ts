@@ -120,7 +120,8 @@ export interface FanoutCursorView {
   offset: number;
 }
 
-/** One copy cursor as a worker reports it for a metrics scrape (svc_fanout_lag_messages, ..._dropped_messages). */
+/** One copy cursor as a worker reports it for a metrics scrape (svc_fanout_lag_messages, ..._dropped_messages,
+ *  svc_fanout_committed_total). */
 export interface FanoutCounterView {
   parentTopicId: string;
   partition: number;
@@ -129,6 +130,8 @@ export interface FanoutCounterView {
   lag: number;
   /** Parent messages retention deleted before they were copied, since the worker started. */
   dropped: number;
+  /** Parent messages copied to the child (stored durably for it) since the worker started. */
+  copied: number;
 }
 
 /** One partition's consume counters as a worker reports them for a metrics scrape. */

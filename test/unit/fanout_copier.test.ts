@@ -1,16 +1,15 @@
-// Goal: the fan-out copier (workers/fanout_copier.ts, issue 30) starts a cursor at the attach offset, posts committed
+// Goal: the fan-out copier (workers/fanout_copier.ts, issue 30) starts a cursor at the attach offset, hands committed
 // records past it and moves the cursor only on the front's answer; skips records retention deleted and counts them
 // dropped; holds a delay child's copies until commit + delay (never early); drops the cursor of a detached link; and
 // its coarsened commit times are never earlier than the real ones.
-// Method: drive FanoutCopier over a fake host (records in an array, posts and cursor calls recorded) with a
+// Method: drive FanoutCopier over a fake host (records in an array, batches and cursor calls recorded) with a
 // hand-moved clock; the delay case waits for the copier's own timer (100 ms).
 import t from 'tap';
 import { commitsCoarsened, FanoutCopier, fanoutCursorName, type CopierHost } from '../../workers/fanout_copier.js';
 import type { FanoutLink } from '../../src/protocol/metadata_types.js';
-import type { FromWorker } from '../../src/protocol/thread_messages.js';
 import type { SegmentReadResult } from '../../workers/segment_store.js';
 
-type Copy = Extract<FromWorker, { kind: 'fanoutCopy' }>;
+interface Copy { fromOffset: number; count: number }
 
 function harness(links: FanoutLink[], count: number, clock: { ms: number }) {
   const log = 'log';
@@ -31,7 +30,8 @@ function harness(links: FanoutLink[], count: number, clock: { ms: number }) {
       state.cursors.delete(name);
       state.drops.push(name);
     },
-    post: (msg) => void state.posts.push(msg as Copy),
+    copiesInFlightMax: () => 1,
+    copy: (batch) => void state.posts.push({ fromOffset: batch.fromOffset, count: batch.records.length }),
     failStop: (what, err) => { throw new Error(`${what}: ${String(err)}`); },
   };
   const copier = new FanoutCopier(host, () => clock.ms);
@@ -52,7 +52,7 @@ t.test('copies from the attach offset; the cursor moves on the answer only', asy
   t.equal(state.cursors.get(fanoutCursorName('cid', 'e1')), undefined, 'no cursor move before the answer');
   copier.copied({ parentTopicId: 'parent', partition: 0, childId: 'cid', epoch: 'e1', upToOffset: 10 });
   t.equal(state.cursors.get(fanoutCursorName('cid', 'e1')), 10);
-  t.same(copier.counters(), [{ parentTopicId: 'parent', partition: 0, childId: 'cid', lag: 0, dropped: 0 }]);
+  t.same(copier.counters(), [{ parentTopicId: 'parent', partition: 0, childId: 'cid', lag: 0, dropped: 0, copied: 8 }]);
   state.links = [];
   copier.linksChanged(['parent']);
   t.same(state.drops, [fanoutCursorName('cid', 'e1')], 'detach drops the cursor');

@@ -1,0 +1,99 @@
+// Where a batch of fan-out copies goes (issue 30). A child partition this worker owns gets the copies staged right
+// here, as a local dispatch the write core treats like a hand-off: the copies are in no ingress log, so the child
+// partition shows them only once synced and the copy cursor moves only then. Any other child partition (another
+// worker's or another node's) gets them through the front's ingress log ('fanoutCopy', src/front/fanout_copies.ts).
+// Staging here skips a pack, a port crossing, an ingress write and sync, and a dispatch per copy: at half the peak
+// produce rate a parent with three children copies three times what it takes in. Partition worker thread;
+// partition_worker.ts owns one.
+import { Packr } from 'msgpackr';
+import { fanoutOrigin } from '../src/protocol/ingress_frame.js';
+import type { TopicRecord } from '../src/protocol/metadata_types.js';
+import type { FromWorker } from '../src/protocol/thread_messages.js';
+import type { CopyAnswer, CopyBatch } from './fanout_copier.js';
+import type { PartitionTable } from './partition_table.js';
+import type { StoredRecord } from './segment_store.js';
+
+/** Copies for a child partition of this worker, staged by the shell like a hand-off; waiter is answered 'handedOff'.
+ *  Record i is known by (origin, firstSeq + i, 0) in the child partition (ingress_frame.ts IngressSource). */
+export interface LocalCopyDispatch {
+  kind: 'copy';
+  metaIndex: number;
+  waiter: number;
+  childId: string;
+  partition: number;
+  /** The copy's own time (docs/decisions.md): the child's retention counts from it. */
+  timestampSec: number;
+  origin: number;
+  firstSeq: number;
+  records: StoredRecord[];
+}
+
+export interface CopyRouteHost {
+  nodeId: number;
+  table: PartitionTable;
+  /** Hands a local copy to the write core ('dispatchArrived'). */
+  arrive(dispatch: LocalCopyDispatch): void;
+  /** Posts to the front. */
+  post(msg: FromWorker, transfer: ArrayBuffer[]): void;
+  /** The copier's answer ('copied'). */
+  answer(answer: CopyAnswer): void;
+}
+
+const packr = new Packr({ useRecords: false, moreTypes: false });
+
+/** Batches of one copy cursor staged here and not yet synced: the next batch is staged while the last one's sync
+ *  runs, so a copy waits for one flush and one sync, not for the batch before it too. Bounds the read buffers held. */
+const localCopiesInFlightMax = 4;
+
+export class FanoutCopyRoute {
+  private readonly waiting = new Map<number, CopyAnswer>();
+  private nextWaiter = 1;
+
+  constructor(private readonly host: CopyRouteHost) {}
+
+  copy(batch: CopyBatch): void {
+    const child = this.host.table.topicOf(batch.childId);
+    const childPartition = child === undefined ? null : this.localPartition(child, batch.partition);
+    if (childPartition === null) return this.toFront(batch);
+    const waiter = this.nextWaiter++;
+    const { parentTopicId, partition, childId, epoch, fromOffset, records } = batch;
+    this.waiting.set(waiter, { parentTopicId, partition, childId, epoch, upToOffset: fromOffset + records.length });
+    this.host.arrive({
+      kind: 'copy', metaIndex: this.host.table.appliedIndex, waiter, childId, partition: childPartition,
+      timestampSec: Math.floor(Date.now() / 1000), origin: fanoutOrigin(epoch, partition), firstSeq: fromOffset + 1, records,
+    });
+  }
+
+  /** Copies staged here are never refused, so several batches may be under way; the front may refuse one (its
+   *  replica does not hold the link yet), after which nothing later may have gone: one at a time. */
+  copiesInFlightMax(childId: string, parentPartition: number): number {
+    const child = this.host.table.topicOf(childId);
+    return child !== undefined && this.localPartition(child, parentPartition) !== null ? localCopiesInFlightMax : 1;
+  }
+
+  /** The write core's 'handedOff' of one waiter; false when it is not a local copy's (hand-offs' reqIds are negative). */
+  handedOff(waiter: number): boolean {
+    const answer = this.waiting.get(waiter);
+    if (answer === undefined) return false;
+    this.waiting.delete(waiter);
+    // Answered after the core's command returns: the answer moves a cursor, itself a command of the core.
+    queueMicrotask(() => this.host.answer(answer));
+    return true;
+  }
+
+  /** The child partition the copies go to (spec §1.9: the same index modulo the child's count) when it is this
+   *  worker's, else null. */
+  private localPartition(child: TopicRecord, parentPartition: number): number | null {
+    if (child.partitions === 0) return null;
+    const partition = parentPartition % child.partitions;
+    return child.owners[partition] === this.host.nodeId && this.host.table.owns(child.id, partition) ? partition : null;
+  }
+
+  private toFront(batch: CopyBatch): void {
+    const packed = packr.pack(batch.records.map((r) => [r.key, r.payload, r.payloadKind]));
+    // packr reuses its buffer: the transferred bytes must be a copy of their own.
+    const bytes = new Uint8Array(packed);
+    const { parentTopicId, partition, childId, epoch, fromOffset } = batch;
+    this.host.post({ kind: 'fanoutCopy', parentTopicId, partition, childId, epoch, fromOffset, count: batch.records.length, records: bytes }, [bytes.buffer]);
+  }
+}
