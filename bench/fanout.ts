@@ -1,7 +1,8 @@
 // Scenario fanout of `npm run bench` (issue 30): a parent with three children (two ordinary, one delay child) against a
-// lone topic on one node it starts itself (or --url). Three figures: closed-loop batch produce into the parent over
-// the same into the lone topic (target >= 0.5: each parent message is four writes); then, while batches at half the
-// parent's peak rate go to partitions 1 and up, probes (single produces, 100 a second, carrying their send time) go to
+// lone topic on one node it starts itself (or --url). Figures: closed-loop batch produce into the parent over the same
+// into the lone topic (target >= 0.5: each parent message is four writes), and beside it the rate the family sustains
+// (parent messages over the time until every child copied them: copying runs behind produce); then, while batches at
+// half the parent's peak rate go open loop (the produce bench's client) to partitions 1 and up, probes (single produces, 100 a second, carrying their send time) go to
 // partition 0, whose copies long-polling consumers read from the children's partition 0: child lag p99 (send to
 // arrival at the consumer, target <= 100 ms) and a delay child's lateness (arrival minus send minus the delay; an upper
 // bound, since the parent commits after the send) p99 (target <= 50 ms) and minimum (never below 0). Consumers of the
@@ -21,6 +22,8 @@ export interface FanoutReport {
   loneMsgsPerSec: number;
   parentMsgsPerSec: number;
   produceRatio: number;
+  /** Parent messages of the peak run over the time from its start until every child had copied them. */
+  sustainedMsgsPerSec: number;
   halfRateMsgsPerSec: number;
   childLagMs: LatencySummaryMs | null;
   delayLatenessMs: LatencySummaryMs | null;
@@ -87,36 +90,35 @@ async function consumeLoop(target: BrokerTarget, topic: string, offsetMs: number
   }
 }
 
-/** Sends batches to the parent's partitions 1 and up on a fixed schedule at msgsPerSec for durationMs, and beside them
- *  probes to partition 0, 100 a second, each carrying its send time. */
-async function produceAtRate(options: BenchOptions, target: BrokerTarget, parent: string, msgsPerSec: number, durationMs: number): Promise<void> {
-  const perBatch = Math.min(options.batch, Math.max(1, Math.round(msgsPerSec / 100)));
-  const intervalMs = (perBatch / msgsPerSec) * 1000;
-  const payload = 'x'.repeat(Math.max(1, options.messageBytes - 10));
-  const body = JSON.stringify({ messages: Array.from({ length: perBatch }, (_, i) => ({ payload: { x: payload }, partition: 1 + (i % (options.partitions - 1)) })) });
-  const startMs = Date.now();
-  const inFlight = new Set<Promise<void>>();
-  const send = (path: string, text: string): void => {
-    const sent = fetch(`${target.url}${path}`, { method: 'POST', headers: headersOf(target), body: text })
-      .then((res) => res.arrayBuffer()).then(() => undefined, () => undefined);
-    inFlight.add(sent);
-    void sent.finally(() => inFlight.delete(sent));
-  };
+/** Batches to the parent's partitions 1 and up, open loop at msgsPerSec, and beside them probes to partition 0, 100 a
+ *  second, each carrying its send time. */
+async function produceAtRate(options: BenchOptions, target: BrokerTarget, parent: string, msgsPerSec: number): Promise<void> {
+  const payload = makePayload(options.messageBytes).toString('utf8');
+  const entries = Array.from({ length: options.batch }, (_, i) => `{"partition":${1 + (i % (options.partitions - 1))},"payload":${payload}}`);
+  const request = { method: 'POST' as const, path: `/v1/topics/${parent}/produce/batch`, headers: headersOf(target),
+    body: Buffer.from(`{"messages":[${entries.join(',')}]}`) };
+  let batchesDone = false;
   const probes = (async () => {
-    for (let k = 0; Date.now() - startMs < durationMs; k++) {
+    const startMs = Date.now();
+    for (let k = 0; !batchesDone && k < 100 * (options.durationSec + 60); k++) {
       const dueMs = startMs + k * 10;
       if (dueMs > Date.now()) await sleep(dueMs - Date.now());
-      send(`/v1/topics/${parent}/produce?partition=0`, JSON.stringify({ s: Date.now() }));
+      await fetch(`${target.url}/v1/topics/${parent}/produce?partition=0`, { method: 'POST', headers: headersOf(target), body: JSON.stringify({ s: Date.now() }) })
+        .then((res) => res.arrayBuffer(), () => undefined);
     }
   })();
-  for (let k = 0; Date.now() - startMs < durationMs; k++) {
-    const dueMs = startMs + k * intervalMs;
-    if (dueMs > Date.now()) await sleep(dueMs - Date.now());
-    if (inFlight.size >= 64) await Promise.race(inFlight);
-    send(`/v1/topics/${parent}/produce/batch`, body);
-  }
+  await measure({ ...options, rate: msgsPerSec / options.batch, warmupSec: 0 }, {
+    name: `batch produce to ${parent} at half the peak`, url: target.url, request, connections: options.batchConnections,
+    messagesPerRequest: options.batch, serverPid: target.serverPid, server: target.server,
+  }).finally(() => (batchesDone = true));
   await probes;
-  await Promise.all(inFlight);
+}
+
+/** Messages the topic holds (its partitions' high watermarks). */
+async function topicTotal(target: BrokerTarget, topic: string): Promise<number> {
+  const res = await fetch(`${target.url}/v1/topics/${topic}`, { headers: headersOf(target) });
+  const stats = ((await res.json()) as { partition_stats: { high_watermark: number }[] }).partition_stats;
+  return stats.reduce((sum, p) => sum + p.high_watermark, 0);
 }
 
 export async function runFanout(options: BenchOptions): Promise<FanoutReport> {
@@ -127,8 +129,10 @@ export async function runFanout(options: BenchOptions): Promise<FanoutReport> {
   await createTopic(target, lone, options.partitions);
   await createFamily(options, target, `${parent}-peak`);
   const loneMsgsPerSec = await peak(options, target, lone);
+  const peakStartMs = Date.now();
   const parentMsgsPerSec = await peak(options, target, `${parent}-peak`);
   await caughtUp(target, `${parent}-peak`);
+  const sustainedMsgsPerSec = (await topicTotal(target, `${parent}-peak`)) / ((Date.now() - peakStartMs) / 1000);
   // A family of its own for the paced phase: its children hold no backlog of the peak phase.
   await createFamily(options, target, parent, child, delay);
   const halfRate = parentMsgsPerSec / 2;
@@ -150,14 +154,14 @@ export async function runFanout(options: BenchOptions): Promise<FanoutReport> {
   await sleep(500);
   recording = true;
   process.stderr.write(`fanout: producing ${formatInt(halfRate)} msgs/s into ${parent} for ${options.durationSec}s\n`);
-  await produceAtRate(options, target, parent, halfRate, options.durationSec * 1000);
+  await produceAtRate(options, target, parent, halfRate);
   await caughtUp(target, parent);
   await sleep(delayMs + 2_000);
   stop = true;
   await Promise.all(consumers);
   const report: FanoutReport = {
     scenario: 'fanout', startedAt, loneMsgsPerSec, parentMsgsPerSec, produceRatio: parentMsgsPerSec / loneMsgsPerSec,
-    halfRateMsgsPerSec: halfRate, childLagMs: seen.child > 0 ? latencySummaryMs(lag) : null,
+    sustainedMsgsPerSec, halfRateMsgsPerSec: halfRate, childLagMs: seen.child > 0 ? latencySummaryMs(lag) : null,
     delayLatenessMs: seen.delay > 0 ? latencySummaryMs(lateness) : null, delayLatenessMinMs: seen.delay > 0 ? latenessMin : null,
     copiesSeen: seen, consumeStatuses: statuses, failures: [],
   };
@@ -171,6 +175,7 @@ export function printFanout(report: FanoutReport): void {
   const rows = [
     ['batch produce, lone topic', `${formatInt(report.loneMsgsPerSec)} msgs/s`, '-'],
     ['batch produce, parent of 3 children', `${formatInt(report.parentMsgsPerSec)} msgs/s (x${fixed(report.produceRatio, 2)})`, `>= x${targets.produceRatio}`],
+    ['  sustained: until the children copied it all', `${formatInt(report.sustainedMsgsPerSec)} msgs/s (x${fixed(report.sustainedMsgsPerSec / report.loneMsgsPerSec, 2)})`, '-'],
     [`child lag of probes, ${formatInt(report.halfRateMsgsPerSec)} msgs/s beside`, l === null ? 'n/a' : `p50 ${fixed(l.p50, 1)} ms, p99 ${fixed(l.p99, 1)} ms, max ${fixed(l.max, 1)} ms (${formatInt(report.copiesSeen.child)} copies)`, `p99 <= ${targets.childLagP99Ms} ms`],
     [`delay child (${delayMs} ms) lateness`, d === null ? 'n/a' : `p50 ${fixed(d.p50, 1)} ms, p99 ${fixed(d.p99, 1)} ms, min ${fixed(report.delayLatenessMinMs!, 1)} ms (${formatInt(report.copiesSeen.delay)} copies)`, `p99 <= ${targets.delayLatenessP99Ms} ms, min >= 0`],
   ];
