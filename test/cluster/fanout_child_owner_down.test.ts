@@ -2,7 +2,8 @@
 // partition, §2 children listing): on 3 nodes, with the node owning one of child A's partitions killed, produce into
 // the parent keeps answering 202, child B (all on live nodes) gets every message once and reaches lag 0, A's partition
 // on a live node gets its copies too, A's partition on the dead node answers 503; after the restart A holds every
-// parent message exactly once, each in the partition of its parent partition's index.
+// parent message exactly once, each in the partition of its parent partition's index. On the way: a replica child
+// (created under the parent) is placed off the parent's nodes.
 // Method: black box on 3 real node processes on loopback (test/helpers/cluster.ts). Plain topics placed by creation
 // order (placement: the member owning the fewest partitions, lowest id first), then A and B attached through the
 // children route, so the parent owner's ingress log holds copies for the dead node and for live ones side by side.
@@ -60,6 +61,10 @@ t.test('a dead child owner delays only that child, which gets every copy once af
   for (const child of ['da', 'db']) await expect(admin.post('/v1/topics/dp/children', { child }), 200, `attach ${child}`);
   t.ok(await cluster.visibleOnAll('/v1/topics/db', 10_000), 'on every node');
   const parentOwners = await cluster.ownersOf(leader, 'dp');
+  // Spec §1.9 replica child: dz, created under dp, holds no partition on a node of dp's while node 3 holds none of dp.
+  const zOwners = await cluster.ownersOf(leader, 'dz');
+  if (!parentOwners.includes(3)) t.ok(zOwners.every((o) => !parentOwners.includes(o)), `replica child dz on ${zOwners.join(',')}, off dp's nodes`);
+  else t.fail(`dp was placed on node 3 (${parentOwners.join(',')}): the steering above no longer holds`);
   const aOwners = await cluster.ownersOf(leader, 'da');
   const bOwners = await cluster.ownersOf(leader, 'db');
   t.comment(`owners: dp ${parentOwners.join(',')}; da ${aOwners.join(',')}; db ${bOwners.join(',')}`);
