@@ -42,12 +42,17 @@ export interface CopierHost<L> {
   /** Stores the batch for the child; 'copied' answers it, later (never from inside this call). Answers come in the
    *  order of the batches. */
   copy(batch: CopyBatch): void;
-  /** How many batches of the child's copies of this parent partition may be unanswered at once: several when an
-   *  answer is never null (the next batch is stored behind the last, in order), else one (a refused batch must be
-   *  sent again before any later one). */
-  copiesInFlightMax(childId: string, parentPartition: number): number;
+  /** Where copy sends the child's copies of this parent partition now: 'direct' batches are never refused, 'front'
+   *  ones may be (answered null). It changes when the child's partition count does. */
+  copyRoute(childId: string, parentPartition: number): CopyRoute;
   failStop(what: string, err: unknown): never;
 }
+
+export type CopyRoute = 'direct' | 'front';
+
+/** Batches of one cursor under way at once, by route: a direct batch is stored behind the last one, in order, so the
+ *  next is read and stored while the last one's sync runs; a refused batch must go again before any later one. */
+const inFlightMax: Record<CopyRoute, number> = { direct: 4, front: 1 };
 
 /** Committed parent records from fromOffset on, for one child; records are views of the log's read buffers. */
 export interface CopyBatch {
@@ -79,8 +84,9 @@ interface Copy {
   next: number;
   /** A read is under way (one at a time: the next read starts where this one's batch ends). */
   reading: boolean;
-  /** Batches handed to host.copy and not yet answered. */
+  /** Batches handed to host.copy and not yet answered, all by route (a route change waits until none is left). */
   unanswered: number;
+  route: CopyRoute;
   timer: NodeJS.Timeout | null;
   dropped: number;
   /** Records copied since this worker started (svc_fanout_committed_total). */
@@ -235,7 +241,7 @@ export class FanoutCopier<L> {
       const offset = this.host.cursorOffset(parent.log, name) ?? link.attachOffsets[parent.partition] ?? 0;
       parent.copies.set(link.childId, {
         childId: link.childId, epoch: link.epoch, name, delayMs: link.delayMs ?? 0, offset, next: offset, reading: false,
-        unanswered: 0, timer: null, dropped: 0, copied: 0,
+        unanswered: 0, route: 'front', timer: null, dropped: 0, copied: 0,
       });
     }
     this.pumpAll(parent);
@@ -248,7 +254,7 @@ export class FanoutCopier<L> {
     const byOffset = new Map<number, Copy[]>();
     for (const copy of parent.copies.values()) {
       if (copy.reading || copy.timer !== null) continue;
-      if (copy.unanswered >= this.host.copiesInFlightMax(copy.childId, parent.partition)) continue;
+      if (copy.unanswered > 0 && !this.mayAddBatch(parent, copy)) continue;
       this.droppedSkip(parent, copy);
       if (copy.next >= parent.committed) continue;
       const group = byOffset.get(copy.next);
@@ -256,6 +262,13 @@ export class FanoutCopier<L> {
       else group.push(copy);
     }
     for (const [from, copies] of byOffset) this.readFor(parent, from, copies);
+  }
+
+  /** Another batch may join those under way: same route, under its bound, and nothing retention deleted at next
+   *  (droppedSkip moves the cursor once every batch is answered; a read of deleted offsets would find nothing). */
+  private mayAddBatch(parent: ParentLog<L>, copy: Copy): boolean {
+    if (copy.next < this.host.oldestOffset(parent.log)) return false;
+    return copy.unanswered < inFlightMax[copy.route] && this.host.copyRoute(copy.childId, parent.partition) === copy.route;
   }
 
   /** Answers come one by one (several in one go when one sync covered them): the pump runs once after them all. */
@@ -297,10 +310,14 @@ export class FanoutCopier<L> {
     const { records, waitMs } = this.duePrefix(parent, copy, from, results);
     if (records.length === 0) {
       if (waitMs !== null) return this.retryLater(parent, copy, waitMs);
-      // Retention took the head while it was read: pump counts it dropped.
-      if (results[0] === 'aged_out') this.pumpSoon(parent);
+      // Retention took the head while it was read: the pump counts it dropped (after the answers, if any are due).
+      if (results[0] === 'aged_out' && copy.unanswered === 0) this.pumpSoon(parent);
       return;
     }
+    const route = this.host.copyRoute(copy.childId, parent.partition);
+    // The route changed since the batches under way went: this read waits until they are answered.
+    if (copy.unanswered > 0 && (route !== copy.route || copy.unanswered >= inFlightMax[route])) return;
+    copy.route = route;
     copy.next = from + records.length;
     copy.unanswered++;
     this.host.copy({ parentTopicId: parent.topicId, partition: parent.partition, childId: copy.childId, epoch: copy.epoch, fromOffset: from, records });

@@ -9,7 +9,7 @@ import { Packr } from 'msgpackr';
 import { fanoutOrigin } from '../src/protocol/ingress_frame.js';
 import type { TopicRecord } from '../src/protocol/metadata_types.js';
 import type { FromWorker } from '../src/protocol/thread_messages.js';
-import type { CopyAnswer, CopyBatch } from './fanout_copier.js';
+import type { CopyAnswer, CopyBatch, CopyRoute } from './fanout_copier.js';
 import type { PartitionTable } from './partition_table.js';
 import type { StoredRecord } from './segment_store.js';
 
@@ -41,9 +41,6 @@ export interface CopyRouteHost {
 
 const packr = new Packr({ useRecords: false, moreTypes: false });
 
-/** Batches of one copy cursor staged here and not yet synced: the next batch is staged while the last one's sync
- *  runs, so a copy waits for one flush and one sync, not for the batch before it too. Bounds the read buffers held. */
-const localCopiesInFlightMax = 4;
 
 export class FanoutCopyRoute {
   private readonly waiting = new Map<number, CopyAnswer>();
@@ -64,11 +61,11 @@ export class FanoutCopyRoute {
     });
   }
 
-  /** Copies staged here are never refused, so several batches may be under way; the front may refuse one (its
-   *  replica does not hold the link yet), after which nothing later may have gone: one at a time. */
-  copiesInFlightMax(childId: string, parentPartition: number): number {
+  /** Where copy sends them: staged here (never refused), or through the front (refused while its replica does not
+   *  hold the link yet). */
+  routeOf(childId: string, parentPartition: number): CopyRoute {
     const child = this.host.table.topicOf(childId);
-    return child !== undefined && this.localPartition(child, parentPartition) !== null ? localCopiesInFlightMax : 1;
+    return child !== undefined && this.localPartition(child, parentPartition) !== null ? 'direct' : 'front';
   }
 
   /** The write core's 'handedOff' of one waiter; false when it is not a local copy's (hand-offs' reqIds are negative). */

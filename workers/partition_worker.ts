@@ -106,7 +106,7 @@ class PartitionWorker implements ConsumeHost {
       cursorSet: (log, name, offset) => this.run({ kind: 'cursorSet', log, name, offset }),
       cursorDrop: (log, name) => this.run({ kind: 'cursorDrop', log, name }),
       copy: (batch) => this.copyRoute.copy(batch),
-      copiesInFlightMax: (childId, partition) => this.copyRoute.copiesInFlightMax(childId, partition),
+      copyRoute: (childId, partition) => this.copyRoute.routeOf(childId, partition),
       failStop: (what, err) => this.failStop(what, err),
     });
   }

@@ -30,7 +30,7 @@ function harness(links: FanoutLink[], count: number, clock: { ms: number }) {
       state.cursors.delete(name);
       state.drops.push(name);
     },
-    copiesInFlightMax: () => 1,
+    copyRoute: () => 'front',
     copy: (batch) => void state.posts.push({ fromOffset: batch.fromOffset, count: batch.records.length }),
     failStop: (what, err) => { throw new Error(`${what}: ${String(err)}`); },
   };
