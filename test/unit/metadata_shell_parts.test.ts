@@ -63,16 +63,18 @@ t.test('deadlines, a covering snapshot and close end waiters with the uncertain 
 });
 
 t.test('liveness: the leader stamps, a follower ages the leader view', async (t) => {
-  const leader = new Liveness(1, 5_000);
+  const leader = new Liveness(1, 5_000, 500);
   leader.heardFrom(2, 1_000);
   t.equal(leader.alive(1, true, 99_999), true, 'a node is always alive to itself');
   t.equal(leader.alive(2, true, 5_999), true);
   t.equal(leader.alive(2, true, 6_000), false, 'dead after 5 s of silence');
-  t.equal(leader.alive(3, true, 1_000), false, 'never heard: dead');
+  t.equal(leader.alive(3, true, 1_000), true, 'never heard: counted from the leader\'s start');
+  t.equal(leader.alive(3, true, 5_500), false, 'never heard: dead 5 s after the leader started');
   t.equal(leader.heardAgoMs(2, true, 3_500), 2_500);
-  t.same(leader.leaderViewToSend(3_000), [[1, 0], [2, 2_000]]);
+  t.equal(leader.heardAgoMs(3, true, 3_500), null, 'never heard: no heartbeat age');
+  t.same(leader.leaderViewToSend([1, 2, 3], 3_000), [[1, 0], [2, 2_000], [3, 2_500]], 'every member in the view');
 
-  const follower = new Liveness(3, 5_000);
+  const follower = new Liveness(3, 5_000, 0);
   t.equal(follower.heardAgoMs(2, false, 0), null, 'no view yet');
   follower.receivedLeaderView([[1, 0], [2, 2_000]], 10_000);
   t.equal(follower.heardAgoMs(2, false, 11_000), 3_000, 'aged by the time since the view arrived');

@@ -1,7 +1,10 @@
 // Which members are alive (spec §2 Cluster member: dead once heartbeats stop). The leader stamps the time it last
 // heard anything from each node and sends that view to every member once a second; a follower keeps the leader's
 // last view and ages it by its own clock, so with no leader every other member ends up dead on it. Soft state of
-// the metadata shell: never in the log, rebuilt after a restart. Clock values are passed in (no Date here).
+// the metadata shell: never in the log, rebuilt after a restart. A member the leader has not heard from since its own
+// start counts as heard at that start: at a cluster's start the first views would otherwise call members dead that
+// simply had not spoken yet, and followers would refuse produce to their partitions for a second. A member that never
+// speaks is dead one dead-after period after the leader started. Clock values are passed in (no Date here).
 
 export class Liveness {
   /** Leader side: node id -> when this node last heard from it. */
@@ -12,16 +15,18 @@ export class Liveness {
   constructor(
     private readonly selfId: number,
     private readonly deadAfterMs: number,
+    /** When this node started: what "never heard" counts from. */
+    private readonly startedAtMs: number,
   ) {}
 
   heardFrom(id: number, nowMs: number): void {
     this.heardAtMs.set(id, nowMs);
   }
 
-  /** The view the leader sends; its own entry is 0. */
-  leaderViewToSend(nowMs: number): [number, number][] {
+  /** The view the leader sends, one entry per member; its own is 0. */
+  leaderViewToSend(memberIds: Iterable<number>, nowMs: number): [number, number][] {
     const view: [number, number][] = [[this.selfId, 0]];
-    for (const [id, atMs] of this.heardAtMs) if (id !== this.selfId) view.push([id, nowMs - atMs]);
+    for (const id of memberIds) if (id !== this.selfId) view.push([id, nowMs - (this.heardAtMs.get(id) ?? this.startedAtMs)]);
     return view;
   }
 
@@ -49,7 +54,7 @@ export class Liveness {
 
   alive(id: number, isLeader: boolean, nowMs: number): boolean {
     if (id === this.selfId) return true;
-    const ago = this.heardAgoMs(id, isLeader, nowMs);
+    const ago = this.heardAgoMs(id, isLeader, nowMs) ?? (isLeader ? nowMs - this.startedAtMs : null);
     return ago !== null && ago < this.deadAfterMs;
   }
 }

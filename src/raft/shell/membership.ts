@@ -62,7 +62,7 @@ export class Membership {
   private leaderDuties(nowMs: number): void {
     if (this.host.transport !== null && nowMs - this.lastLivenessMs >= livenessBroadcastMs) {
       this.lastLivenessMs = nowMs;
-      const message: PeerMessage = { kind: 'liveness', term: this.host.core.status().term, heardAgoMs: this.host.liveness.leaderViewToSend(nowMs) };
+      const message: PeerMessage = { kind: 'liveness', term: this.host.core.status().term, heardAgoMs: this.host.liveness.leaderViewToSend(this.host.state().members.keys(), nowMs) };
       const conf = this.host.core.status().confState;
       for (const id of members(conf)) if (id !== this.host.config.nodeId) this.host.transport.send(id, message);
     }

@@ -89,7 +89,7 @@ export class MetadataShell {
     this.snapshotIndex = deps.snapshotIndex;
     this.config = deps.config;
     this.transport = deps.transport;
-    this.liveness = new Liveness(deps.config.nodeId, deps.config.deadAfterMs);
+    this.liveness = new Liveness(deps.config.nodeId, deps.config.deadAfterMs, Date.now());
     this.membership = new Membership({
       core: this.core, config: this.config, transport: this.transport, liveness: this.liveness,
       state: () => this.state,
