@@ -12,6 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { TestCluster } from './cluster.js';
 import { Prng } from './prng.js';
+import { idOf, readBackVerdict, type ReadBackVerdict } from './read_back_verdict.js';
 import { Client, replayAt, topicPath, type ReplayedMessage } from './replay.js';
 
 export type ClusterFaultKind = 'kill' | 'cut' | 'drop' | 'stall' | 'delay';
@@ -47,12 +48,8 @@ export interface ClusterFault {
   delayMs?: number;
 }
 
-export interface ClusterTrialResult {
-  seed: number;
-  ok: boolean;
-  fault?: ClusterFault;
-  ackedIds: number;
-  unackedIds: number;
+/** What the load counted, kept while it runs and reported with the trial. */
+export interface LoadCounters {
   requestsAcked: number;
   requestsNotAcked: number;
   /** Answers other than 202 to produces, by "node:status" (0: no answer). */
@@ -61,11 +58,13 @@ export interface ClusterTrialResult {
   ackedByConsumers: number;
   /** Answers to consumes and acks other than 200, 204, by "kind:status". */
   consumeStatuses: Record<string, number>;
-  recordsRead: number;
-  unackedPresent: number;
-  missing: string[];
-  duplicates: string[];
-  unknown: string[];
+}
+
+export interface ClusterTrialResult extends LoadCounters, ReadBackVerdict {
+  seed: number;
+  fault?: ClusterFault;
+  ackedIds: number;
+  unackedIds: number;
   settleMs: number;
   /** Every node's svc_ingress_dispatch_backlog_records was 0 at the end (undefined: not read). */
   backlogDrained?: boolean;
@@ -81,17 +80,11 @@ export function randomClusterSeed(): number {
   return (Date.now() ^ (process.pid << 16) ^ Math.floor(Math.random() * 0x7fffffff)) >>> 0;
 }
 
-interface LoadState {
+interface LoadState extends LoadCounters {
   stopping: boolean;
   idsMax: number;
   acked: Set<string>;
   sent: Set<string>;
-  requestsAcked: number;
-  requestsNotAcked: number;
-  produceStatuses: Record<string, number>;
-  consumed: number;
-  ackedByConsumers: number;
-  consumeStatuses: Record<string, number>;
 }
 
 function count(tally: Record<string, number>, key: string): void {
@@ -205,11 +198,6 @@ async function readMore(client: Client, topic: string, partition: number, record
     }
   }
   return true;
-}
-
-function idOf(record: ReplayedMessage): string | undefined {
-  const id = (record.payload as { id?: unknown } | null)?.id;
-  return typeof id === 'string' ? id : undefined;
 }
 
 /**
@@ -368,31 +356,13 @@ export async function runClusterCrashTrial(options: ClusterTrialOptions = {}): P
 
 /** Counts each id over every partition and judges the trial. */
 function tally(result: ClusterTrialResult, state: LoadState, byPartition: ReplayedMessage[][]): void {
-  const counts = new Map<string, number>();
-  for (const record of byPartition.flat()) {
-    const key = idOf(record) ?? `<no id: ${JSON.stringify(record.payload).slice(0, 60)}>`;
-    counts.set(key, (counts.get(key) ?? 0) + 1);
-    result.recordsRead++;
-  }
-  for (const id of state.acked) if (!counts.has(id)) result.missing.push(id);
-  for (const [id, n] of counts) {
-    if (n > 1) result.duplicates.push(`${id} x${n}`);
-    if (!state.sent.has(id)) result.unknown.push(id);
-    else if (!state.acked.has(id)) result.unackedPresent++;
-  }
-  result.ok = result.missing.length === 0 && result.duplicates.length === 0 && result.unknown.length === 0 && state.acked.size > 0;
+  Object.assign(result, readBackVerdict(byPartition, state.sent, state.acked));
   if (state.acked.size === 0) result.error = 'no produce was acknowledged';
 }
 
 function copyCounters(result: ClusterTrialResult, state: LoadState): void {
-  result.ackedIds = state.acked.size;
-  result.unackedIds = state.sent.size - state.acked.size;
-  result.requestsAcked = state.requestsAcked;
-  result.requestsNotAcked = state.requestsNotAcked;
-  result.produceStatuses = state.produceStatuses;
-  result.consumed = state.consumed;
-  result.ackedByConsumers = state.ackedByConsumers;
-  result.consumeStatuses = state.consumeStatuses;
+  const { stopping: _stopping, idsMax: _idsMax, acked, sent, ...counters } = state;
+  Object.assign(result, counters, { ackedIds: acked.size, unackedIds: sent.size - acked.size });
 }
 
 /** Copies every node's data dir (the cluster's teardown removes them) and the node logs; returns where. */

@@ -6,6 +6,7 @@
 // each id. Every id answered 202 must be present exactly once; an id never answered 202 may be absent, but no id
 // may appear twice and no unknown id may appear. Imports nothing from src/.
 import { startNode, removeDataDir, type StartedNode } from './node.js';
+import { readBackVerdict } from './read_back_verdict.js';
 import { Client, createTopic, readPartition, topicPath, type ReplayedMessage } from './replay.js';
 
 export interface CrashTrialOptions {
@@ -243,21 +244,7 @@ export async function runCrashTrial(options: CrashTrialOptions = {}): Promise<Cr
     const byPartition = await readBack(secondClient, topic, partitions, state.acked, options.readBackTimeoutMs ?? 20_000);
     result.readBackMs = Date.now() - readAt;
 
-    const counts = new Map<string, number>();
-    for (const record of byPartition.flat()) {
-      const id = (record.payload as { id?: unknown } | null)?.id;
-      const key = typeof id === 'string' ? id : `<no id: ${JSON.stringify(record.payload).slice(0, 60)}>`;
-      counts.set(key, (counts.get(key) ?? 0) + 1);
-      result.recordsRead++;
-    }
-    for (const id of state.acked) if (!counts.has(id)) result.missing.push(id);
-    for (const [id, count] of counts) {
-      if (count > 1) result.duplicates.push(`${id} x${count}`);
-      if (!state.sent.has(id)) result.unknown.push(id);
-      else if (!state.acked.has(id)) result.unackedPresent++;
-    }
-    result.ok = result.missing.length === 0 && result.duplicates.length === 0 && result.unknown.length === 0 &&
-      state.acked.size > 0;
+    Object.assign(result, readBackVerdict(byPartition, state.sent, state.acked));
     if (state.acked.size === 0) result.error = 'no request was acknowledged before the kill';
   } catch (error) {
     result.error = error instanceof Error ? error.message : String(error);
