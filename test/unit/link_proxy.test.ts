@@ -4,7 +4,7 @@
 // connections the node dialled into another node's front (attributed by the hello); a destination that does not
 // read pauses the source instead of growing the proxy's buffers; transportHelloNodeId reads a transport hello.
 // Method: real loopback sockets against small servers in this process; absence is checked after a bounded wait.
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { createHash } from 'node:crypto';
 import { createServer, connect, type Server, type Socket } from 'node:net';
 import { Packr } from 'msgpackr';
@@ -76,10 +76,23 @@ async function proxyFor(t: { teardown(fn: () => unknown): void }, identify = tru
   return proxy;
 }
 
-t.test('forwards both ways byte for byte', async (t) => {
+/** An echoing upstream behind a proxy that fronts node 1 without identification. */
+async function frontedNode1(t: { teardown(fn: () => unknown): void }): Promise<{ server: Upstream; proxy: LinkProxy; port: number }> {
   const server = await upstream(t);
   const proxy = await proxyFor(t, false);
-  const port = await proxy.front(1, server.port);
+  return { server, proxy, port: await proxy.front(1, server.port) };
+}
+
+/** A connection through port whose first bytes made the round trip. */
+async function warmConnection(t: Pick<Test, 'ok'>, port: number, first: string): Promise<Dialer> {
+  const client = await dial(port);
+  client.socket.write(first);
+  t.ok(await until(() => client.received().toString() === first), `${first}: forwarded both ways`);
+  return client;
+}
+
+t.test('forwards both ways byte for byte', async (t) => {
+  const { server, port } = await frontedNode1(t);
   const client = await dial(port);
   const payload = Buffer.alloc(3 * 1024 * 1024);
   for (let i = 0; i < payload.length; i++) payload[i] = (i * 31 + (i >> 10)) & 0xff;
@@ -91,12 +104,8 @@ t.test('forwards both ways byte for byte', async (t) => {
 });
 
 t.test('delay holds bytes at least that long, in order', async (t) => {
-  const server = await upstream(t);
-  const proxy = await proxyFor(t, false);
-  const port = await proxy.front(1, server.port);
-  const client = await dial(port);
-  client.socket.write('warm');
-  t.ok(await until(() => client.received().toString() === 'warm'));
+  const { proxy, port } = await frontedNode1(t);
+  const client = await warmConnection(t, port, 'warm');
   proxy.delay(1, 200);
   const sentAt = Date.now();
   client.socket.write('a');
@@ -112,12 +121,8 @@ t.test('delay holds bytes at least that long, in order', async (t) => {
 });
 
 t.test('drop forwards nothing and closes nothing; heal closes what lost bytes', async (t) => {
-  const server = await upstream(t);
-  const proxy = await proxyFor(t, false);
-  const port = await proxy.front(1, server.port);
-  const client = await dial(port);
-  client.socket.write('one');
-  t.ok(await until(() => client.received().toString() === 'one'));
+  const { server, proxy, port } = await frontedNode1(t);
+  const client = await warmConnection(t, port, 'one');
   proxy.drop(1);
   client.socket.write('two');
   const fresh = await dial(port);
@@ -137,12 +142,8 @@ t.test('drop forwards nothing and closes nothing; heal closes what lost bytes', 
 });
 
 t.test('stall holds bytes, closes nothing, and delivers them in order at the heal', async (t) => {
-  const server = await upstream(t);
-  const proxy = await proxyFor(t, false);
-  const port = await proxy.front(1, server.port);
-  const client = await dial(port);
-  client.socket.write('one');
-  t.ok(await until(() => client.received().toString() === 'one'));
+  const { server, proxy, port } = await frontedNode1(t);
+  const client = await warmConnection(t, port, 'one');
   proxy.stall(1);
   client.socket.write('two');
   client.socket.write('three');
@@ -156,9 +157,7 @@ t.test('stall holds bytes, closes nothing, and delivers them in order at the hea
 });
 
 t.test('cut closes every connection of the node and refuses new ones until healed', async (t) => {
-  const server = await upstream(t);
-  const proxy = await proxyFor(t, false);
-  const port = await proxy.front(1, server.port);
+  const { proxy, port } = await frontedNode1(t);
   const first = await dial(port);
   const second = await dial(port);
   first.socket.write('x');
