@@ -7,7 +7,6 @@
 // partition_worker.ts owns one.
 import { Packr } from 'msgpackr';
 import { fanoutOrigin } from '../src/protocol/ingress_frame.js';
-import type { TopicRecord } from '../src/protocol/metadata_types.js';
 import type { FromWorker } from '../src/protocol/thread_messages.js';
 import type { CopyAnswer, CopyBatch, CopyRoute } from './fanout_copier.js';
 import type { PartitionTable } from './partition_table.js';
@@ -49,8 +48,7 @@ export class FanoutCopyRoute {
   constructor(private readonly host: CopyRouteHost) {}
 
   copy(batch: CopyBatch): void {
-    const child = this.host.table.topicOf(batch.childId);
-    const childPartition = child === undefined ? null : this.localPartition(child, batch.partition);
+    const childPartition = this.localPartition(batch.childId, batch.partition);
     if (childPartition === null) return this.toFront(batch);
     const waiter = this.nextWaiter++;
     const { parentTopicId, partition, childId, epoch, fromOffset, records } = batch;
@@ -64,8 +62,7 @@ export class FanoutCopyRoute {
   /** Where copy sends them: staged here (never refused), or through the front (refused while its replica does not
    *  hold the link yet). */
   routeOf(childId: string, parentPartition: number): CopyRoute {
-    const child = this.host.table.topicOf(childId);
-    return child !== undefined && this.localPartition(child, parentPartition) !== null ? 'direct' : 'front';
+    return this.localPartition(childId, parentPartition) !== null ? 'direct' : 'front';
   }
 
   /** The write core's 'handedOff' of one waiter; false when it is not a local copy's (hand-offs' reqIds are negative). */
@@ -80,8 +77,9 @@ export class FanoutCopyRoute {
 
   /** The child partition the copies go to (spec §1.9: the same index modulo the child's count) when it is this
    *  worker's, else null. */
-  private localPartition(child: TopicRecord, parentPartition: number): number | null {
-    if (child.partitions === 0) return null;
+  private localPartition(childId: string, parentPartition: number): number | null {
+    const child = this.host.table.topicOf(childId);
+    if (child === undefined || child.partitions === 0) return null;
     const partition = parentPartition % child.partitions;
     return child.owners[partition] === this.host.nodeId && this.host.table.owns(child.id, partition) ? partition : null;
   }
