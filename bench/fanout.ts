@@ -135,7 +135,7 @@ export async function runFanout(options: BenchOptions): Promise<FanoutReport> {
   const sustainedMsgsPerSec = (await topicTotal(target, `${parent}-peak`)) / ((Date.now() - peakStartMs) / 1000);
   // A family of its own for the paced phase: its children hold no backlog of the peak phase.
   await createFamily(options, target, parent, child, delay);
-  const halfRate = parentMsgsPerSec / 2;
+  const halfRate = options.rate ?? parentMsgsPerSec / 2;
   const lag = newHistogram();
   const lateness = newHistogram();
   let latenessMin = Infinity;

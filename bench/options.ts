@@ -85,7 +85,9 @@ export interface BenchOptions {
   soakDurationSec: number;
   /** all: how many times to run every scenario; above 1 a table over the runs follows (bench/targets.ts). */
   repeat: number;
-  /** footprint: topics to create (3 partitions each) and idle long polls to hold. */
+  /** fanout:
+  --rate N                messages per second into the parent in the paced phase (default: half the parent's peak)
+footprint: topics to create (3 partitions each) and idle long polls to hold. */
   topics: number;
   polls: number;
   /** --compare, consume-batch: Redis consumers (XREADGROUP COUNT max + XACK). */

@@ -129,9 +129,10 @@ export class FanoutCopier<L> {
       this.linksApply(parent);
     }
     if (visible <= parent.committed) return;
-    const nowMs = this.now();
+    const last = parent.commits[parent.commits.length - 1];
+    // Commit times ascend even if the clock steps back (a later time is never early): dueEnd searches them.
+    const nowMs = Math.max(this.now(), last?.atMs ?? -Infinity);
     if (parent.copies.size > 0) {
-      const last = parent.commits[parent.commits.length - 1];
       if (last !== undefined && nowMs - last.atMs < commitBucketMs) {
         last.end = visible;
         last.atMs = nowMs;
@@ -251,17 +252,43 @@ export class FanoutCopier<L> {
    *  offset (children that keep up) share one read: three children would otherwise read every record three times. */
   private pumpAll(parent: ParentLog<L>): void {
     if (this.closed) return;
-    const byOffset = new Map<number, Copy[]>();
+    const byOffset = new Map<number, { copies: Copy[]; end: number }>();
+    const nowMs = this.now();
     for (const copy of parent.copies.values()) {
       if (copy.reading || copy.timer !== null) continue;
       if (copy.unanswered > 0 && !this.mayAddBatch(parent, copy)) continue;
       this.droppedSkip(parent, copy);
       if (copy.next >= parent.committed) continue;
+      const end = this.dueEnd(parent, copy, nowMs);
+      if (end <= copy.next) {
+        this.retryLater(parent, copy, this.headWaitMs(parent, copy, nowMs));
+        continue;
+      }
       const group = byOffset.get(copy.next);
-      if (group === undefined) byOffset.set(copy.next, [copy]);
-      else group.push(copy);
+      if (group === undefined) byOffset.set(copy.next, { copies: [copy], end });
+      else {
+        group.copies.push(copy);
+        group.end = Math.max(group.end, end);
+      }
     }
-    for (const [from, copies] of byOffset) this.readFor(parent, from, copies);
+    for (const [from, group] of byOffset) this.readFor(parent, from, group.end, group.copies);
+  }
+
+  /** Where a read for the cursor may end: what is committed, or for a delay child what is due by the commit times
+   *  known. Reading a full batch past a delay cursor kept only the few records due since its last read: a tenth of
+   *  the worker's time went to reading and checking records a 1 s delay child then left for later. */
+  private dueEnd(parent: ParentLog<L>, copy: Copy, nowMs: number): number {
+    // Below commitsFrom only the records' timestamps tell, after reading (duePrefix).
+    if (copy.delayMs === 0 || copy.next < parent.commitsFrom) return parent.committed;
+    const commits = parent.commits;
+    const due = lastIndexAtOrBefore(commits, nowMs - copy.delayMs);
+    return due < 0 ? copy.next : Math.min(commits[due]!.end, parent.committed);
+  }
+
+  /** How long until the record at the delay cursor is due (it is past commitsFrom, so its commit time is known). */
+  private headWaitMs(parent: ParentLog<L>, copy: Copy, nowMs: number): number {
+    const head = parent.commits[firstIndexEndingAfter(parent.commits, copy.next)];
+    return head === undefined ? retryMs : head.atMs + copy.delayMs - nowMs;
   }
 
   /** Another batch may join those under way: same route, under its bound, and nothing retention deleted at next
@@ -292,8 +319,8 @@ export class FanoutCopier<L> {
     this.host.cursorSet(parent.log, copy.name, copy.offset);
   }
 
-  private readFor(parent: ParentLog<L>, from: number, copies: Copy[]): void {
-    const count = Math.min(parent.committed - from, copyCountMax);
+  private readFor(parent: ParentLog<L>, from: number, end: number, copies: Copy[]): void {
+    const count = Math.min(end - from, copyCountMax);
     for (const copy of copies) copy.reading = true;
     const offsets = Array.from({ length: count }, (_, i) => from + i);
     this.host.read(parent.log, offsets).then(
@@ -366,6 +393,28 @@ export class FanoutCopier<L> {
     while (drop < parent.commits.length && parent.commits[drop]!.end <= low) drop++;
     if (drop > 0) parent.commits.splice(0, drop);
   }
+}
+
+/** The last commit range committed at or before atMs (times ascend); -1 when none was. */
+function lastIndexAtOrBefore(commits: readonly { atMs: number }[], atMs: number): number {
+  return firstIndexWhere(commits, (c) => c.atMs > atMs) - 1;
+}
+
+/** The first commit range holding an offset past offset (ends ascend); commits.length when none does. */
+function firstIndexEndingAfter(commits: readonly { end: number }[], offset: number): number {
+  return firstIndexWhere(commits, (c) => c.end > offset);
+}
+
+/** Binary search: the first index where pred holds, for a pred false then true along the array. */
+function firstIndexWhere<T>(items: readonly T[], pred: (item: T) => boolean): number {
+  let low = 0;
+  let high = items.length;
+  while (low < high) {
+    const mid = (low + high) >>> 1;
+    if (pred(items[mid]!)) high = mid;
+    else low = mid + 1;
+  }
+  return low;
 }
 
 /** Each pair of neighbours becomes one range with the later end and the later time: its records committed at or

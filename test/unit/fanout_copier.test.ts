@@ -13,7 +13,7 @@ interface Copy { fromOffset: number; count: number }
 
 function harness(links: FanoutLink[], count: number, clock: { ms: number }) {
   const log = 'log';
-  const state = { oldest: 0, links, cursors: new Map<string, number>(), posts: [] as Copy[], drops: [] as string[] };
+  const state = { oldest: 0, links, cursors: new Map<string, number>(), posts: [] as Copy[], drops: [] as string[], reads: [] as number[][] };
   const host: CopierHost<string> = {
     linksOf: () => state.links,
     keyOf: () => ({ topicId: 'parent', partition: 0 }),
@@ -21,7 +21,7 @@ function harness(links: FanoutLink[], count: number, clock: { ms: number }) {
     logsOfTopic: () => [log],
     committedOf: () => 0,
     oldestOffset: () => state.oldest,
-    read: async (_log, offsets) => offsets.map((o): SegmentReadResult => (o < state.oldest ? 'aged_out' : o >= count ? 'past_end'
+    read: async (_log, offsets) => (state.reads.push(offsets), offsets).map((o): SegmentReadResult => (o < state.oldest ? 'aged_out' : o >= count ? 'past_end'
       : { offset: o, timestampSec: 1, key: null, payload: new Uint8Array([o]), payloadKind: 0, ingressSeq: o + 1, ingressIndex: 0 })),
     cursorOffset: (_log, name) => state.cursors.get(name),
     cursorNames: () => [...state.cursors.keys()],
@@ -86,6 +86,47 @@ t.test('a delay child gets nothing before commit + delay', async (t) => {
   clock.ms = 1_100;
   await new Promise((resolve) => setTimeout(resolve, 150));
   t.same(state.posts.map((p) => [p.fromOffset, p.count]), [[0, 3]], 'due at commit + delay');
+  copier.close();
+});
+
+t.test('a delay child reads only the records already due', async (t) => {
+  const clock = { ms: 1_000 };
+  const link: FanoutLink = { child: 'd', childId: 'did', epoch: 'e1', attachOffsets: [0], delayMs: 100 };
+  const { copier, state, log } = harness([link], 6, clock);
+  copier.opened(log, 0);
+  copier.linksChanged(['parent']);
+  copier.committed(log, 3);
+  clock.ms = 1_050;
+  copier.committed(log, 6);
+  await settle();
+  t.same(state.reads, [], 'nothing read before the head is due');
+  clock.ms = 1_100;
+  await new Promise((resolve) => setTimeout(resolve, 150));
+  t.same(state.reads, [[0, 1, 2]], 'the first commit only');
+  t.same(state.posts.map((p) => [p.fromOffset, p.count]), [[0, 3]]);
+  copier.copied({ parentTopicId: 'parent', partition: 0, childId: 'did', epoch: 'e1', upToOffset: 3 });
+  clock.ms = 1_150;
+  await new Promise((resolve) => setTimeout(resolve, 150));
+  t.same(state.reads, [[0, 1, 2], [3, 4, 5]], 'then the second');
+  t.same(state.posts.map((p) => [p.fromOffset, p.count]), [[0, 3], [3, 3]]);
+  copier.close();
+});
+
+t.test('commit times never go back with the clock, so a copy is late rather than early', async (t) => {
+  const clock = { ms: 1_000 };
+  const link: FanoutLink = { child: 'd', childId: 'did', epoch: 'e1', attachOffsets: [0], delayMs: 100 };
+  const { copier, state, log } = harness([link], 6, clock);
+  copier.opened(log, 0);
+  copier.linksChanged(['parent']);
+  copier.committed(log, 3);
+  clock.ms = 950;
+  copier.committed(log, 6);
+  clock.ms = 1_060;
+  await new Promise((resolve) => setTimeout(resolve, 100));
+  t.same(state.posts, [], 'not due 100 ms after the stepped-back time');
+  clock.ms = 1_100;
+  await new Promise((resolve) => setTimeout(resolve, 150));
+  t.same(state.posts.map((p) => [p.fromOffset, p.count]), [[0, 6]], 'both due from the later time');
   copier.close();
 });
 
