@@ -14,8 +14,8 @@ export const copyCountMax = 4000;
 export const copyBytesMax = 2 * 1024 * 1024;
 /** A copy the front could not append (link not yet on its replica, ingress failure) is tried again after this. */
 const retryMs = 250;
-/** Commits closer than this share one commit time, the later one: a delay child's copy may be this much late, never
- *  early, and an hour's delay keeps at most 100 entries a second per partition. */
+/** Commits within this span of a range's first share one commit time, the range's last: a delay child's copy may be
+ *  this much late, never early, and an hour's delay keeps at most 100 entries a second per partition. */
 const commitBucketMs = 10;
 /** Commit times kept per parent partition; past it, neighbours merge pairwise into the later time (a long delay under
  *  steady load would otherwise keep 100 a second for up to a year): coarser, still never early. */
@@ -93,6 +93,13 @@ interface Copy {
   copied: number;
 }
 
+/** Records below end (and from the range before's end) committed between fromMs and atMs. */
+interface CommitRange {
+  end: number;
+  atMs: number;
+  fromMs: number;
+}
+
 interface ParentLog<L> {
   log: L;
   topicId: string;
@@ -101,7 +108,7 @@ interface ParentLog<L> {
   committed: number;
   /** Commits seen since commitsFrom, coalesced: records below end committed at atMs. Below commitsFrom (committed
    *  before this worker started, or before a delay child was attached) the record's timestamp bounds it. */
-  commits: { end: number; atMs: number }[];
+  commits: CommitRange[];
   commitsFrom: number;
   copies: Map<string, Copy>;
   /** A pumpAll waits in the microtask queue. */
@@ -133,10 +140,12 @@ export class FanoutCopier<L> {
     // Commit times ascend even if the clock steps back (a later time is never early): dueEnd searches them.
     const nowMs = Math.max(this.now(), last?.atMs ?? -Infinity);
     if (parent.copies.size > 0) {
-      if (last !== undefined && nowMs - last.atMs < commitBucketMs) {
+      // Measured from the range's first commit: from its last, commits closer than the span under a steady load made
+      // one range that never closed, and its records never came due while the load lasted.
+      if (last !== undefined && nowMs - last.fromMs < commitBucketMs) {
         last.end = visible;
         last.atMs = nowMs;
-      } else parent.commits.push({ end: visible, atMs: nowMs });
+      } else parent.commits.push({ end: visible, atMs: nowMs, fromMs: nowMs });
       if (parent.commits.length > commitsMax) parent.commits = commitsCoarsened(parent.commits);
     } else parent.commitsFrom = visible;
     parent.committed = visible;
@@ -419,8 +428,8 @@ function firstIndexWhere<T>(items: readonly T[], pred: (item: T) => boolean): nu
 
 /** Each pair of neighbours becomes one range with the later end and the later time: its records committed at or
  *  before that time, so a due time from it is never early. */
-export function commitsCoarsened(commits: { end: number; atMs: number }[]): { end: number; atMs: number }[] {
-  const merged: { end: number; atMs: number }[] = [];
+export function commitsCoarsened<T extends { end: number; atMs: number }>(commits: T[]): T[] {
+  const merged: T[] = [];
   for (let i = 0; i < commits.length; i += 2) merged.push(commits[Math.min(i + 1, commits.length - 1)]!);
   return merged;
 }

@@ -130,6 +130,22 @@ t.test('commit times never go back with the clock, so a copy is late rather than
   copier.close();
 });
 
+t.test('under a steady load a commit range closes after its span, so its records come due', async (t) => {
+  const clock = { ms: 1_000 };
+  const link: FanoutLink = { child: 'd', childId: 'did', epoch: 'e1', attachOffsets: [0], delayMs: 100 };
+  const { copier, state, log } = harness([link], 11, clock);
+  copier.opened(log, 0);
+  copier.linksChanged(['parent']);
+  for (let offset = 1; offset <= 11; offset++) {
+    copier.committed(log, offset);
+    clock.ms += 5;
+  }
+  clock.ms = 1_106;
+  await new Promise((resolve) => setTimeout(resolve, 200));
+  t.same(state.posts.map((p) => [p.fromOffset, p.count]), [[0, 2]], 'the first range: commits at 1,000 and 1,005 ms');
+  copier.close();
+});
+
 t.test('coarsened commit times are never earlier than the real ones', async (t) => {
   let end = 0;
   let at = 0;
