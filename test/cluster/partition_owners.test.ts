@@ -26,6 +26,8 @@ t.test('owners spread evenly, every owner answers its partitions, partitions_own
   t.ok(await cluster.allReady(15_000), 'all 3 ready');
   // Placement uses live members with a registered record: wait until the leader lists all 3 alive.
   t.ok(await cluster.membersAlive(leader), '3 alive members, each with its member record');
+  // Node 1 produces to other owners' partitions below: its copy of the leader's liveness view must list them alive.
+  await cluster.settled();
 
   const created = await cluster.client(cluster.follower(leader)).post('/v1/topics', { name: 'po-six', partitions: 6 });
   t.equal(created.status, 201, created.text.slice(0, 200));

@@ -42,12 +42,13 @@ t.test('3 nodes over mutual TLS: leader, replicated create, forwarded produce, c
   if (leader === undefined) return t.fail('a leader within 15 s');
   t.ok(await cluster.allReady(15_000), 'all 3 ready');
   t.ok(await cluster.membersAlive(leader), 'the leader lists all 3 alive');
+  await cluster.settled();
   t.equal((await cluster.client(leader).post('/v1/topics', { name: 'sealed', partitions: 3 })).status, 201);
   t.ok(await cluster.visibleOnAll('/v1/topics/sealed', 10_000), 'the create replicated to every node');
   const owners = ((await cluster.client(leader).get('/v1/topics/sealed')).json() as { partition_stats: Stats[] })
     .partition_stats.map((p) => Number(p.owner_node));
   const via = [1, 2, 3].find((id) => id !== owners[0])!;
-  // At once, no retry: a member the leader has not heard from yet still counts alive (src/raft/shell/liveness.ts).
+  // At once, no retry: every node's copy of the leader's liveness view lists every member alive (settled above).
   t.equal((await cluster.client(via).post('/v1/topics/sealed/produce?partition=0', { over: 'tls' })).status, 202,
     `produce to partition 0 (owner ${owners[0]}) through node ${via}`);
   const stored = await eventually(async () => {

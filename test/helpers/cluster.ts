@@ -117,12 +117,17 @@ export class TestCluster {
     const leader = await cluster.agreedLeader(15_000);
     if (leader === undefined) throw new Error(`the ${count} nodes agree on no leader within 15 s`);
     if (!(await cluster.allReady(15_000))) throw new Error(`not all ${count} nodes ready within 15 s`);
-    // A follower's liveness comes from the leader's view, sent once a second: until its copy lists every member, it
-    // refuses produce to owners it cannot yet call alive (503, Retry-After). Tests start from a settled cluster.
-    for (const id of cluster.nodes.keys()) {
-      if (!(await cluster.membersAlive(id))) throw new Error(`node ${id} does not list all ${count} members alive within 10 s`);
-    }
+    await cluster.settled();
     return { cluster, leader };
+  }
+
+  /** Waits until every node lists every member alive. A follower's liveness comes from the leader's view, sent once a
+   *  second: until its copy lists every member, it refuses produce to owners it cannot yet call alive (503,
+   *  Retry-After). Tests start from a settled cluster. */
+  async settled(): Promise<void> {
+    for (const id of this.nodes.keys()) {
+      if (!(await this.membersAlive(id))) throw new Error(`node ${id} does not list all ${this.nodes.size} members alive within 10 s`);
+    }
   }
 
   /** The owner node id of each partition of topic, as node id answers. */
