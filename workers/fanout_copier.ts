@@ -304,7 +304,7 @@ export class FanoutCopier<L> {
    *  (droppedSkip moves the cursor once every batch is answered; a read of deleted offsets would find nothing). */
   private mayAddBatch(parent: ParentLog<L>, copy: Copy): boolean {
     if (copy.next < this.host.oldestOffset(parent.log)) return false;
-    return copy.unanswered < inFlightMax[copy.route] && this.host.copyRoute(copy.childId, parent.partition) === copy.route;
+    return joinsBatchesUnderWay(copy, this.host.copyRoute(copy.childId, parent.partition));
   }
 
   /** Answers come one by one (several in one go when one sync covered them): the pump runs once after them all. */
@@ -352,7 +352,7 @@ export class FanoutCopier<L> {
     }
     const route = this.host.copyRoute(copy.childId, parent.partition);
     // The route changed since the batches under way went: this read waits until they are answered.
-    if (copy.unanswered > 0 && (route !== copy.route || copy.unanswered >= inFlightMax[route])) return;
+    if (copy.unanswered > 0 && !joinsBatchesUnderWay(copy, route)) return;
     copy.route = route;
     copy.next = from + records.length;
     copy.unanswered++;
@@ -366,7 +366,7 @@ export class FanoutCopier<L> {
   private duePrefix(parent: ParentLog<L>, copy: Copy, from: number, results: SegmentReadResult[]): { records: StoredRecord[]; waitMs: number | null } {
     const records: StoredRecord[] = [];
     let bytes = 0;
-    let commit = 0;
+    let commit = firstIndexEndingAfter(parent.commits, from);
     const nowMs = this.now();
     for (let i = 0; i < results.length; i++) {
       const record = results[i]!;
@@ -402,6 +402,11 @@ export class FanoutCopier<L> {
     while (drop < parent.commits.length && parent.commits[drop]!.end <= low) drop++;
     if (drop > 0) parent.commits.splice(0, drop);
   }
+}
+
+/** A batch by route may go beside the cursor's batches under way: they all took one route, up to its bound. */
+function joinsBatchesUnderWay(copy: Copy, route: CopyRoute): boolean {
+  return route === copy.route && copy.unanswered < inFlightMax[route];
 }
 
 /** The last commit range committed at or before atMs (times ascend); -1 when none was. */

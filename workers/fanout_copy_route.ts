@@ -40,7 +40,6 @@ export interface CopyRouteHost {
 
 const packr = new Packr({ useRecords: false, moreTypes: false });
 
-
 export class FanoutCopyRoute {
   private readonly waiting = new Map<number, CopyAnswer>();
   private nextWaiter = 1;
