@@ -2,11 +2,12 @@
 // lone topic on one node it starts itself (or --url). Figures: closed-loop batch produce into the parent over the same
 // into the lone topic (target >= 0.5: each parent message is four writes), and beside it the rate the family sustains
 // (parent messages over the time until every child copied them: copying runs behind produce); then, while batches at
-// half the parent's peak rate go open loop (the produce bench's client) to partitions 1 and up, probes (single produces, 100 a second, carrying their send time) go to
-// partition 0, whose copies long-polling consumers read from the children's partition 0: child lag p99 (send to
-// arrival at the consumer, target <= 100 ms) and a delay child's lateness (arrival minus send minus the delay; an upper
-// bound, since the parent commits after the send) p99 (target <= 50 ms) and minimum (never below 0). Consumers of the
-// whole load would measure their own backlog on a small machine. Bench process main thread.
+// half the parent's peak rate (or --rate) go open loop (the produce bench's client) to partitions 1 and up, probes
+// (single produces, 100 a second, carrying their send time) go to partition 0, whose copies long-polling consumers
+// read from the children's partition 0: child lag p99 (send to arrival at the consumer, target <= 100 ms) and a delay
+// child's lateness (arrival minus send minus the delay; an upper bound, since the parent commits after the send) p99
+// (target <= 50 ms) and minimum (never below 0). Consumers of the whole load would measure their own backlog on a
+// small machine. Bench process main thread.
 import { createTopic, fixed, formatInt, latencySummaryMs, makeBatchBody, makePayload, newHistogram, recordUs, renderTable, sleep,
   startBroker, type BrokerTarget, type Headline, type LatencySummaryMs } from './common.js';
 import type { BenchOptions } from './options.js';
@@ -24,7 +25,7 @@ export interface FanoutReport {
   produceRatio: number;
   /** Parent messages of the peak run over the time from its start until every child had copied them. */
   sustainedMsgsPerSec: number;
-  halfRateMsgsPerSec: number;
+  pacedMsgsPerSec: number;
   childLagMs: LatencySummaryMs | null;
   delayLatenessMs: LatencySummaryMs | null;
   delayLatenessMinMs: number | null;
@@ -108,7 +109,7 @@ async function produceAtRate(options: BenchOptions, target: BrokerTarget, parent
     }
   })();
   await measure({ ...options, rate: msgsPerSec / options.batch, warmupSec: 0 }, {
-    name: `batch produce to ${parent} at half the peak`, url: target.url, request, connections: options.batchConnections,
+    name: `batch produce to ${parent}, paced`, url: target.url, request, connections: options.batchConnections,
     messagesPerRequest: options.batch, serverPid: target.serverPid, server: target.server,
   }).finally(() => (batchesDone = true));
   await probes;
@@ -135,7 +136,7 @@ export async function runFanout(options: BenchOptions): Promise<FanoutReport> {
   const sustainedMsgsPerSec = (await topicTotal(target, `${parent}-peak`)) / ((Date.now() - peakStartMs) / 1000);
   // A family of its own for the paced phase: its children hold no backlog of the peak phase.
   await createFamily(options, target, parent, child, delay);
-  const halfRate = options.rate ?? parentMsgsPerSec / 2;
+  const pacedRate = options.rate ?? parentMsgsPerSec / 2;
   const lag = newHistogram();
   const lateness = newHistogram();
   let latenessMin = Infinity;
@@ -153,15 +154,15 @@ export async function runFanout(options: BenchOptions): Promise<FanoutReport> {
   ];
   await sleep(500);
   recording = true;
-  process.stderr.write(`fanout: producing ${formatInt(halfRate)} msgs/s into ${parent} for ${options.durationSec}s\n`);
-  await produceAtRate(options, target, parent, halfRate);
+  process.stderr.write(`fanout: producing ${formatInt(pacedRate)} msgs/s into ${parent} for ${options.durationSec}s\n`);
+  await produceAtRate(options, target, parent, pacedRate);
   await caughtUp(target, parent);
   await sleep(delayMs + 2_000);
   stop = true;
   await Promise.all(consumers);
   const report: FanoutReport = {
     scenario: 'fanout', startedAt, loneMsgsPerSec, parentMsgsPerSec, produceRatio: parentMsgsPerSec / loneMsgsPerSec,
-    sustainedMsgsPerSec, halfRateMsgsPerSec: halfRate, childLagMs: seen.child > 0 ? latencySummaryMs(lag) : null,
+    sustainedMsgsPerSec, pacedMsgsPerSec: pacedRate, childLagMs: seen.child > 0 ? latencySummaryMs(lag) : null,
     delayLatenessMs: seen.delay > 0 ? latencySummaryMs(lateness) : null, delayLatenessMinMs: seen.delay > 0 ? latenessMin : null,
     copiesSeen: seen, consumeStatuses: statuses, failures: [],
   };
@@ -176,7 +177,7 @@ export function printFanout(report: FanoutReport): void {
     ['batch produce, lone topic', `${formatInt(report.loneMsgsPerSec)} msgs/s`, '-'],
     ['batch produce, parent of 3 children', `${formatInt(report.parentMsgsPerSec)} msgs/s (x${fixed(report.produceRatio, 2)})`, `>= x${targets.produceRatio}`],
     ['  sustained: until the children copied it all', `${formatInt(report.sustainedMsgsPerSec)} msgs/s (x${fixed(report.sustainedMsgsPerSec / report.loneMsgsPerSec, 2)})`, '-'],
-    [`child lag of probes, ${formatInt(report.halfRateMsgsPerSec)} msgs/s beside`, l === null ? 'n/a' : `p50 ${fixed(l.p50, 1)} ms, p99 ${fixed(l.p99, 1)} ms, max ${fixed(l.max, 1)} ms (${formatInt(report.copiesSeen.child)} copies)`, `p99 <= ${targets.childLagP99Ms} ms`],
+    [`child lag of probes, ${formatInt(report.pacedMsgsPerSec)} msgs/s beside`, l === null ? 'n/a' : `p50 ${fixed(l.p50, 1)} ms, p99 ${fixed(l.p99, 1)} ms, max ${fixed(l.max, 1)} ms (${formatInt(report.copiesSeen.child)} copies)`, `p99 <= ${targets.childLagP99Ms} ms`],
     [`delay child (${delayMs} ms) lateness`, d === null ? 'n/a' : `p50 ${fixed(d.p50, 1)} ms, p99 ${fixed(d.p99, 1)} ms, min ${fixed(report.delayLatenessMinMs!, 1)} ms (${formatInt(report.copiesSeen.delay)} copies)`, `p99 <= ${targets.delayLatenessP99Ms} ms, min >= 0`],
   ];
   process.stdout.write(`\n${renderTable(['figure', 'value', 'target'], rows, [0, 1, 2]).join('\n')}\n` +

@@ -85,9 +85,7 @@ export interface BenchOptions {
   soakDurationSec: number;
   /** all: how many times to run every scenario; above 1 a table over the runs follows (bench/targets.ts). */
   repeat: number;
-  /** fanout:
-  --rate N                messages per second into the parent in the paced phase (default: half the parent's peak)
-footprint: topics to create (3 partitions each) and idle long polls to hold. */
+  /** footprint: topics to create (3 partitions each) and idle long polls to hold. */
   topics: number;
   polls: number;
   /** --compare, consume-batch: Redis consumers (XREADGROUP COUNT max + XACK). */
@@ -144,6 +142,8 @@ end-to-end, soak:
   --consumers N           long-polling batch consumers (consume?wait=10s&max=--max) (default 16)
   --peak S                end-to-end: seconds of closed-loop single produce that measure the peak (default 3)
   --interval S            soak: seconds per progress line and table row (default 10)
+fanout:
+  --rate N                messages per second into the parent in the paced phase (default: half the parent's peak)
 footprint:
   --topics N              topics to create, 3 partitions each (default 1000)
   --polls N               idle long polls to hold, one raw keep-alive socket each (default 10000)

@@ -1,7 +1,8 @@
 // Goal: the bench's connection defaults per scenario are the ones bench/README.md gives (256 for single produce, 64 for
 // consume-single, 16 for batch produce, 32 for consume-batch, where its throughput peaks), and a given value wins; so
 // is the number of rounds in which single produce and its baselines take turns; --server-cpu-prof applies only to a
-// node the bench starts; --repeat only to all; the warm-up per scenario, inside all too. Method: parse the command
+// node the bench starts; --repeat only to all; the warm-up per scenario, inside all too; fanout's --rate paces its
+// second phase. Method: parse the command
 // lines a user types, and the argv all hands each scenario.
 import t from 'tap';
 import { join } from 'node:path';
@@ -38,6 +39,13 @@ t.test('--server-cpu-prof names a directory for the node the bench starts, and i
   t.throws(() => parseOptions(['consume-batch', '--url', 'http://127.0.0.1:7942', '--server-cpu-prof', '/tmp/p']),
     /--server-cpu-prof .*--url/, 'a node the bench does not start cannot be profiled by it');
   t.throws(() => parseOptions(['consume-batch', '--server-cpu-prof=']), /needs a directory/);
+});
+
+t.test("fanout's --rate: the paced phase's messages a second, half the peak unless given", async (t) => {
+  t.equal(parseOptions(['fanout']).rate, null, 'unset: the scenario takes half the parent\'s peak');
+  t.equal(parseOptions(['fanout', '--rate', '90000']).rate, 90_000);
+  t.throws(() => parseOptions(['fanout', '--rate', '0']), /--rate must be 1\.\.10000000/, 'below 1 is refused');
+  t.throws(() => parseOptions(['fanout', '--rate', 'fast']), /--rate/, 'a word is refused, naming the option');
 });
 
 t.test('--repeat runs all N times, 1 unless given, and applies to all only', async (t) => {
