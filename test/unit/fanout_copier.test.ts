@@ -39,6 +39,18 @@ function harness(links: FanoutLink[], count: number, clock: { ms: number }) {
 }
 
 const settle = () => new Promise((resolve) => setImmediate(resolve));
+const waitMs = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** A copier with one 100 ms delay child attached at offset 0 over count records, its clock at 1,000 ms; the copier's
+ *  own timers run on real time. */
+function delayHarness(count: number) {
+  const clock = { ms: 1_000 };
+  const link: FanoutLink = { child: 'd', childId: 'did', epoch: 'e1', attachOffsets: [0], delayMs: 100 };
+  const h = harness([link], count, clock);
+  h.copier.opened(h.log, 0);
+  h.copier.linksChanged(['parent']);
+  return { ...h, clock };
+}
 
 t.test('copies from the attach offset; the cursor moves on the answer only', async (t) => {
   const link: FanoutLink = { child: 'c', childId: 'cid', epoch: 'e1', attachOffsets: [2] };
@@ -72,76 +84,60 @@ t.test('records retention deleted before they were copied are skipped and counte
 });
 
 t.test('a delay child gets nothing before commit + delay', async (t) => {
-  const clock = { ms: 1_000 };
-  const link: FanoutLink = { child: 'd', childId: 'did', epoch: 'e1', attachOffsets: [0], delayMs: 100 };
-  const { copier, state, log } = harness([link], 3, clock);
-  copier.opened(log, 0);
-  copier.linksChanged(['parent']);
+  const { copier, state, log, clock } = delayHarness(3);
   copier.committed(log, 3);
   await settle();
   t.equal(state.posts.length, 0, 'not due at commit');
   clock.ms = 1_099;
-  await new Promise((resolve) => setTimeout(resolve, 150));
+  await waitMs(150);
   t.equal(state.posts.length, 0, 'not due 1 ms before');
   clock.ms = 1_100;
-  await new Promise((resolve) => setTimeout(resolve, 150));
+  await waitMs(150);
   t.same(state.posts.map((p) => [p.fromOffset, p.count]), [[0, 3]], 'due at commit + delay');
   copier.close();
 });
 
 t.test('a delay child reads only the records already due', async (t) => {
-  const clock = { ms: 1_000 };
-  const link: FanoutLink = { child: 'd', childId: 'did', epoch: 'e1', attachOffsets: [0], delayMs: 100 };
-  const { copier, state, log } = harness([link], 6, clock);
-  copier.opened(log, 0);
-  copier.linksChanged(['parent']);
+  const { copier, state, log, clock } = delayHarness(6);
   copier.committed(log, 3);
   clock.ms = 1_050;
   copier.committed(log, 6);
   await settle();
   t.same(state.reads, [], 'nothing read before the head is due');
   clock.ms = 1_100;
-  await new Promise((resolve) => setTimeout(resolve, 150));
+  await waitMs(150);
   t.same(state.reads, [[0, 1, 2]], 'the first commit only');
   t.same(state.posts.map((p) => [p.fromOffset, p.count]), [[0, 3]]);
   copier.copied({ parentTopicId: 'parent', partition: 0, childId: 'did', epoch: 'e1', upToOffset: 3 });
   clock.ms = 1_150;
-  await new Promise((resolve) => setTimeout(resolve, 150));
+  await waitMs(150);
   t.same(state.reads, [[0, 1, 2], [3, 4, 5]], 'then the second');
   t.same(state.posts.map((p) => [p.fromOffset, p.count]), [[0, 3], [3, 3]]);
   copier.close();
 });
 
 t.test('commit times never go back with the clock, so a copy is late rather than early', async (t) => {
-  const clock = { ms: 1_000 };
-  const link: FanoutLink = { child: 'd', childId: 'did', epoch: 'e1', attachOffsets: [0], delayMs: 100 };
-  const { copier, state, log } = harness([link], 6, clock);
-  copier.opened(log, 0);
-  copier.linksChanged(['parent']);
+  const { copier, state, log, clock } = delayHarness(6);
   copier.committed(log, 3);
   clock.ms = 950;
   copier.committed(log, 6);
   clock.ms = 1_060;
-  await new Promise((resolve) => setTimeout(resolve, 100));
+  await waitMs(100);
   t.same(state.posts, [], 'not due 100 ms after the stepped-back time');
   clock.ms = 1_100;
-  await new Promise((resolve) => setTimeout(resolve, 150));
+  await waitMs(150);
   t.same(state.posts.map((p) => [p.fromOffset, p.count]), [[0, 6]], 'both due from the later time');
   copier.close();
 });
 
 t.test('under a steady load a commit range closes after its span, so its records come due', async (t) => {
-  const clock = { ms: 1_000 };
-  const link: FanoutLink = { child: 'd', childId: 'did', epoch: 'e1', attachOffsets: [0], delayMs: 100 };
-  const { copier, state, log } = harness([link], 11, clock);
-  copier.opened(log, 0);
-  copier.linksChanged(['parent']);
+  const { copier, state, log, clock } = delayHarness(11);
   for (let offset = 1; offset <= 11; offset++) {
     copier.committed(log, offset);
     clock.ms += 5;
   }
   clock.ms = 1_106;
-  await new Promise((resolve) => setTimeout(resolve, 200));
+  await waitMs(200);
   t.same(state.posts.map((p) => [p.fromOffset, p.count]), [[0, 2]], 'the first range: commits at 1,000 and 1,005 ms');
   copier.close();
 });
