@@ -26,7 +26,7 @@ export class Liveness {
   /** The view the leader sends, one entry per member; its own is 0. */
   leaderViewToSend(memberIds: Iterable<number>, nowMs: number): [number, number][] {
     const view: [number, number][] = [[this.selfId, 0]];
-    for (const id of memberIds) if (id !== this.selfId) view.push([id, nowMs - (this.heardAtMs.get(id) ?? this.startedAtMs)]);
+    for (const id of memberIds) if (id !== this.selfId) view.push([id, this.silentForMs(id, nowMs)]);
     return view;
   }
 
@@ -54,7 +54,12 @@ export class Liveness {
 
   alive(id: number, isLeader: boolean, nowMs: number): boolean {
     if (id === this.selfId) return true;
-    const ago = this.heardAgoMs(id, isLeader, nowMs) ?? (isLeader ? nowMs - this.startedAtMs : null);
+    const ago = isLeader ? this.silentForMs(id, nowMs) : this.heardAgoMs(id, false, nowMs);
     return ago !== null && ago < this.deadAfterMs;
+  }
+
+  /** Leader side: how long id has been silent, a member never heard counting from this node's start. */
+  private silentForMs(id: number, nowMs: number): number {
+    return nowMs - (this.heardAtMs.get(id) ?? this.startedAtMs);
   }
 }
