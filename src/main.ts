@@ -13,12 +13,11 @@ import {
 } from './config.js';
 import { ByteBudget } from './front/body.js';
 import { PartitionWorkers } from './front/dispatch.js';
-import type { NodeLifecycle } from './front/handlers/health.js';
 import { IngressLog } from './front/ingress_log.js';
 import { MetadataReplica } from './front/metadata_replica.js';
 import { Metrics } from './front/metrics.js';
-import { FrontServer, ListenRefused } from './front/server.js';
-import type { FrontServices } from './front/services.js';
+import { FrontServer, ListenRefused } from './front/server/server.js';
+import type { FrontServices, NodeLifecycle } from './front/services.js';
 import type { BcryptTask } from './pool/bcrypt_task.js';
 import { SchemaValidation } from './front/schema_validation.js';
 import type { ClusterThreadConfig, MetadataThreadData, PartitionWorkerData, ToMetadata } from './protocol/thread_messages.js';
@@ -32,7 +31,7 @@ import { readClusterTlsSettings } from './transport/cluster_tls.js';
 import { DataDirLockedError, lockDataDir } from './util/data_dir_lock.js';
 import { createLogger, type Logger } from './util/log.js';
 import { BrokerError, refusalText } from './errors.js';
-import type { ApplyResult } from './raft/metadata/state.js';
+import type { ApplyResult } from './metadata/state.js';
 import type { MetadataCommand } from './protocol/metadata_types.js';
 
 async function main(): Promise<void> {

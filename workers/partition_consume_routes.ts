@@ -5,7 +5,7 @@
 // Lifecycle: built at worker start; close() at shutdown writes the last ack states.
 import assert from 'node:assert/strict';
 import type { Logger } from 'pino';
-import { messageJsonPrefix, messageJsonText } from '../src/protocol/message_json.js';
+import { messageJsonPrefix, messageJsonText } from '../src/body/message_json.js';
 import { forEachJoinedHandle, formatReceiptHandle, handleSeparator } from '../src/protocol/receipt_handle.js';
 import type { FanoutCounterView, FanoutCursorView, FromWorker, PartitionCountersView, PartitionStatsView, SettleMode, StoredRecordView, ToWorker } from '../src/protocol/thread_messages.js';
 import type { TopicRecord } from '../src/protocol/metadata_types.js';

@@ -7,7 +7,7 @@ import { readdir, rmdir } from 'node:fs/promises';
 import { workerForPartition } from '../src/protocol/ownership.js';
 import type { FromMetadata } from '../src/protocol/thread_messages.js';
 import type { FanoutLink, MetadataState, TopicRecord } from '../src/protocol/metadata_types.js';
-import { applyCommand } from '../src/raft/metadata/state.js';
+import { applyCommand } from '../src/metadata/state.js';
 import { parsePartitionDirName, parseTopicDirName, partitionDir, topicDir, topicsDir } from './partition_dirs.js';
 import { PartitionLog } from './segment_log.js';
 

@@ -5,7 +5,7 @@
 import type { HttpResponse } from 'uWebSockets.js';
 import { limits } from '../config.js';
 import { BrokerError, errors } from '../errors.js';
-import type { BodyRule } from './routes.js';
+import type { BodyRule } from './route_types.js';
 import { grownOwnBytes, unzeroedOwnBytes } from '../util/owned_bytes.js';
 import { decodeShare, decodeShareTaken, type ByteBudget, type DecodeShare } from '../pool/byte_budget.js';
 

@@ -5,8 +5,8 @@ import type { ForgetReply } from '../protocol/peer_messages.js';
 import type { Worker } from 'node:worker_threads';
 import { errors, refusalError } from '../errors.js';
 import type { MetadataCommand, MetadataState, TopicRecord } from '../protocol/metadata_types.js';
-import { currentSchemaOf } from '../raft/metadata/schemas.js';
-import { applyCommand, emptyMetadataState, type ApplyResult } from '../raft/metadata/state.js';
+import { currentSchemaOf } from '../metadata/schemas.js';
+import { applyCommand, emptyMetadataState, type ApplyResult } from '../metadata/state.js';
 import { assertNever, type ClusterStatus, type CommittedEntry, type FromMetadata, type MemberView, type ToMetadata } from '../protocol/thread_messages.js';
 
 /** How many applied results are kept for late confirmations (far more than proposals in flight). */

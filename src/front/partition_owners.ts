@@ -6,7 +6,7 @@
 // Front thread; the local list is cached per topic record and partition count, since owners change only with it.
 import { errors } from '../errors.js';
 import type { TopicRecord } from '../protocol/metadata_types.js';
-import { partitionForKey } from '../protocol/batch_produce_body.js';
+import { partitionForKey } from '../body/batch_produce_body.js';
 import type { RouteServices } from './services.js';
 
 const localCache = new WeakMap<TopicRecord, { partitions: number; local: number[] }>();

@@ -8,7 +8,7 @@ import { Piscina } from 'piscina';
 import type { ValidateFunction } from 'ajv';
 import { errors, type BrokerError } from '../errors.js';
 import type { SchemaValidateResult, SchemaValidateTask } from '../pool/schema_validate_task.js';
-import type { PayloadCheck } from '../protocol/batch_produce_body.js';
+import type { PayloadCheck } from '../body/batch_produce_body.js';
 import {
   frontPayloadBytesMax, joinPayloads, LruCache, payloadRefusal, schemaCostOf, type PayloadRefusal, type SchemaCost,
 } from '../schema/validators.js';

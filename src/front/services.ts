@@ -8,13 +8,18 @@ import type { ByteBudget } from './body.js';
 import type { RemotePartitions } from './remote_partitions.js';
 import type { Handoff } from './handoff.js';
 import type { PartitionWorkers } from './dispatch.js';
-import type { ConsumeState } from './handlers/consume.js';
-import type { NodeLifecycle } from './handlers/health.js';
-import type { ProduceState } from './handlers/produce.js';
+import type { ConsumeState } from './consume_state.js';
+import type { ProduceState } from './produce_state.js';
 import type { IngressLog } from './ingress_log.js';
 import type { MetadataReplica } from './metadata_replica.js';
 import type { Metrics } from './metrics.js';
 import type { SchemaValidation } from './schema_validation.js';
+
+/** Whether the node has finished starting and whether it is shutting down (health, readiness, refusals). */
+export interface NodeLifecycle {
+  startupDone: boolean;
+  shuttingDown: boolean;
+}
 
 export interface FrontServices {
   config: Config;

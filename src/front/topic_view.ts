@@ -2,7 +2,7 @@
 // fields in the spec's order. Front thread.
 import type { MetadataState, TopicRecord } from '../protocol/metadata_types.js';
 import type { PartitionStatsView } from '../protocol/thread_messages.js';
-import { linkOf, roleOf, type TopicRole } from '../raft/metadata/fanout.js';
+import { linkOf, roleOf, type TopicRole } from '../metadata/fanout.js';
 
 export interface TopicJson {
   name: string;

@@ -3,7 +3,7 @@
 import { DecodedTooLarge, zstdDecodeBounded } from './bounded_zstd.js';
 import { gzipDecodeBounded } from './bounded_gzip.js';
 import { BudgetFull, DecodeBudget, type DecodeShare } from './byte_budget.js';
-import { parseBatchBody, type BatchLimits, type BatchParse } from '../protocol/batch_produce_body.js';
+import { parseBatchBody, type BatchLimits, type BatchParse } from '../body/batch_produce_body.js';
 
 export type BodyEncoding = 'identity' | 'gzip' | 'zstd';
 

@@ -1,7 +1,7 @@
 // The replicated metadata as it crosses a boundary: the records (topics, users, members), the commands of the
 // metadata log (a proposal from the front, an entry in a Raft message, a 'committed' broadcast to workers) and the
 // whole state (the 'snapshot' message to the front and workers). Plain data only. Shared: the metadata state machine
-// (src/raft/metadata) applies these; the front, the workers and the metadata thread's shell read them.
+// (src/metadata) applies these; the front, the workers and the metadata thread's shell read them.
 
 /** One topic as the metadata keeps it (spec §2 Topic; wire names are produced in src/front/topic_view.ts). */
 export interface TopicRecord {
@@ -78,12 +78,12 @@ export interface MetadataState {
   /** Keyed by topic id: each topic's schema history (spec §2 Schema history); absent while it has no schema. */
   schemas: Map<string, SchemaHistory>;
   /** Keyed by parent topic id: the fan-out links of each parent (spec §1.9, §3 Topic role); absent while the topic
-   *  has no child. Applied by src/raft/metadata/fanout.ts. */
+   *  has no child. Applied by src/metadata/fanout.ts. */
   fanout: Map<string, FanoutParent>;
   /** Child topic id -> parent topic id: derived from fanout (rebuilt by the snapshot decode, never encoded), so a
    *  produce or a topic view learns a topic's parent without a scan. */
   fanoutParentOf: Map<string, string>;
-  // Seam (issue 26): remotes add their map here, applied by its own module under src/raft/metadata and encoded by
+  // Seam (issue 26): remotes add their map here, applied by its own module under src/metadata and encoded by
   // snapshot.ts.
 }
 
@@ -152,7 +152,7 @@ export interface TopicChanges {
   newOwners?: number[];
 }
 
-/** A change proposed to the metadata log. Each variant is applied by applyCommand (src/raft/metadata/state.ts). */
+/** A change proposed to the metadata log. Each variant is applied by applyCommand (src/metadata/state.ts). */
 export type MetadataCommand =
   /** POST /v1/topics: the front validated fields and filled defaults, id and createdAtSec. With attach (a create with
    *  parent) the topic is created attached, or not at all (spec §4: a failed attach part undoes the create). */

@@ -3,7 +3,7 @@
 // straight from a payload's bytes, without JSON.parse or building the object, and "not sure" for anything else, which
 // then takes the full check (validators.ts). It never answers valid where ajv would refuse: the tests compare it with
 // ajv on drawn payloads. Pure; the batch checks on the front thread and in the schema pool use it.
-import { lastStringEscaped, scanNumber, scanString, skipJsonSpace } from '../protocol/json_scan.js';
+import { lastStringEscaped, scanNumber, scanString, skipJsonSpace } from '../util/json_scan.js';
 
 type Kind = 'integer' | 'number' | 'string' | 'boolean' | 'null';
 

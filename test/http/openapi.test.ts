@@ -11,7 +11,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { parse } from 'yaml';
 import Ajv2020Module from 'ajv/dist/2020.js';
-import { apiRoutes } from '../../src/front/routes.js';
+import { apiRoutes } from '../../src/front/server/routes.js';
 import { startNodeFor, type StartedNode } from '../helpers/node.js';
 import { pollUntil } from '../helpers/http.js';
 

@@ -5,8 +5,8 @@
 // scanString (which skips plain runs four bytes at a time) against a byte-by-byte reference, with every kind of stop
 // byte at every position of a word and strings of every length up to 40, at every alignment.
 import t from 'tap';
-import { parseBatchBody, parseBatchBodyParsed, scanBatchBody, type BatchParse } from '../../src/protocol/batch_produce_body.js';
-import { isJsonText, scanString } from '../../src/protocol/json_scan.js';
+import { parseBatchBody, parseBatchBodyParsed, scanBatchBody, type BatchParse } from '../../src/body/batch_produce_body.js';
+import { isJsonText, scanString } from '../../src/util/json_scan.js';
 import { Prng } from '../helpers/prng.js';
 
 const limits = { messagesMax: 8, payloadBytesMax: 256 };

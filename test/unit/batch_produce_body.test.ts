@@ -1,11 +1,11 @@
 // Goal: the batch produce body rules of spec §4 (all or none, `message <i>:` errors, limits) and that JSON
 // payloads are kept byte for byte. Method: the pure parser on hand-written bodies; no node, no disk.
 import t from 'tap';
-import { parseBatchBody, partitionUnassigned, partitionForKey } from '../../src/protocol/batch_produce_body.js';
+import { parseBatchBody, partitionUnassigned, partitionForKey } from '../../src/body/batch_produce_body.js';
 import { refusalError } from '../../src/errors.js';
-import { findPayloadSpans } from '../../src/protocol/json_spans.js';
+import { findPayloadSpans } from '../../src/body/json_spans.js';
 import { PayloadKind } from '../../src/protocol/ingress_frame.js';
-import { classifyPayload, decodeBase64 } from '../../src/protocol/payload.js';
+import { classifyPayload, decodeBase64 } from '../../src/body/payload.js';
 
 const limits = { messagesMax: 1000, payloadBytesMax: 1024 * 1024 };
 const enc = (s: string) => new TextEncoder().encode(s);

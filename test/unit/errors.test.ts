@@ -91,9 +91,9 @@ async function refusalIdsIn(paths: string[]): Promise<Set<string>> {
 
 t.test('every refusal id written in a refusing thread\'s sources is in its id list', async (t) => {
   const threads: [string, string[], readonly string[], number][] = [
-    ['metadataRefusalIds', ['src/raft/metadata', 'src/raft/shell'], metadataRefusalIds, 10],
+    ['metadataRefusalIds', ['src/metadata', 'src/raft/shell'], metadataRefusalIds, 10],
     ['workerRefusalIds', ['workers'], workerRefusalIds, 2],
-    ['batchRefusalIds', ['src/protocol/batch_produce_body.ts', 'src/pool/batch_task.ts'], batchRefusalIds, 7],
+    ['batchRefusalIds', ['src/body/batch_produce_body.ts', 'src/pool/batch_task.ts'], batchRefusalIds, 7],
   ];
   for (const [list, paths, ids, least] of threads) {
     const used = await refusalIdsIn(paths);

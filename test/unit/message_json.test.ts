@@ -4,7 +4,7 @@
 // messageJsonText and compare them with the text built here from JSON.stringify of the same fields, and parse them
 // back.
 import t from 'tap';
-import { messageJson, messageJsonPrefix, messageJsonText } from '../../src/protocol/message_json.js';
+import { messageJson, messageJsonPrefix, messageJsonText } from '../../src/body/message_json.js';
 import { PayloadKind } from '../../src/protocol/ingress_frame.js';
 import type { StoredRecordView } from '../../src/protocol/thread_messages.js';
 

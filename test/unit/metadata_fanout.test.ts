@@ -8,10 +8,10 @@ import t from 'tap';
 import { Packr } from 'msgpackr';
 import { limits } from '../../src/config.js';
 import type { FanoutAttach, MetadataState, TopicCreateRecord } from '../../src/protocol/metadata_types.js';
-import { linkOf, roleOf } from '../../src/raft/metadata/fanout.js';
-import { fillOwners } from '../../src/raft/metadata/placement.js';
-import { decodeMetadataSnapshot, encodeMetadataSnapshot } from '../../src/raft/metadata/snapshot.js';
-import { applyCommand, emptyMetadataState } from '../../src/raft/metadata/state.js';
+import { linkOf, roleOf } from '../../src/metadata/fanout.js';
+import { fillOwners } from '../../src/metadata/placement.js';
+import { decodeMetadataSnapshot, encodeMetadataSnapshot } from '../../src/metadata/snapshot.js';
+import { applyCommand, emptyMetadataState } from '../../src/metadata/state.js';
 
 const hourMs = 3_600_000;
 

@@ -7,8 +7,8 @@
 // Method: apply commands to fresh states and check the results and the state left behind.
 import t from 'tap';
 import type { MemberRecord, MetadataState, TopicCreateRecord } from '../../src/protocol/metadata_types.js';
-import { applyCommand, emptyMetadataState } from '../../src/raft/metadata/state.js';
-import { partitionsOwnedBy } from '../../src/raft/metadata/placement.js';
+import { applyCommand, emptyMetadataState } from '../../src/metadata/state.js';
+import { partitionsOwnedBy } from '../../src/metadata/placement.js';
 import { answered } from '../helpers/refusal.js';
 
 function member(id: number, host = `n${id}`, addedAtMs = 1_700_000_000_000 + id): MemberRecord {

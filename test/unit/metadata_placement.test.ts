@@ -1,4 +1,4 @@
-// Goal: placement of new partitions (src/raft/metadata/placement.ts) spreads partitions evenly over the live members,
+// Goal: placement of new partitions (src/metadata/placement.ts) spreads partitions evenly over the live members,
 // the least-loaded member first and ties to the lowest id, keeps a replica child off its parent's nodes when another
 // live member exists (spec 1.9), places only the added partitions of a growing topic, gives the same owners for the
 // same state and live set whatever their order, and refuses when no live member exists. fillOwners fills exactly
@@ -7,9 +7,9 @@
 // on targets while partitionsOwnedBy (routing's and forget's count) reads the current owner.
 // Method: fill and apply commands on fresh states, counting owned partitions per member.
 import t from 'tap';
-import { fillOwners, partitionsOwnedBy, placePartitions, PlacementError } from '../../src/raft/metadata/placement.js';
+import { fillOwners, partitionsOwnedBy, placePartitions, PlacementError } from '../../src/metadata/placement.js';
 import type { MetadataCommand, MetadataState, TopicCreateRecord, TopicRecord } from '../../src/protocol/metadata_types.js';
-import { applyCommand, emptyMetadataState } from '../../src/raft/metadata/state.js';
+import { applyCommand, emptyMetadataState } from '../../src/metadata/state.js';
 
 let topicIdLast = 0;
 function topic(name: string, partitions: number): TopicCreateRecord {

@@ -8,9 +8,9 @@ import t from 'tap';
 import { unpack } from 'msgpackr';
 import { limits } from '../../src/config.js';
 import type { MetadataState, TopicCreateRecord } from '../../src/protocol/metadata_types.js';
-import { currentSchemaOf } from '../../src/raft/metadata/schemas.js';
-import { decodeMetadataSnapshot, encodeMetadataSnapshot } from '../../src/raft/metadata/snapshot.js';
-import { applyCommand, emptyMetadataState } from '../../src/raft/metadata/state.js';
+import { currentSchemaOf } from '../../src/metadata/schemas.js';
+import { decodeMetadataSnapshot, encodeMetadataSnapshot } from '../../src/metadata/snapshot.js';
+import { applyCommand, emptyMetadataState } from '../../src/metadata/state.js';
 
 function topic(name: string, id: string): TopicCreateRecord {
   return { name, id, partitions: 3, retentionMs: 0, visibilityTimeoutMs: 30_000, maxInFlightPerPartition: 1024,

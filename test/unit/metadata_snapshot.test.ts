@@ -1,4 +1,4 @@
-// Goal: the metadata snapshot (src/raft/metadata/snapshot.ts) round-trips every part of the state (members, topics
+// Goal: the metadata snapshot (src/metadata/snapshot.ts) round-trips every part of the state (members, topics
 // with their owners, users with their grants, the credential version counter) and rebuilds the derived name index;
 // equal states give identical bytes whatever order their maps were filled in, so replicas can compare snapshots;
 // anything that is not a snapshot of this format is refused with an error naming the problem; a record field the
@@ -7,9 +7,9 @@
 // Method: build states through applyCommand, encode, decode, compare; then feed damaged and foreign bytes.
 import t from 'tap';
 import { Packr } from 'msgpackr';
-import { decodeMetadataSnapshot, encodeMetadataSnapshot, metadataSnapshotFormat } from '../../src/raft/metadata/snapshot.js';
+import { decodeMetadataSnapshot, encodeMetadataSnapshot, metadataSnapshotFormat } from '../../src/metadata/snapshot.js';
 import type { MetadataCommand, MetadataState, TopicCreateRecord, TopicRecord, UserRecord } from '../../src/protocol/metadata_types.js';
-import { applyCommand, emptyMetadataState } from '../../src/raft/metadata/state.js';
+import { applyCommand, emptyMetadataState } from '../../src/metadata/state.js';
 import { answered } from '../helpers/refusal.js';
 
 const packr = new Packr({ useRecords: false, moreTypes: false });

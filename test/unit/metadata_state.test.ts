@@ -4,7 +4,7 @@
 // Method: apply commands to a fresh state and check both the result and the state left behind.
 import t from 'tap';
 import type { MetadataCommand, MetadataState, TopicCreateRecord, UserRecord } from '../../src/protocol/metadata_types.js';
-import { applyCommand, emptyMetadataState } from '../../src/raft/metadata/state.js';
+import { applyCommand, emptyMetadataState } from '../../src/metadata/state.js';
 import { answered } from '../helpers/refusal.js';
 
 function topic(name: string, id: string, partitions = 3): TopicCreateRecord {

@@ -6,7 +6,7 @@
 // Method: apply commands to fresh states and check both the results and the state left behind.
 import t from 'tap';
 import type { MetadataCommand, MetadataState, TopicCreateRecord, UserRecord } from '../../src/protocol/metadata_types.js';
-import { applyCommand, emptyMetadataState } from '../../src/raft/metadata/state.js';
+import { applyCommand, emptyMetadataState } from '../../src/metadata/state.js';
 import { answered } from '../helpers/refusal.js';
 
 function user(username: string, root = false): UserRecord {

@@ -14,7 +14,7 @@ import { encodeIngressEntry } from '../helpers/ingress_entries.js';
 import { workerForPartition } from '../../src/protocol/ownership.js';
 import type { FromMetadata, FromWorker, PartitionWorkerData, StoredRecordView, ToWorker } from '../../src/protocol/thread_messages.js';
 import type { MetadataState, TopicRecord } from '../../src/protocol/metadata_types.js';
-import { emptyMetadataState } from '../../src/raft/metadata/state.js';
+import { emptyMetadataState } from '../../src/metadata/state.js';
 import { encodeFrame, scanFrames } from '../../src/util/frame.js';
 
 const topicA: TopicRecord = {

@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { MessageChannel, Worker, type MessagePort } from 'node:worker_threads';
 import type { ClusterStatus, ClusterThreadConfig, FromMetadata, MetadataThreadData, ToMetadata } from '../../src/protocol/thread_messages.js';
 import type { MetadataCommand, MetadataState, TopicCreateRecord, TopicRecord } from '../../src/protocol/metadata_types.js';
-import { applyCommand, type ApplyResult } from '../../src/raft/metadata/state.js';
+import { applyCommand, type ApplyResult } from '../../src/metadata/state.js';
 
 const threadUrl = new URL('../../src/raft/shell/raft_thread.js', import.meta.url);
 

@@ -55,7 +55,7 @@ t.test('the same path under another method, and a path matched before, still mat
 });
 
 t.test('the route table as data: one row per method and pattern, body rules and checks as spec §4, §5, §8 say', async (t) => {
-  const { apiRoutes, metricsRoutes } = await import('../../src/front/routes.js');
+  const { apiRoutes, metricsRoutes } = await import('../../src/front/server/routes.js');
   const keys = apiRoutes.map((r) => `${r.method} ${r.pattern}`);
   t.equal(new Set(keys).size, keys.length, 'no route twice');
   for (const route of apiRoutes) {

@@ -9,7 +9,7 @@ import fc from 'fast-check';
 import { flatPlanAccepts, flatPlanOf } from '../../src/schema/validator_flat.js';
 import { batchRefusal, compileDocument, joinedRefusal, joinPayloads } from '../../src/schema/validators.js';
 import { PayloadKind } from '../../src/protocol/ingress_frame.js';
-import { parseBatchBody } from '../../src/protocol/batch_produce_body.js';
+import { parseBatchBody } from '../../src/body/batch_produce_body.js';
 
 const bytes = (text: string): Uint8Array => new TextEncoder().encode(text);
 

@@ -1,13 +1,13 @@
 // Fan-out children routes (spec §4 Fan-out children, §3 attach rules, §5 access): attach, list with lag, detach;
 // the attach part of a create with parent (topics.ts) and the refusal of a direct produce to a delay child
-// (produce.ts). The rules are decided where the entry applies (src/raft/metadata/fanout.ts); this module reads the
+// (produce.ts). The rules are decided where the entry applies (src/metadata/fanout.ts); this module reads the
 // attach point from the parent's partition owners and proposes. Front thread; routes.ts names these handlers.
 import { randomBytes } from 'node:crypto';
 import { limits } from '../../config.js';
 import { errors, refusalError, type BrokerError } from '../../errors.js';
 import type { FanoutAttach, MetadataCommand, TopicRecord } from '../../protocol/metadata_types.js';
-import { linkOf } from '../../raft/metadata/fanout.js';
-import type { ApplyResult } from '../../raft/metadata/state.js';
+import { linkOf } from '../../metadata/fanout.js';
+import type { ApplyResult } from '../../metadata/state.js';
 import { canManageTopic, requireTopic } from '../access.js';
 import { optionalInteger, parseJsonObject } from '../json_body.js';
 import { jsonReply, type Reply } from '../respond.js';
@@ -15,7 +15,7 @@ import { routeTopic, type RequestContext } from '../request_context.js';
 import type { RouteServices } from '../services.js';
 import { topicJson } from '../topic_view.js';
 import { onRemote } from './later.js';
-import { statsByPartition } from './topics.js';
+import { statsByPartition } from '../partition_stats.js';
 
 /** Spec §4 attach body: child and delay_ms, or the remote child attach fields (v3.2.0, not built: 403/501 as
  *  later.onRemote answers). fanout_delay_ms is the create's field: here it is 400. */

@@ -8,75 +8,18 @@ import { pollRemote, replayRemote, settleRemote } from './consume_remote.js';
 import { pollEverywhere } from './consume_spread.js';
 import { formatDuration, limits, parseDuration } from '../../config.js';
 import { errors, type BrokerError } from '../../errors.js';
-import { messageJson } from '../../protocol/message_json.js';
-import { forEachJoinedHandle, formatReceiptHandle, handleSeparator, receiptHandlePartition } from '../../protocol/receipt_handle.js';
+import { messageJson } from '../../body/message_json.js';
+import { handleSeparator, receiptHandlePartition } from '../../protocol/receipt_handle.js';
 import type { SettleMode } from '../../protocol/thread_messages.js';
 import type { TopicRecord } from '../../protocol/metadata_types.js';
+import { release, take, type Taken } from '../consume_takes.js';
 import { workerFailure } from '../dispatch.js';
 import { parseJsonObject } from '../json_body.js';
-import { InFlightPerIdentity } from '../in_flight.js';
 import { jsonType, type Reply } from '../respond.js';
 import { routeTopic, type RequestContext } from '../request_context.js';
-import type { FrontServices, RouteServices } from '../services.js';
-import { TopicWaiters } from '../waiters.js';
+import type { RouteServices } from '../services.js';
 
 const emptyAnswer: Reply = { status: 204 };
-
-/** What the consume routes keep between requests; one per server (RouteServices.consume). */
-export class ConsumeState {
-  readonly waiters = new TopicWaiters();
-  readonly inFlight = new InFlightPerIdentity();
-  readonly capMax: number;
-  readonly waitMsMax: number;
-  /** Per topic id: the partition the next consume starts from, so no partition starves. */
-  readonly startIndex = new Map<string, number>();
-  /** Per topic id: how to end each long poll parked on a worker. */
-  readonly parkedByTopic = new Map<string, Set<() => void>>();
-  /** Set by graceful shutdown: long polls answer now and no new one parks. */
-  closing = false;
-
-  constructor(services: FrontServices) {
-    this.capMax = services.config['http.max_consume_in_flight_per_identity'];
-    this.waitMsMax = services.config['http.max_consume_wait'];
-    services.workers.onAvailable = (topicId, count) => this.waiters.notify(topicId, count);
-    services.replica.onApplied((command) => {
-      if (command.type === 'topic.delete') {
-        this.startIndex.delete(command.id);
-        this.waiters.notifyAll(command.id);
-        this.unparkTopic(command.id);
-      }
-    });
-  }
-
-  /** Awaits a parked take's reply, ending it early (unpark) at the deadline, when the client goes away, when its
-   *  topic is deleted or when the node shuts down; the same for a take parked here or on another node. */
-  async whileParked<T>(ctx: RequestContext, topicId: string, deadlineMs: number, unpark: () => void, reply: Promise<T>): Promise<T> {
-    const timer = setTimeout(unpark, deadlineMs - Date.now());
-    const removeAbort = ctx.onAbort(unpark);
-    let unparks = this.parkedByTopic.get(topicId);
-    if (unparks === undefined) this.parkedByTopic.set(topicId, (unparks = new Set()));
-    unparks.add(unpark);
-    try {
-      return await reply;
-    } finally {
-      clearTimeout(timer);
-      removeAbort();
-      unparks.delete(unpark);
-      if (unparks.size === 0 && this.parkedByTopic.get(topicId) === unparks) this.parkedByTopic.delete(topicId);
-    }
-  }
-
-  unparkTopic(topicId: string): void {
-    for (const unpark of this.parkedByTopic.get(topicId) ?? []) unpark();
-  }
-
-  /** Graceful shutdown: long polls answer now instead of holding the node until their wait ends. */
-  closeWaiters(): void {
-    this.closing = true;
-    this.waiters.close();
-    for (const topicId of [...this.parkedByTopic.keys()]) this.unparkTopic(topicId);
-  }
-}
 
 /** Checks the query and the caps, then replays or polls: not async itself, so a consume makes no promise more than
  *  the one of the work it starts (a throw here is answered as a rejection would be). */
@@ -156,27 +99,6 @@ function partitionOrder(s: RouteServices, topic: TopicRecord, partition: number 
   return Array.from({ length: local.length }, (_, i) => local[(start + i) % local.length]!);
 }
 
-/** Leases up to max messages from each worker's partitions in order, one message per worker. */
-export async function take(s: RouteServices, topic: TopicRecord, byWorker: Map<number, number[]>, max: number): Promise<Taken> {
-  const taken: Taken = { count: 0, json: '', handles: '' };
-  for (const [worker, partitions] of byWorker) {
-    const reply = await s.workers.request(worker, { kind: 'take', topicId: topic.id, partitions, max: max - taken.count });
-    const failure = workerFailure(reply);
-    if (failure !== null) {
-      release(s, topic, taken);
-      throw failure;
-    }
-    if (reply.kind === 'taken' && reply.count > 0) {
-      const separator = taken.count === 0 ? '' : handleSeparator;
-      taken.json += separator + reply.messagesJson;
-      taken.handles += separator + reply.handles;
-      taken.count += reply.count;
-    }
-    if (taken.count >= max) break;
-  }
-  return taken;
-}
-
 /** A take that waits on its worker until it leases something, or is unparked: at the deadline, when the client
  *  goes away, when the topic is deleted or when the node shuts down. It then comes back empty, or with what the
  *  worker leased just before the unpark arrived (the caller answers with it, or releases it). */
@@ -188,15 +110,6 @@ async function takeParked(ctx: RequestContext, s: RouteServices, topic: TopicRec
   if (failure !== null) throw failure;
   if (answer.kind !== 'taken') throw errors.internal('unexpected worker answer');
   return { count: answer.count, json: answer.messagesJson, handles: answer.handles };
-}
-
-/** Ends the leases of a consume whose client went away (rare: the handles are parsed only here). */
-export function release(s: RouteServices, topic: TopicRecord, taken: Taken): void {
-  const leases: { partition: number; handle: string }[] = [];
-  forEachJoinedHandle(taken.handles, (partition, offset, nonce) => leases.push({ partition, handle: formatReceiptHandle(partition, offset, nonce) }));
-  for (const [worker, items] of s.workers.groupByOwner(topic.id, leases, (lease) => lease.partition)) {
-    s.workers.send(worker, { kind: 'release', topicId: topic.id, handles: items.map((item) => item.handle).join(handleSeparator) });
-  }
 }
 
 async function replay(s: RouteServices, topic: TopicRecord, partition: number, offset: number): Promise<Reply> {
@@ -293,12 +206,4 @@ const notAHandleResultJson = resultJson(errors.invalid('receipt_handle', 'not a 
 
 function resultJson(error: BrokerError): string {
   return JSON.stringify({ status: error.status, error: error.message });
-}
-
-/** Leases taken for one consume: how many, their Message objects as JSON text joined by ',', and their receipt
- *  handles joined by ',' (thread_messages.ts 'taken'). */
-export interface Taken {
-  count: number;
-  json: string;
-  handles: string;
 }

@@ -3,7 +3,7 @@
 // owner's worker and is unparked from here (deadline, client gone, shutdown, topic deleted). Front thread;
 // consume.ts calls it when the partition a request names lives elsewhere.
 import { BrokerError, errors } from '../../errors.js';
-import { messageJson } from '../../protocol/message_json.js';
+import { messageJson } from '../../body/message_json.js';
 import { groupBy } from '../../protocol/ownership.js';
 import { handleSeparator } from '../../protocol/receipt_handle.js';
 import type { TopicRecord } from '../../protocol/metadata_types.js';

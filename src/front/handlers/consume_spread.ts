@@ -11,7 +11,7 @@ import type { TopicRecord } from '../../protocol/metadata_types.js';
 import { jsonType, type Reply } from '../respond.js';
 import type { RequestContext } from '../request_context.js';
 import type { RouteServices } from '../services.js';
-import { release, take, type Taken } from './consume.js';
+import { release, take, type Taken } from '../consume_takes.js';
 
 const emptyAnswer: Reply = { status: 204 };
 

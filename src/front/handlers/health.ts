@@ -9,11 +9,6 @@ import { errorReply, jsonReply, type Reply } from '../respond.js';
 import type { RouteServices } from '../services.js';
 import { clusterTlsDegraded } from '../../transport/cluster_tls.js';
 
-export interface NodeLifecycle {
-  startupDone: boolean;
-  shuttingDown: boolean;
-}
-
 const ok = jsonReply(200, { status: 'ok' });
 const ready = jsonReply(200, { status: 'ready' });
 

@@ -8,49 +8,23 @@ import { PayloadKind, type IngressEntry, type IngressRecord } from '../../protoc
 import { localPartitions, ownerTakesProduce, producePartition, requireProducible } from '../partition_owners.js';
 import {
   parseBatchBody, partitionForKey, partitionUnassigned, type BatchParse, type PayloadCheck,
-} from '../../protocol/batch_produce_body.js';
-import { classifyPayload, decodeBase64 } from '../../protocol/payload.js';
+} from '../../body/batch_produce_body.js';
+import { classifyPayload, decodeBase64 } from '../../body/payload.js';
 import type { TopicRecord } from '../../protocol/metadata_types.js';
 import type { BatchTask, BodyEncoding } from '../../pool/batch_task.js';
-import { InFlightPerIdentity } from '../in_flight.js';
 import { directProduceRefusal } from './children.js';
 import { jsonReply, type Reply } from '../respond.js';
 import { ownedBytes } from '../../util/owned_bytes.js';
 import { deferred, routeTopic, type RequestContext } from '../request_context.js';
 import type { BodyListener } from '../body.js';
 import type { AppendListener } from '../ingress_log.js';
-import type { FrontServices, RouteServices } from '../services.js';
+import type { RouteServices } from '../services.js';
 import { batchRefusal, type PayloadRefusal } from '../../schema/validators.js';
 
 const textEncoder = new TextEncoder();
 const emptyPayload = new Uint8Array(0);
 
 const accepted: Reply = { status: 202 };
-
-/** What the produce routes keep between requests; one per server (RouteServices.produce). */
-export class ProduceState {
-  readonly inFlight = new InFlightPerIdentity();
-  readonly capMax: number;
-  /** Client produce requests admitted and not yet answered (a member's own report, spec §2 Cluster member). */
-  admitted = 0;
-  /** Per topic id: where the next message without key and pin goes (spread, docs/decisions.md). */
-  readonly roundRobin = new Map<string, number>();
-  /** The entry of every single produce: appendThen encodes an entry before it returns and keeps none of it, so one
-   *  serves them all (three objects fewer per request on the hottest route). Front thread, never re-entered: appendThen
-   *  tells its listener from a microtask. */
-  readonly singleRecord: IngressRecord = { partition: 0, key: null, payload: emptyPayload, payloadKind: PayloadKind.Json };
-  readonly singleEntry: IngressEntry = { seq: 0, topicId: '', timestampSec: 0, records: [this.singleRecord] };
-
-  constructor(services: FrontServices) {
-    this.capMax = services.config['http.max_produce_in_flight_per_identity'];
-    services.replica.onApplied((command) => {
-      if (command.type === 'topic.delete') {
-        this.roundRobin.delete(command.id);
-        services.metrics.forgetTopic(command.name);
-      }
-    });
-  }
-}
 
 function takeProduceSlot(s: RouteServices, ctx: RequestContext, weight: number): void {
   const state = s.produce;

@@ -4,14 +4,13 @@
 import { randomBytes } from 'node:crypto';
 import { limits } from '../../config.js';
 import { BrokerError, errors, refusalError } from '../../errors.js';
-import { groupBy } from '../../protocol/ownership.js';
 import type { FanoutAttach, MetadataCommand, TopicChanges, TopicCreateRecord, TopicRecord } from '../../protocol/metadata_types.js';
-import { childSchemaRefusal } from '../../raft/metadata/fanout.js';
-import type { ApplyResult } from '../../raft/metadata/state.js';
-import type { MemberView, PartitionStatsView } from '../../protocol/thread_messages.js';
+import { childSchemaRefusal } from '../../metadata/fanout.js';
+import type { ApplyResult } from '../../metadata/state.js';
+import type { MemberView } from '../../protocol/thread_messages.js';
 import { canManageTopic, canReadTopic, requireTopic } from '../access.js';
-import { workerFailure } from '../dispatch.js';
 import { optionalInteger, optionalString, parseJsonObject } from '../json_body.js';
+import { statsByPartition } from '../partition_stats.js';
 import { jsonReply, type Reply } from '../respond.js';
 import { routeTopic, type RequestContext } from '../request_context.js';
 import type { RouteServices } from '../services.js';
@@ -80,7 +79,7 @@ function topicToCreate(ctx: RequestContext, s: RouteServices, name: string, body
     maxInFlightPerPartition: maxInFlight ?? limits.max_in_flight_per_partition_default,
     maxAckedAheadPerPartition: maxAckedAhead ?? limits.max_acked_ahead_per_partition_default,
     createdAtSec: Math.floor(Date.now() / 1000),
-    // Placed by the leader's shell (src/raft/metadata/placement.ts fillOwners) before it proposes.
+    // Placed by the leader's shell (src/metadata/placement.ts fillOwners) before it proposes.
     owners: [],
   };
 }
@@ -174,42 +173,6 @@ export async function onGetTopic(ctx: RequestContext, s: RouteServices): Promise
     partition_stats: statsJson,
     ...(missing.length > 0 ? { partial: true } : {}),
   });
-}
-
-/** Statistics of the partitions asked: local ones from this node's workers, the others from their owners (an owner
- *  that does not answer in time leaves its partitions out: complete is false). Also read by children.ts (attach
- *  point, lag). */
-export async function statsByPartition(s: RouteServices, topic: TopicRecord, partitions: number[]): Promise<{ stats: Map<number, PartitionStatsView>; complete: boolean }> {
-  const local = partitions.filter((p) => topic.owners[p] === s.nodeId);
-  const remote = partitions.filter((p) => topic.owners[p] !== s.nodeId);
-  const [localStats, remoteStats] = await Promise.all([partitionStats(s, topic, local), remotePartitionStats(s, topic, remote)]);
-  const stats = new Map([...localStats, ...remoteStats].map((stat) => [stat.index, stat]));
-  return { stats, complete: partitions.every((p) => stats.has(p)) };
-}
-
-/** Statistics of partitions other nodes own, one request per owner node, all within ownerStatsMs (spec §4 get-topic):
- *  an owner that does not answer in time leaves its partitions out, to be shown as placeholders. */
-async function remotePartitionStats(s: RouteServices, topic: TopicRecord, partitions: number[]): Promise<PartitionStatsView[]> {
-  const byOwner = groupBy(partitions, (p) => topic.owners[p]!);
-  const answers = await Promise.all([...byOwner.values()].map((ps) =>
-    s.remote.ask(topic, ps[0]!, { kind: 'stats', topicId: topic.id, partitions: ps }, 'statsResult', ownerStatsMs).then((reply) => reply.stats, () => [])));
-  return answers.flat();
-}
-
-const ownerStatsMs = 2_000;
-
-async function partitionStats(s: RouteServices, topic: TopicRecord, partitions: number[]): Promise<PartitionStatsView[]> {
-  const byWorker = s.workers.groupByOwner(topic.id, partitions, (p) => p);
-  const replies = await Promise.all(
-    [...byWorker].map(([worker, ps]) => s.workers.request(worker, { kind: 'stats', topicId: topic.id, partitions: ps })),
-  );
-  const all: PartitionStatsView[] = [];
-  for (const reply of replies) {
-    const failure = workerFailure(reply);
-    if (failure !== null) throw failure;
-    if (reply.kind === 'statsResult') all.push(...reply.stats);
-  }
-  return all.sort((a, b) => a.index - b.index);
 }
 
 /** The groups of a PATCH body up to the first that fails, and that failure (spec §4 PATCH: groups apply one at a

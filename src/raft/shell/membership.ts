@@ -8,7 +8,7 @@ import { isMember, members } from '../core/conf.js';
 import { quorumActive } from '../core/quorum.js';
 import type { RaftNode } from '../core/raft.js';
 import type { MetadataCommand, MetadataState } from '../../protocol/metadata_types.js';
-import { partitionsOwnedBy } from '../metadata/placement.js';
+import { partitionsOwnedBy } from '../../metadata/placement.js';
 import type { ClusterThreadConfig, MemberView } from '../../protocol/thread_messages.js';
 import type { ForgetReply, JoinReply, PeerMessage, PeerRequest, ProposeReply } from '../../protocol/peer_messages.js';
 import type { ApplyOutcome } from './apply_waiters.js';

@@ -6,10 +6,10 @@
 import assert from 'node:assert/strict';
 import type { MessagePort } from 'node:worker_threads';
 import type { LogEntry, RaftMessage, RaftNode, Ready } from '../core/raft.js';
-import { encodeMetadataSnapshot, decodeMetadataSnapshot } from '../metadata/snapshot.js';
-import { fillOwners, PlacementError } from '../metadata/placement.js';
+import { encodeMetadataSnapshot, decodeMetadataSnapshot } from '../../metadata/snapshot.js';
+import { fillOwners, PlacementError } from '../../metadata/placement.js';
 import type { MetadataCommand, MetadataState } from '../../protocol/metadata_types.js';
-import { applyCommand } from '../metadata/state.js';
+import { applyCommand } from '../../metadata/state.js';
 import {
   assertNever,
   type ClusterStatus,

@@ -2,7 +2,7 @@
 // delegates them. A member that owns partitions cannot be forgotten (placement.ts counts them).
 // Pure; runs wherever applyCommand runs (the metadata thread, and the front and workers as replicas).
 
-import type { MemberRecord, MetadataState } from '../../protocol/metadata_types.js';
+import type { MemberRecord, MetadataState } from '../protocol/metadata_types.js';
 import { partitionsOwnedBy } from './placement.js';
 import type { ApplyResult } from './state.js';
 

@@ -3,9 +3,9 @@
 // proved the document valid and compatible before proposing (src/schema/); this module only re-checks what could
 // have changed since: the current version and the budgets. Pure; runs wherever applyCommand runs.
 
-import { limits } from '../../config.js';
-import type { MetadataRefusal } from '../../errors.js';
-import type { MetadataState, SchemaChange, SchemaHistory } from '../../protocol/metadata_types.js';
+import { limits } from '../config.js';
+import type { MetadataRefusal } from '../errors.js';
+import type { MetadataState, SchemaChange, SchemaHistory } from '../protocol/metadata_types.js';
 
 /** The refusal a new document of these bytes meets in this history, if any (spec §8, §7 409). copies: the
  *  children that store the same version (spec §8: each child's copy counted against the cluster budget). */

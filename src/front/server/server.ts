@@ -4,23 +4,23 @@
 // 404 then 403), then the route's handler. The routes and what each needs are data in routes.ts. Created by main.ts
 // after startup; shutdown() refuses new requests and waits for in-flight ones.
 import type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket } from 'uWebSockets.js';
-import { limits, parseListenAddress } from '../config.js';
-import { BrokerError, errors } from '../errors.js';
-import { requireAdmin, requireTopic } from './access.js';
-import { Authenticator } from './auth.js';
-import { BodyReader } from './body.js';
-import { LoginThrottle } from './login_throttle.js';
-import { ConsumeState } from './handlers/consume.js';
-import type { NodeLifecycle } from './handlers/health.js';
-import { ProduceState } from './handlers/produce.js';
-import { Query } from './query.js';
-import { deferred, RequestContext, type DeferredAnswers, type RequestHeaders } from './request_context.js';
-import { errorReply, writeReply, type Reply } from './respond.js';
-import { RouteTable } from './route_table.js';
-import { apiRoutes, metricsRoutes, type HandlerResult, type RouteEntry } from './routes.js';
-import type { FrontServices, RouteServices } from './services.js';
-import { localMemberReport } from './member_report.js';
-import type { MemberReportView } from '../protocol/data_messages.js';
+import { limits, parseListenAddress } from '../../config.js';
+import { BrokerError, errors } from '../../errors.js';
+import { requireAdmin, requireTopic } from '../access.js';
+import { Authenticator } from '../auth.js';
+import { BodyReader } from '../body.js';
+import { LoginThrottle } from '../login_throttle.js';
+import { ConsumeState } from '../consume_state.js';
+import { ProduceState } from '../produce_state.js';
+import { Query } from '../query.js';
+import { deferred, RequestContext, type DeferredAnswers, type RequestHeaders } from '../request_context.js';
+import { errorReply, writeReply, type Reply } from '../respond.js';
+import { RouteTable } from '../route_table.js';
+import { apiRoutes, metricsRoutes } from './routes.js';
+import type { HandlerResult, RouteEntry } from '../route_types.js';
+import type { FrontServices, NodeLifecycle, RouteServices } from '../services.js';
+import { localMemberReport } from '../member_report.js';
+import type { MemberReportView } from '../../protocol/data_messages.js';
 
 type uWSModule = typeof import('uWebSockets.js');
 /** LIBUS_LISTEN_EXCLUSIVE_PORT of uWS's ListenOptions: bind without SO_REUSEPORT. The native module takes

@@ -2,8 +2,8 @@
 // delegates them. Partition owners are placement's (placement.ts): this module only stores what it checked.
 // Pure; runs wherever applyCommand runs (the metadata thread, and the front and workers as replicas).
 
-import type { MetadataRefusal } from '../../errors.js';
-import type { FanoutAttach, MetadataState, TopicChanges, TopicCreateRecord, TopicRecord } from '../../protocol/metadata_types.js';
+import type { MetadataRefusal } from '../errors.js';
+import type { FanoutAttach, MetadataState, TopicChanges, TopicCreateRecord, TopicRecord } from '../protocol/metadata_types.js';
 import { childIdsOf, childSchemaRefusal, createAttachRefusal, linkCreated, parentGrown, retentionRefusal, unlinkDeleted } from './fanout.js';
 import { addPartitionOwners, assertOwners, ownerNotMember, targetOwnersOf } from './placement.js';
 import { applySchemaChange, deleteSchemaHistory, firstSchemaRefusal, registerFirstSchema } from './schemas.js';

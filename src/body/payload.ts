@@ -1,8 +1,8 @@
 // Payload and key bytes as clients send and get them (NOTES 3). Pure; used by the front thread and the
 // pool threads that parse big batch bodies.
 import { isUtf8 } from 'node:buffer';
-import { PayloadKind } from './ingress_frame.js';
-import { isJsonText } from './json_scan.js';
+import { PayloadKind } from '../protocol/ingress_frame.js';
+import { isJsonText } from '../util/json_scan.js';
 
 // ignoreBOM keeps a leading byte-order mark in the text: it is part of the payload, and it is not JSON.
 const utf8 = new TextDecoder('utf-8', { ignoreBOM: true });

@@ -5,8 +5,8 @@
 // partition worker reach the same state from the same log.
 // Runs on: the metadata thread (authoritative) and, as read-only replicas, the front thread and workers.
 
-import type { MetadataRefusal } from '../../errors.js';
-import type { MemberRecord, MetadataCommand, MetadataState, TopicRecord, UserRecord } from '../../protocol/metadata_types.js';
+import type { MetadataRefusal } from '../errors.js';
+import type { MemberRecord, MetadataCommand, MetadataState, TopicRecord, UserRecord } from '../protocol/metadata_types.js';
 import { applyFanoutAttach, applyFanoutDetach } from './fanout.js';
 import { applyMemberAdd, applyMemberForget } from './members.js';
 import { applyTopicCreate, applyTopicDelete, applyTopicUpdate } from './topics.js';

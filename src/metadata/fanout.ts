@@ -3,9 +3,9 @@
 // parent's growth, retention and schema versions, a topic's delete; topics.ts and schemas.ts call in). Copying reads
 // the links (epoch, attach offsets, delay) and keeps its cursors elsewhere. Pure; runs wherever applyCommand runs.
 
-import { limits } from '../../config.js';
-import type { MetadataRefusal } from '../../errors.js';
-import type { FanoutAttach, FanoutLink, MetadataState, TopicRecord } from '../../protocol/metadata_types.js';
+import { limits } from '../config.js';
+import type { MetadataRefusal } from '../errors.js';
+import type { FanoutAttach, FanoutLink, MetadataState, TopicRecord } from '../protocol/metadata_types.js';
 import { schemaBytesInCluster } from './schemas.js';
 import type { ApplyResult } from './state.js';
 

@@ -5,8 +5,8 @@
 // Runs on: the metadata thread (encode and decode); the bytes may cross nodes (InstallSnapshot).
 
 import { Packr } from 'msgpackr';
-import { limits } from '../../config.js';
-import type { FanoutLink, FanoutParent, Grant, GrantAction, MemberRecord, MetadataState, SchemaHistory, TopicRecord, UserRecord } from '../../protocol/metadata_types.js';
+import { limits } from '../config.js';
+import type { FanoutLink, FanoutParent, Grant, GrantAction, MemberRecord, MetadataState, SchemaHistory, TopicRecord, UserRecord } from '../protocol/metadata_types.js';
 
 /** Bumped on any change to the encoded shape; decode refuses every other value. A topic's targetOwners did not
  *  bump it: it is left out while equal to owners (always, until partition moves exist), so the bytes stay those of

@@ -4,7 +4,7 @@
 // half (from partitionsOwnedBy on) stores and checks owners for topics.ts and members.ts.
 // Runs on: the metadata thread (both halves); the front and the workers (the apply half, as replicas).
 
-import type { MetadataCommand, MetadataState, TopicCreateRecord, TopicRecord } from '../../protocol/metadata_types.js';
+import type { MetadataCommand, MetadataState, TopicCreateRecord, TopicRecord } from '../protocol/metadata_types.js';
 import type { ApplyResult } from './state.js';
 
 /** No live member can take a partition: the shell answers the request 503 (nothing was proposed). */

@@ -1,10 +1,10 @@
 // The Message object of a consume answer (spec §2 Message, NOTES 3), built as text so a JSON payload goes out
 // byte for byte as it was stored. Pure; the partition workers build leased messages with it (so the front only
 // joins strings), and the front builds replay answers.
-import { PayloadKind } from './ingress_frame.js';
+import { PayloadKind } from '../protocol/ingress_frame.js';
 import { isUtf8 } from 'node:buffer';
 import { utf8Text } from './payload.js';
-import type { StoredRecordView } from './thread_messages.js';
+import type { StoredRecordView } from '../protocol/thread_messages.js';
 
 /** Spec §2 Message, built as text so a JSON payload goes out byte for byte as it was stored. */
 export function messageJson(topic: string, partition: number, record: StoredRecordView, receiptHandle?: string): string {

@@ -2,7 +2,7 @@
 // applyCommand (state.ts) delegates them. Credential versions come from the state's one counter.
 // Pure; runs wherever applyCommand runs (the metadata thread, and the front and workers as replicas).
 
-import type { Grant, MetadataState, UserRecord } from '../../protocol/metadata_types.js';
+import type { Grant, MetadataState, UserRecord } from '../protocol/metadata_types.js';
 import type { ApplyResult } from './state.js';
 
 export function applyUserCreate(state: MetadataState, user: UserRecord): ApplyResult {

@@ -3,7 +3,7 @@
 // JSON.parse's cost. The caller checks the bytes are UTF-8 (isUtf8) first; every function answers -1 for text
 // JSON.parse would refuse. Recursion follows nesting: a value nested deeper than the stack allows throws RangeError,
 // which callers take as "use JSON.parse". Pure; shared by the front thread and the pool threads.
-import { wordsOf } from '../util/frame.js';
+import { wordsOf } from './frame.js';
 
 const quote = 0x22, backslash = 0x5c, slash = 0x2f, comma = 0x2c, colon = 0x3a, minus = 0x2d, plus = 0x2b, dot = 0x2e;
 const openBrace = 0x7b, closeBrace = 0x7d, openBracket = 0x5b, closeBracket = 0x5d;

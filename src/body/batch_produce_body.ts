@@ -4,11 +4,11 @@
 // error catalog (src/errors.ts), plain data that crosses the pool's port; the front answers refusalError of it.
 import { isUtf8 } from 'node:buffer';
 import type { BatchRefusal } from '../errors.js';
-import { PayloadKind, type IngressRecord } from './ingress_frame.js';
+import { PayloadKind, type IngressRecord } from '../protocol/ingress_frame.js';
 import { findPayloadSpans, type Span } from './json_spans.js';
-import { lastStringEscaped, scanNumber, scanString, scanValue, skipJsonSpace } from './json_scan.js';
+import { lastStringEscaped, scanNumber, scanString, scanValue, skipJsonSpace } from '../util/json_scan.js';
 import { classifyPayload, decodeBase64, utf8Text } from './payload.js';
-import { fnv1a32 } from './ownership.js';
+import { fnv1a32 } from '../protocol/ownership.js';
 import { flatPlanEnd, type FlatPlan } from '../schema/validator_flat.js';
 
 export interface BatchLimits {

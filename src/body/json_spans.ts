@@ -2,7 +2,7 @@
 // stored as written (spec §4: "stored exactly as written") instead of re-serialised by JSON.stringify,
 // which would change number spellings and lose digits of big integers. Runs only on a body that
 // JSON.parse already accepted, so it can skip values without validating them. Pure.
-import { skipJsonSpace } from './json_scan.js';
+import { skipJsonSpace } from '../util/json_scan.js';
 
 const quote = 0x22, backslash = 0x5c, comma = 0x2c;
 const openBrace = 0x7b, closeBrace = 0x7d, openBracket = 0x5b, closeBracket = 0x5d;
