@@ -1,38 +1,22 @@
-// Entry and boot of one broker node (main thread = the front thread): load and check the config, lock the data dir,
-// start the metadata thread and the partition workers, replay the ingress log, create the root admin on the
-// first secured start, then serve HTTP. SIGTERM/SIGINT shut down gracefully; a dying thread stops the node
-// (fail-stop: the restart recovers from the logs).
-import { randomBytes } from 'node:crypto';
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
+// Entry of one broker node: load and check the config, lock the data dir, start the threads (node link, metadata,
+// partition workers, pools), then hand the main thread to the front (src/front/server/front_start.ts). SIGTERM and
+// SIGINT shut down gracefully; a dying thread stops the node (fail-stop: the restart recovers from the logs).
+import { mkdir } from 'node:fs/promises';
 import { availableParallelism } from 'node:os';
-import { join, resolve } from 'node:path';
+import { resolve } from 'node:path';
 import { MessageChannel, Worker } from 'node:worker_threads';
 import { Piscina } from 'piscina';
-import {
-  ConfigError, formatHostPort, loadConfig, parseAdvertise, parseBootstrap, parseHostPort, parseListenAddress, type Config, type LoadedConfig,
-} from './config.js';
-import { ByteBudget } from './front/body.js';
-import { PartitionWorkers } from './front/dispatch.js';
-import { IngressLog } from './front/ingress_log.js';
-import { MetadataReplica } from './front/metadata_replica.js';
-import { Metrics } from './front/metrics.js';
-import { FrontServer, ListenRefused } from './front/server/server.js';
-import type { FrontServices, NodeLifecycle } from './front/services.js';
-import type { BcryptTask } from './pool/bcrypt_task.js';
+import { clusterThreadConfig, loadNodeId } from './cluster_settings.js';
+import { ConfigError, loadConfig, type Config, type LoadedConfig } from './config.js';
+import { ListenRefused } from './front/server/server.js';
+import { startFront } from './front/server/front_start.js';
+import type { NodeLifecycle } from './front/services.js';
 import { SchemaValidation } from './front/schema_validation.js';
+import { closeNodeLink, isMultiNode, NodeLinkListenFailed, startNodeLink, type NodeLink } from './node_link/node_link.js';
 import type { ClusterThreadConfig, MetadataThreadData, PartitionWorkerData, ToMetadata } from './protocol/thread_messages.js';
-import { RemotePartitions } from './front/remote_partitions.js';
-import { Handoff } from './front/handoff.js';
-import { FanoutCopies } from './front/fanout_copies.js';
-import type { PortChannel } from './transport/port_channel.js';
-import { answerMemberReports, closeNodeLink, isMultiNode, NodeLinkListenFailed, startNodeLink, type NodeLink } from './node_link/node_link.js';
-import { readClusterSecretFile } from './transport/cluster_secret.js';
 import { readClusterTlsSettings } from './transport/cluster_tls.js';
 import { DataDirLockedError, lockDataDir } from './util/data_dir_lock.js';
 import { createLogger, type Logger } from './util/log.js';
-import { BrokerError, refusalText } from './errors.js';
-import type { ApplyResult } from './metadata/state.js';
-import type { MetadataCommand } from './protocol/metadata_types.js';
 
 async function main(): Promise<void> {
   const loaded = await configOrExit();
@@ -43,63 +27,24 @@ async function main(): Promise<void> {
   const config = loaded.config;
   const log = createLogger(config['log.level']);
   const { dataDir, lock, cluster, clusterTls } = await claimNode(config);
-  const nodeId = cluster.nodeId;
-  const uws = (await import('uWebSockets.js')).default;
   const lifecycle: NodeLifecycle = { startupDone: false, shuttingDown: false };
   // The internal listener binds before anything else starts, so a taken port ends the start at once (issue 27).
   const nodeLink = isMultiNode(cluster)
     ? await exitUnless(() => startNodeLink(cluster, config['log.level'], config['node.workers'], clusterTls?.material ?? null), (error) => error instanceof NodeLinkListenFailed, 1)
     : null;
   const { metadataThread, workerThreads } = startThreads(config, dataDir, log, lifecycle, cluster, nodeLink);
-  const replica = new MetadataReplica(metadataThread);
-  const workers = new PartitionWorkers(workerThreads);
-  await Promise.all([replica.whenReady(), workers.whenReady()]);
-  const { ingress, handoff } = await openIngress(config, dataDir, log, replica, workers, { channel: nodeLink?.dataChannel ?? null, nodeId });
-  const { authPool, workPool, schemas } = startPools(config);
-  const services: FrontServices = {
-    config, log, nodeId, replica, workers, ingress, authPool, workPool, schemas, handoff,
-    batchBudget: new ByteBudget(config['http.max_batch_body_bytes_in_flight']),
-    metrics: new Metrics(replica, workers, schemas, handoff), remote: new RemotePartitions(nodeLink?.dataChannel ?? null),
-  };
-  if (clusterTls !== null) services.metrics.reportClusterTls(clusterTls.dates);
-  workers.fanoutCopiesTo(FanoutCopies.handler(services));
-  // A one-node cluster leads at once, so its root admin exists before it listens (the first screen shows how to
-  // log in). A node of a larger cluster listens first: reads must answer even while no quorum exists.
-  const loneNode = cluster.bootstrap.length <= 1 && cluster.join === null;
-  // Partitions are placed on members only: a lone node listens once its own member record is in, so its first
-  // topic create never finds no live member.
-  if (loneNode) await replica.whenMember(nodeId);
-  const rootAdmin = async (): Promise<string> => {
-    if (!config['security.enabled']) return 'security is off: no credentials needed';
-    await replica.whenCaughtUp();
-    return ensureRootAdmin(services, authPool, loaded, dataDir, createsRootAdmin(cluster));
-  };
-  const loginHint = loneNode ? await rootAdmin() : null;
-
-  const server = new FrontServer(uws, services, lifecycle, authPool);
-  if (nodeLink !== null) answerMemberReports(nodeLink, () => server.memberReport());
+  const pools = startPools(config);
   // A port another process holds ends the start here, before anything is answered (issue 27 point 2).
-  const port = await exitUnless(() => server.listen(config['node.host'], config['node.port']), (error) => error instanceof ListenRefused, 1);
-  lifecycle.startupDone = true;
-  announceApiAddress(cluster, metadataThread, port);
-  log.info({ port, host: config['node.host'], dataDir, nodeId, workers: workers.count }, 'listening');
-  if (loginHint !== null) log.info(loginHint);
-  else {
-    rootAdmin().then(
-      (hint) => log.info(hint),
-      (error: unknown) => log.error({ err: error }, 'creating the root admin failed'),
-    );
-  }
+  const front = await exitUnless(
+    () => startFront({ loaded, log, dataDir, cluster, clusterTls, nodeLink, metadataThread, workerThreads, pools, lifecycle }),
+    (error) => error instanceof ListenRefused, 1);
   stopOnSignals(log, async () => {
-    await server.shutdown();
-    await ingress.close();
-    handoff.close();
-    await workers.shutdown();
+    const { ingressSyncs } = await front.stop();
     await closeMetadataThread(metadataThread);
     if (nodeLink !== null) await closeNodeLink(nodeLink);
-    await Promise.all([authPool.destroy(), workPool.destroy(), schemas.close()]);
+    await Promise.all([pools.authPool.destroy(), pools.workPool.destroy(), pools.schemas.close()]);
     await lock.release();
-    log.info({ ingressSyncs: ingress.syncCount }, 'stopped');
+    log.info({ ingressSyncs }, 'stopped');
   });
 }
 
@@ -130,35 +75,6 @@ async function exitUnless<T>(run: () => Promise<T>, expected: (error: unknown) =
   }
 }
 
-/** Opens the ingress log, wires it to the workers and the owners it hands records to, and hands them what a crash
- *  left unstored. */
-async function openIngress(config: Config, dataDir: string, log: Logger, replica: MetadataReplica, workers: PartitionWorkers,
-  { channel, nodeId }: { channel: PortChannel | null; nodeId: number }): Promise<{ ingress: IngressLog; handoff: Handoff }> {
-  const faults = new Set(config['test.fault_points'].split(',').map((point) => point.trim()));
-  const injected = (point: string) => (faults.has(point) ? () => new Error(`fault point ${point}`) : undefined);
-  const { log: ingress, replay, replayLastSeq } = await IngressLog.open({
-    dir: join(dataDir, 'ingress'),
-    segmentBytesMax: config['storage.ingress_segment_bytes'],
-    faults: { write: injected('ingress.write'), sync: injected('ingress.sync') },
-  });
-  const handoff = new Handoff(channel, () => replica.appliedIndex, config['cluster.handoff_queue_bytes'], ingress);
-  ingress.onSynced = (group, lastSeq) => {
-    handoff.groupSynced(group, lastSeq);
-    workers.dispatch(group, lastSeq, replica.appliedIndex);
-  };
-  workers.onAllDurable = (seqUpTo) => handoff.localDurable(seqUpTo);
-  handoff.onDurable = (seqUpTo) => ingress.markDurable(seqUpTo);
-  // Records answered 202 before a crash but not yet stored by their partition: the workers and other owners skip
-  // what they hold.
-  const otherMembers = [...replica.state.members.keys()].filter((id) => id !== nodeId);
-  replay.forEach((chunk, i) => {
-    handoff.replayed(chunk, (replayLastSeq[i - 1] ?? 0) + 1, replayLastSeq[i]!, otherMembers);
-    workers.dispatch(chunk, replayLastSeq[i]!, replica.appliedIndex);
-  });
-  if (replay.length > 0) log.info({ chunks: replay.length, lastSeq: replayLastSeq[replayLastSeq.length - 1] }, 'ingress log replayed');
-  return { ingress, handoff };
-}
-
 function startPools(config: Config): { authPool: Piscina; workPool: Piscina; schemas: SchemaValidation } {
   const authPool = new Piscina({
     filename: new URL('./pool/bcrypt_task.js', import.meta.url).href,
@@ -178,15 +94,6 @@ function startPools(config: Config): { authPool: Piscina; workPool: Piscina; sch
     payloadTimeMs: config['schema.validation_payload_time'],
   });
   return { authPool, workPool, schemas };
-}
-
-/** The API listener was started on port 0 with no --advertise: the metadata thread learns its address now. */
-function announceApiAddress(cluster: ClusterThreadConfig, metadataThread: Worker, port: number): void {
-  if (cluster.advertiseApi !== '') return;
-  // clusterThreadConfig built advertiseInternal with formatHostPort: its host is the API's too when --advertise was
-  // not given.
-  const { host } = parseListenAddress(cluster.advertiseInternal)!;
-  metadataThread.postMessage({ kind: 'apiAddress', address: formatHostPort(host, port) } satisfies ToMetadata);
 }
 
 /** SIGTERM and SIGINT run stop once, then end the process. */
@@ -247,99 +154,6 @@ function closeMetadataThread(thread: Worker): Promise<void> {
     thread.once('exit', () => resolveClosed());
     thread.postMessage({ kind: 'shutdown' } satisfies ToMetadata);
   });
-}
-
-/** This node's cluster id, kept in the data dir: the data belongs to that node, so another id later is refused. */
-async function loadNodeId(dataDir: string, configured: number): Promise<number> {
-  const path = join(dataDir, 'node-id');
-  const existing = (await readFile(path, 'utf8').catch(() => '')).trim();
-  if (existing !== '') {
-    const stored = /^\d{1,5}$/.test(existing) ? Number(existing) : NaN;
-    if (!(stored >= 1 && stored <= 65535)) throw new Error(`config: ${path} holds "${existing}", not a node id; this data dir was written by an older build or another program`);
-    if (configured !== 0 && configured !== stored) throw new Error(`config: cluster.node_id is ${configured} but ${dataDir} belongs to node ${stored}`);
-    return stored;
-  }
-  const id = configured === 0 ? 1 : configured;
-  await writeFile(path, `${id}\n`, { mode: 0o644 });
-  return id;
-}
-
-/** Resolves the cluster settings into what the metadata thread needs. */
-async function clusterThreadConfig(config: Config, nodeId: number): Promise<ClusterThreadConfig> {
-  const wildcard = (host: string): boolean => host === '' || host === '0.0.0.0' || host === '::';
-  const host = wildcard(config['node.host']) ? '127.0.0.1' : config['node.host'];
-  const advertised = config['cluster.advertise'] === '' ? null : parseAdvertise(config['cluster.advertise']);
-  const internalPort = config['cluster.internal_port'];
-  const listen = { host: config['node.host'], port: internalPort };
-  // Port 0 is known only once the listener is bound: the front reports it then ('apiAddress').
-  const advertiseApi = advertised !== null ? formatHostPort(advertised.api.host, advertised.api.port) : config['node.port'] === 0 ? '' : formatHostPort(host, config['node.port']);
-  const advertiseInternal = advertised?.internal === undefined ? formatHostPort(advertised?.api.host ?? host, internalPort) : formatHostPort(advertised.internal.host, advertised.internal.port);
-  const bootstrapMap = config['cluster.bootstrap'] === '' ? null : parseBootstrap(config['cluster.bootstrap']);
-  const bootstrap: [number, { host: string; port: number }][] = bootstrapMap === null ? [[nodeId, { host, port: internalPort }]] : [...bootstrapMap];
-  const join = config['cluster.join'] === '' ? null : parseHostPort(config['cluster.join']);
-  const secret = config['cluster.secret_file'] === '' ? new Uint8Array(0) : await readClusterSecretFile(config['cluster.secret_file']);
-  return {
-    nodeId, bootstrap, join, listen, advertiseApi, advertiseInternal, secret,
-    tickMs: config['cluster.tick_interval'],
-    electionTicks: config['cluster.election_ticks'],
-    deadAfterMs: config['cluster.member_dead_after'],
-    snapshotEntries: config['cluster.snapshot_entries'],
-  };
-}
-
-/** A new cluster's first minutes may see a leadership change or no leader (503: nothing applied); without its root
- *  admin nobody could log in, so the create is proposed again, the same user each time, until a root exists or a
- *  refusal other than 503 comes (at most a minute). */
-async function proposeRetried(services: FrontServices, command: Extract<MetadataCommand, { type: 'user.create' }>): Promise<ApplyResult> {
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await services.replica.propose(command);
-    } catch (error) {
-      if (!(error instanceof BrokerError) || error.status !== 503 || attempt >= rootAdminAttempts) throw error;
-      services.log.warn({ err: error, attempt }, 'creating the root admin: retrying');
-      await new Promise((resolve) => setTimeout(resolve, 1_000));
-      const root = [...services.replica.state.users.values()].find((u) => u.root);
-      if (root !== undefined) return { ok: true };
-    }
-  }
-}
-
-const rootAdminAttempts = 60;
-
-/** The root admin of a secured cluster is created once, by the lowest founding id; joining nodes never do. */
-function createsRootAdmin(cluster: ClusterThreadConfig): boolean {
-  if (cluster.join !== null) return false;
-  return Math.min(...cluster.bootstrap.map(([id]) => id)) === cluster.nodeId;
-}
-
-/** Spec §5: the root admin `admin` is created at the first start of a secured node. Returns the login hint. */
-async function ensureRootAdmin(services: FrontServices, authPool: Piscina, loaded: LoadedConfig, dataDir: string, creates: boolean): Promise<string> {
-  const passwordFile = join(dataDir, 'admin-password');
-  const root = [...services.replica.state.users.values()].find((u) => u.root);
-  if (root !== undefined) {
-    return `log in as ${root.username} with its password (first generated into ${passwordFile} unless one was given)`;
-  }
-  if (!creates) return 'log in as admin with the password the founding node with the lowest id generated (its data dir admin-password) or was given';
-  const generated = loaded.adminPassword === undefined;
-  const password = loaded.adminPassword ?? randomBytes(18).toString('base64url');
-  if (generated) {
-    // Saved before the user is committed, so a crash in between never leaves a root nobody can log in as.
-    await writeFile(passwordFile, `${password}\n`, { mode: 0o600 });
-  }
-  const task: BcryptTask = { op: 'hash', password, cost: services.config['auth.bcrypt_cost'] };
-  const passwordHash = (await authPool.run(task)) as string;
-  const nowMs = Date.now();
-  const result = await proposeRetried(services, {
-    type: 'user.create',
-    user: { username: 'admin', passwordHash, credentialVersion: 1, grants: [{ action: 'admin' }], root: true, createdAtMs: nowMs, updatedAtMs: nowMs },
-  });
-  if (!result.ok) throw new Error(`creating the root admin failed: ${refusalText(result.refusal)}`);
-  if (generated) {
-    // On stderr: stdout carries only the JSON log lines that log shippers parse.
-    process.stderr.write(`\nRoot admin created. Log in as user "admin" with password: ${password}\n(saved to ${passwordFile}, mode 0600; this is the only time it is printed)\n\n`);
-    return `log in as admin with the password saved in ${passwordFile}`;
-  }
-  return `log in as admin with the password given by ${loaded.adminPasswordSource === 'file' ? '--admin-password-file' : loaded.adminPasswordSource === 'env' ? 'SVC_ADMIN_PASSWORD' : '--admin-password'}`;
 }
 
 main().catch((error: unknown) => {

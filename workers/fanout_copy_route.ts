@@ -1,7 +1,7 @@
 // Where a batch of fan-out copies goes (issue 30). A child partition this worker owns gets the copies staged right
 // here, as a local dispatch the write core treats like a hand-off: the copies are in no ingress log, so the child
 // partition shows them only once synced and the copy cursor moves only then. Any other child partition (another
-// worker's or another node's) gets them through the front's ingress log ('fanoutCopy', src/front/fanout_copies.ts).
+// worker's or another node's) gets them through the front's ingress log ('fanoutCopy', src/front/ingress/fanout_copies.ts).
 // Staging here skips a pack, a port crossing, an ingress write and sync, and a dispatch per copy: at half the peak
 // produce rate a parent with three children copies three times what it takes in. Partition worker thread;
 // partition_worker.ts owns one.

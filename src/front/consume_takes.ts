@@ -2,7 +2,7 @@
 // the consume route and the spread consume (handlers/consume.ts, handlers/consume_spread.ts). Front thread.
 import { forEachJoinedHandle, formatReceiptHandle, handleSeparator } from '../protocol/receipt_handle.js';
 import type { TopicRecord } from '../protocol/metadata_types.js';
-import { workerFailure } from './dispatch.js';
+import { workerFailure } from './ingress/dispatch.js';
 import type { RouteServices } from './services.js';
 
 /** Leases up to max messages from each worker's partitions in order, one message per worker. */

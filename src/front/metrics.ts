@@ -2,7 +2,7 @@
 // maps and the registry reads them at scrape time, so a produce pays a map increment, not a label lookup.
 // Front thread; one instance per node.
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
-import type { PartitionWorkers } from './dispatch.js';
+import type { PartitionWorkers } from './ingress/dispatch.js';
 import type { MetadataReplica } from './metadata_replica.js';
 import type { FanoutCounterView, PartitionCountersView } from '../protocol/thread_messages.js';
 import type { ClusterTlsDates } from '../transport/cluster_tls.js';

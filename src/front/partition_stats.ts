@@ -3,7 +3,7 @@
 import { groupBy } from '../protocol/ownership.js';
 import type { TopicRecord } from '../protocol/metadata_types.js';
 import type { PartitionStatsView } from '../protocol/thread_messages.js';
-import { workerFailure } from './dispatch.js';
+import { workerFailure } from './ingress/dispatch.js';
 import type { RouteServices } from './services.js';
 
 /** Statistics of the partitions asked: local ones from this node's workers, the others from their owners (an owner

@@ -7,7 +7,7 @@ import { constants as fsConstants } from 'node:fs';
 import { mkdtemp, readFile, readdir, readlink, realpath, rm, stat, truncate, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { IngressLog, segmentFileName, type IngressLogOptions } from '../../src/front/ingress_log.js';
+import { IngressLog, segmentFileName, type IngressLogOptions } from '../../src/front/ingress/ingress_log.js';
 import { decodeIngressEntry, PayloadKind, type IngressEntry } from '../../src/protocol/ingress_frame.js';
 import { pollUntil } from '../helpers/http.js';
 import { encodeIngressEntry } from '../helpers/ingress_entries.js';

@@ -13,7 +13,7 @@ import { handleSeparator, receiptHandlePartition } from '../../protocol/receipt_
 import type { SettleMode } from '../../protocol/thread_messages.js';
 import type { TopicRecord } from '../../protocol/metadata_types.js';
 import { release, take, type Taken } from '../consume_takes.js';
-import { workerFailure } from '../dispatch.js';
+import { workerFailure } from '../ingress/dispatch.js';
 import { parseJsonObject } from '../json_body.js';
 import { jsonType, type Reply } from '../respond.js';
 import { routeTopic, type RequestContext } from '../request_context.js';

@@ -17,7 +17,7 @@ import { jsonReply, type Reply } from '../respond.js';
 import { ownedBytes } from '../../util/owned_bytes.js';
 import { deferred, routeTopic, type RequestContext } from '../request_context.js';
 import type { BodyListener } from '../body.js';
-import type { AppendListener } from '../ingress_log.js';
+import type { AppendListener } from '../ingress/ingress_log.js';
 import type { RouteServices } from '../services.js';
 import { batchRefusal, type PayloadRefusal } from '../../schema/validators.js';
 

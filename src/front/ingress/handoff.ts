@@ -7,8 +7,8 @@
 // one failing for handoffGiveUpMs counts as unreachable for new produces (rerouting, partition_owners.ts). Front thread;
 // main.ts wires it between the ingress log and the workers' durable reports; handlers/produce.ts notes each remote
 // record before it is appended.
-import type { DataReply } from '../protocol/data_messages.js';
-import type { PortChannel } from '../transport/port_channel.js';
+import type { DataReply } from '../../protocol/data_messages.js';
+import type { PortChannel } from '../../transport/port_channel.js';
 import { IngressReader, type IngressSegments } from './ingress_reader.js';
 
 /** Spec §1.6: after this long of failed hand-offs, new produces go around the owner. */

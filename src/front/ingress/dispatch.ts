@@ -2,9 +2,9 @@
 // tracks how far each has made it durable (so the ingress log can drop what every owner holds), and
 // carries request/reply messages (read, stats) with request ids. One instance per node.
 import type { Worker } from 'node:worker_threads';
-import { refusalError, type BrokerError } from '../errors.js';
-import { groupByWorker, workerForPartition } from '../protocol/ownership.js';
-import { assertNever, type FromWorker, type ToWorker } from '../protocol/thread_messages.js';
+import { refusalError, type BrokerError } from '../../errors.js';
+import { groupByWorker, workerForPartition } from '../../protocol/ownership.js';
+import { assertNever, type FromWorker, type ToWorker } from '../../protocol/thread_messages.js';
 
 type Reply = Extract<FromWorker, { reqId: number }>;
 export type FanoutCopyMessage = Extract<FromWorker, { kind: 'fanoutCopy' }>;
@@ -97,7 +97,7 @@ export class PartitionWorkers {
     return { reqId, reply };
   }
 
-  /** Where the workers' fan-out copies go (src/front/fanout_copies.ts), with those that came before. */
+  /** Where the workers' fan-out copies go (src/front/ingress/fanout_copies.ts), with those that came before. */
   fanoutCopiesTo(handler: (workerIndex: number, message: FanoutCopyMessage) => void): void {
     this.onFanoutCopy = handler;
     const early = this.copiesEarly ?? [];

@@ -2,8 +2,8 @@
 // outgrew its memory bound (handoff.ts), so a slow owner grows the origin's disk use, never its memory. Front thread;
 // reads are async (libuv's pool); a cursor keeps the place in the segment, so a long backlog is read once, in order.
 import { open, type FileHandle } from 'node:fs/promises';
-import { MsgpackReader } from '../protocol/msgpack_reader.js';
-import { frameHeaderBytes, frameWhole, u32le } from '../util/frame.js';
+import { MsgpackReader } from '../../protocol/msgpack_reader.js';
+import { frameHeaderBytes, frameWhole, u32le } from '../../util/frame.js';
 
 export interface IngressSegments {
   segmentsFrom(seq: number): { path: string; baseSeq: number }[];

@@ -7,11 +7,11 @@ import assert from 'node:assert/strict';
 import { constants as fsConstants } from 'node:fs';
 import { open, readdir, readFile, unlink, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
-import { decodeIngressEntry, ingressEntryBytesMax, writeIngressEntry, type IngressEntry } from '../protocol/ingress_frame.js';
-import { frameHeaderBytes, scanFrames, sealFrame, type FrameScan } from '../util/frame.js';
-import { dirCreateDurably, dirSync, writeAll } from '../util/durable_fs.js';
-import { grownOwnBytes, unzeroedOwnBytes } from '../util/owned_bytes.js';
-import { ZeroFill } from '../util/zero_fill.js';
+import { decodeIngressEntry, ingressEntryBytesMax, writeIngressEntry, type IngressEntry } from '../../protocol/ingress_frame.js';
+import { frameHeaderBytes, scanFrames, sealFrame, type FrameScan } from '../../util/frame.js';
+import { dirCreateDurably, dirSync, writeAll } from '../../util/durable_fs.js';
+import { grownOwnBytes, unzeroedOwnBytes } from '../../util/owned_bytes.js';
+import { ZeroFill } from '../../util/zero_fill.js';
 
 /** A replay chunk is one re-dispatch message, so its size stays near this; one bigger frame is a chunk alone. */
 const replayChunkBytesMax = 4 * 1024 * 1024;

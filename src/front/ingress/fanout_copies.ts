@@ -1,19 +1,19 @@
 // Fan-out copies, the front's side (issue 30): a parent partition's worker posts committed parent records for a child
 // whose partition it does not own itself ('fanoutCopy'; workers/fanout_copy_route.ts); they are appended to this node's ingress log as one entry of the child topic, on the normal write
 // path (local workers store them; a child partition another node owns gets them by hand-off), and once synced the
-// worker is told ('fanoutCopied') so it moves its copy cursor. Front thread; main.ts wires it to the workers.
+// worker is told ('fanoutCopied') so it moves its copy cursor. Front thread; write_path.ts wires it to the workers.
 import { Packr } from 'msgpackr';
-import { fanoutOrigin, type IngressEntry, type IngressRecord, type PayloadKind } from '../protocol/ingress_frame.js';
+import { fanoutOrigin, type IngressEntry, type IngressRecord, type PayloadKind } from '../../protocol/ingress_frame.js';
 import type { FanoutCopyMessage, PartitionWorkers } from './dispatch.js';
 import type { Handoff } from './handoff.js';
 import type { IngressLog } from './ingress_log.js';
-import type { MetadataReplica } from './metadata_replica.js';
+import type { MetadataView } from './write_path.js';
 
 const packr = new Packr({ useRecords: false, moreTypes: false });
 
 export class FanoutCopies {
   constructor(private readonly s: {
-    nodeId: number; replica: MetadataReplica; workers: PartitionWorkers; ingress: IngressLog; handoff: Handoff;
+    nodeId: number; replica: MetadataView; workers: PartitionWorkers; ingress: IngressLog; handoff: Handoff;
   }) {}
 
   /** The workers' 'fanoutCopy' handler (PartitionWorkers.fanoutCopiesTo). */
