@@ -1,14 +1,16 @@
 // Style checks run by `npm test` (STYLE §9): the pure cores use no clock, randomness, timers or file system,
-// src/protocol has no `any`, no function in src/ or workers/ is over 70 lines, and only src/errors.ts makes a
-// BrokerError. Runs with node on the compiled tree's sources; exits 1 naming each violation. The text rules are in
+// src/protocol has no `any`, each folder imports only what the folder map allows and no folders import each other
+// in a loop (folder_rules.ts), no function in src/ or workers/ is over 70 lines, and only src/errors.ts
+// makes a BrokerError. Runs with node on the compiled tree's sources; exits 1 naming each violation. The text rules are in
 // tidy_rules.ts (tested on samples).
 import { readdir, readFile } from 'node:fs/promises';
-import { dirname, join, normalize } from 'node:path';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { folderCycles, forbiddenImports, importsOf, type ImportEdge } from './folder_rules.js';
 import { brokerErrorProblems, clientImportProblems, longFunctionProblems } from './tidy_rules.js';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
-const pureCores = ['src/raft/core', 'src/metadata', 'src/schema', 'workers/partition_actor.ts', 'workers/lease_table.ts', 'workers/partition_write_core.ts', 'workers/partition_cursors.ts'];
+const pureCores = ['src/raft/core', 'src/metadata', 'src/schema', 'workers/core'];
 const bannedInPureCores: [RegExp, string][] = [
   [/\bDate\.now\b/, 'Date.now (time arrives as an argument)'],
   [/\bMath\.random\b/, 'Math.random (use an injected seeded PRNG)'],
@@ -24,21 +26,13 @@ async function filesUnder(relative: string): Promise<string[]> {
   return entries.filter((e) => e.isFile() && e.name.endsWith('.ts')).map((e) => join(relative, (e.parentPath ?? e.path).slice(path.length), e.name));
 }
 
-/** src/protocol is the boundary that threads and nodes share (STYLE §2-3): it may not import from the threads'
- *  own code, so every side can depend on it without pulling in another side (issue 26 point 5). */
-async function protocolBoundaryProblems(): Promise<string[]> {
-  const problems: string[] = [];
-  for (const file of await filesUnder('src/protocol')) {
-    const lines = (await readFile(join(root, file), 'utf8')).split('\n');
-    lines.forEach((line, i) => {
-      for (const [, specifier] of line.matchAll(/(?:from\s+|import\s*\(\s*)'([^']+)'/g)) {
-        if (!specifier!.startsWith('.')) continue;
-        const target = normalize(join(dirname(file), specifier!));
-        if (/^src\/(raft|front)\//.test(target)) problems.push(`${file}:${i + 1}: src/protocol imports ${target} (the boundary imports nothing from src/raft or src/front)`);
-      }
-    });
+/** Folder rules of docs/architecture.md's map over every relative import of src/ and workers/ (folder_rules.ts). */
+async function folderProblems(): Promise<string[]> {
+  const edges: ImportEdge[] = [];
+  for (const folder of ['src', 'workers']) {
+    for (const file of await filesUnder(folder)) edges.push(...importsOf(file, await readFile(join(root, file), 'utf8')));
   }
-  return problems;
+  return [...forbiddenImports(edges), ...folderCycles(edges)];
 }
 
 async function main(): Promise<void> {
@@ -60,7 +54,7 @@ async function main(): Promise<void> {
       if (/:\s*any\b|<any>|as any\b/.test(line)) problems.push(`${file}:${i + 1}: 'any' in a boundary type`);
     });
   }
-  problems.push(...(await protocolBoundaryProblems()));
+  problems.push(...(await folderProblems()));
   for (const file of await filesUnder('src/client')) problems.push(...clientImportProblems(file, await readFile(join(root, file), 'utf8')));
   for (const folder of ['src', 'workers']) {
     for (const file of await filesUnder(folder)) problems.push(...longFunctionProblems(file, await readFile(join(root, file), 'utf8')));

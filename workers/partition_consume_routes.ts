@@ -9,13 +9,13 @@ import { messageJsonPrefix, messageJsonText } from '../src/body/message_json.js'
 import { forEachJoinedHandle, formatReceiptHandle, handleSeparator } from '../src/protocol/receipt_handle.js';
 import type { FanoutCounterView, FanoutCursorView, FromWorker, PartitionCountersView, PartitionStatsView, SettleMode, StoredRecordView, ToWorker } from '../src/protocol/thread_messages.js';
 import type { TopicRecord } from '../src/protocol/metadata_types.js';
-import type { RestoredAcks } from './ack_log.js';
-import type { ActorConfig, HeldLease, Lease } from './partition_actor.js';
+import type { RestoredAcks } from './store/ack_log.js';
+import type { ActorConfig, HeldLease, Lease } from './core/partition_actor.js';
 import { ParkedTakes, type TakeRequest } from './parked_takes.js';
 import { PartitionReadPath } from './partition_read_path.js';
-import type { PartitionCursorLogs } from './partition_cursor_logs.js';
+import type { PartitionCursorLogs } from './store/partition_cursor_logs.js';
 import type { PartitionTable } from './partition_table.js';
-import type { PartitionLog } from './segment_log.js';
+import type { PartitionLog } from './store/segment_log.js';
 
 type ReadRequest = Extract<ToWorker, { kind: 'read' }>;
 type StatsRequest = Extract<ToWorker, { kind: 'stats' }>;
@@ -37,7 +37,7 @@ export interface ConsumeHost {
   /** Reads and stats would see empty partitions once shutdown closes the logs. */
   logsClosed(): boolean;
   shuttingDown(): boolean;
-  /** Fan-out copy cursors (workers/fanout_copier.ts), reported with the statistics and counters. */
+  /** Fan-out copy cursors (workers/fanout/fanout_copier.ts), reported with the statistics and counters. */
   readonly copier: { cursorsOf(log: PartitionLog): FanoutCursorView[] | undefined; counters(): FanoutCounterView[] };
   /** Resolves once every record the log holds now is synced. */
   syncedNow(log: PartitionLog): Promise<void>;

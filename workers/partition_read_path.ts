@@ -4,10 +4,10 @@
 // reads leased records from the segment store. Built by the worker the first time the partition is committed to, consumed or settled;
 // closed when the partition's topic is deleted or the worker shuts down.
 import { randomBytes } from 'node:crypto';
-import { AckLog, type AckState } from './ack_log.js';
-import type { CursorStore } from './cursor_log.js';
-import { PartitionActor, type ActorConfig, type HeldLease, type Lease, type PartitionCommand, type PartitionEffect, type SettleMode, type SettleStatus } from './partition_actor.js';
-import type { SegmentStore } from './segment_store.js';
+import { AckLog, type AckState } from './store/ack_log.js';
+import type { CursorStore } from './store/cursor_log.js';
+import { PartitionActor, type ActorConfig, type HeldLease, type Lease, type PartitionCommand, type PartitionEffect, type SettleMode, type SettleStatus } from './core/partition_actor.js';
+import type { SegmentStore } from './store/segment_store.js';
 
 export interface ReadPathHooks {
   /** Messages became deliverable: the worker tells the front, which wakes waiters. */

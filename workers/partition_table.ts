@@ -8,8 +8,8 @@ import { workerForPartition } from '../src/protocol/ownership.js';
 import type { FromMetadata } from '../src/protocol/thread_messages.js';
 import type { FanoutLink, MetadataState, TopicRecord } from '../src/protocol/metadata_types.js';
 import { applyCommand } from '../src/metadata/state.js';
-import { parsePartitionDirName, parseTopicDirName, partitionDir, topicDir, topicsDir } from './partition_dirs.js';
-import { PartitionLog } from './segment_log.js';
+import { parsePartitionDirName, parseTopicDirName, partitionDir, topicDir, topicsDir } from './store/partition_dirs.js';
+import { PartitionLog } from './store/segment_log.js';
 
 export interface PartitionKey {
   topicId: string;

@@ -12,15 +12,15 @@ import { assertNever, type FromMetadata, type FromWorker, type PartitionWorkerDa
 import type { MetadataState, TopicRecord } from '../src/protocol/metadata_types.js';
 import { checkedFrameBodies } from '../src/util/frame.js';
 import { createLogger, type Logger } from '../src/util/log.js';
-import { FanoutCopier } from './fanout_copier.js';
-import { FanoutCopyRoute, type LocalCopyDispatch } from './fanout_copy_route.js';
+import { FanoutCopier } from './fanout/fanout_copier.js';
+import { FanoutCopyRoute, type LocalCopyDispatch } from './fanout/fanout_copy_route.js';
 import { ConsumeRoutes, type ConsumeHost } from './partition_consume_routes.js';
-import { PartitionCursorLogs } from './partition_cursor_logs.js';
-import { PartitionWriteCore, type HandoffStaged, type LogPosition, type WriteCommand, type WriteEffect, type WriteTimer } from './partition_write_core.js';
+import { PartitionCursorLogs } from './store/partition_cursor_logs.js';
+import { PartitionWriteCore, type HandoffStaged, type LogPosition, type WriteCommand, type WriteEffect, type WriteTimer } from './core/partition_write_core.js';
 import { PartitionTable, type ReplicaChange } from './partition_table.js';
-import { sealedHandlesOnCloseFailure } from './sealed_handles.js';
-import { PartitionLog } from './segment_log.js';
-import type { StoredRecord } from './segment_store.js';
+import { sealedHandlesOnCloseFailure } from './store/sealed_handles.js';
+import { PartitionLog } from './store/segment_log.js';
+import type { StoredRecord } from './store/segment_store.js';
 
 type Dispatch = Extract<ToWorker, { kind: 'dispatch' | 'handoff' }> | LocalCopyDispatch;
 

@@ -33,7 +33,7 @@ export interface IngressEntry {
   source?: IngressSource;
 }
 
-/** A fan-out copy's source: origin names (parent partition, attach epoch), fanoutOrigin of workers/fanout_copier.ts;
+/** A fan-out copy's source: origin names (parent partition, attach epoch), fanoutOrigin of workers/fanout/fanout_copier.ts;
  *  firstSeq is the first record's parent offset + 1. */
 export interface IngressSource {
   origin: number;

@@ -113,7 +113,7 @@ export interface PartitionStatsView {
   fanoutCursors?: FanoutCursorView[];
 }
 
-/** One copy cursor of a parent partition (workers/fanout_copier.ts). */
+/** One copy cursor of a parent partition (workers/fanout/fanout_copier.ts). */
 export interface FanoutCursorView {
   childId: string;
   epoch: string;

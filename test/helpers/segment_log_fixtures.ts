@@ -5,7 +5,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { StoredRecord } from '../../workers/segment_log.js';
+import type { StoredRecord } from '../../workers/store/segment_log.js';
 
 /** Record frames are 61 or 67 bytes (40-byte payload, key or not): two fit, a third never does. */
 export const segmentBytesSmall = 150;

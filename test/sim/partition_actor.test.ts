@@ -13,7 +13,7 @@ import {
   type Lease,
   type PartitionCommand,
   type PartitionEffect,
-} from '../../workers/partition_actor.js';
+} from '../../workers/core/partition_actor.js';
 import { Prng } from '../helpers/prng.js';
 import { seededRuns } from '../helpers/seeded_runs.js';
 

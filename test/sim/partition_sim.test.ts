@@ -7,8 +7,8 @@
 // PartitionWriteCore and PartitionActor with seeded delays. A failure names SEED=<n>; see test/sim/README.md.
 import t from 'tap';
 import { createHash, type Hash } from 'node:crypto';
-import { PartitionActor, type Lease } from '../../workers/partition_actor.js';
-import { PartitionWriteCore, type WriteCommand, type WriteEffect, type WriteTimer } from '../../workers/partition_write_core.js';
+import { PartitionActor, type Lease } from '../../workers/core/partition_actor.js';
+import { PartitionWriteCore, type WriteCommand, type WriteEffect, type WriteTimer } from '../../workers/core/partition_write_core.js';
 import { Prng } from '../helpers/prng.js';
 import { seededRuns } from '../helpers/seeded_runs.js';
 import { SimLog, type IngressKey } from './partition_disk.js';

@@ -8,8 +8,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Packr } from 'msgpackr';
 import { encodeFrame } from '../../src/util/frame.js';
-import { AckLog, type AckState, type RestoredAcks } from '../../workers/ack_log.js';
-import { CursorLog, MemoryCursorLog } from '../../workers/cursor_log.js';
+import { AckLog, type AckState, type RestoredAcks } from '../../workers/store/ack_log.js';
+import { CursorLog, MemoryCursorLog } from '../../workers/store/cursor_log.js';
 
 /** A partition directory that does not exist yet, as for a partition with no records. */
 async function tempPartitionDir(t: Test): Promise<string> {

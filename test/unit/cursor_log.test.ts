@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Packr } from 'msgpackr';
 import { encodeFrame } from '../../src/util/frame.js';
-import { ackCursorDecode, ackCursorName, CursorLog, MemoryCursorLog, type Cursor, type CursorStore } from '../../workers/cursor_log.js';
+import { ackCursorDecode, ackCursorName, CursorLog, MemoryCursorLog, type Cursor, type CursorStore } from '../../workers/store/cursor_log.js';
 
 /** A partition directory that does not exist yet, as for a partition with no records. */
 async function tempPartitionDir(t: Test): Promise<string> {

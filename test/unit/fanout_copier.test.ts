@@ -1,13 +1,13 @@
-// Goal: the fan-out copier (workers/fanout_copier.ts, issue 30) starts a cursor at the attach offset, hands committed
+// Goal: the fan-out copier (workers/fanout/fanout_copier.ts, issue 30) starts a cursor at the attach offset, hands committed
 // records past it and moves the cursor only on the front's answer; skips records retention deleted and counts them
 // dropped; holds a delay child's copies until commit + delay (never early); drops the cursor of a detached link; and
 // its coarsened commit times are never earlier than the real ones.
 // Method: drive FanoutCopier over a fake host (records in an array, batches and cursor calls recorded) with a
 // hand-moved clock; the delay case waits for the copier's own timer (100 ms).
 import t from 'tap';
-import { commitsCoarsened, FanoutCopier, fanoutCursorName, type CopierHost } from '../../workers/fanout_copier.js';
+import { commitsCoarsened, FanoutCopier, fanoutCursorName, type CopierHost } from '../../workers/fanout/fanout_copier.js';
 import type { FanoutLink } from '../../src/protocol/metadata_types.js';
-import type { SegmentReadResult } from '../../workers/segment_store.js';
+import type { SegmentReadResult } from '../../workers/store/segment_store.js';
 
 interface Copy { fromOffset: number; count: number }
 

@@ -1,13 +1,13 @@
-// Goal: the fan-out copier's pipelining (workers/fanout_copier.ts, issue 30) keeps its own rules: a batch a host may
+// Goal: the fan-out copier's pipelining (workers/fanout/fanout_copier.ts, issue 30) keeps its own rules: a batch a host may
 // refuse (the front route, one in flight) has nothing sent after it, even when the route allows more by the time the
 // next batch is read (a child that grew its partitions now maps this parent partition to one of this worker's); and
 // retention deleting the records past the batches in flight does not spin the copier in reads of aged-out offsets.
 // Method: drive FanoutCopier over a fake host (records in an array, read calls counted, batches recorded) whose
 // route the test switches.
 import t from 'tap';
-import { FanoutCopier, fanoutCursorName, type CopierHost, type CopyRoute } from '../../workers/fanout_copier.js';
+import { FanoutCopier, fanoutCursorName, type CopierHost, type CopyRoute } from '../../workers/fanout/fanout_copier.js';
 import type { FanoutLink } from '../../src/protocol/metadata_types.js';
-import type { SegmentReadResult } from '../../workers/segment_store.js';
+import type { SegmentReadResult } from '../../workers/store/segment_store.js';
 
 /** Reads past this many stop answering: a copier that spins would otherwise never yield to the test. */
 const readsMax = 200;

@@ -6,7 +6,7 @@
 // Method: drive DeadlineHeap and LeaseTable directly with literal times and nonces; no actor, no shell; for the window,
 // a seeded workload with caps in the hundreds against a record of which offsets were acked.
 import t from 'tap';
-import { DeadlineHeap, LeaseTable, type ActorConfig } from '../../workers/lease_table.js';
+import { DeadlineHeap, LeaseTable, type ActorConfig } from '../../workers/core/lease_table.js';
 import { Prng } from '../helpers/prng.js';
 
 const config: ActorConfig = { visibilityTimeoutMs: 1000, maxInFlightPerPartition: 8, maxAckedAheadPerPartition: 8 };

@@ -3,7 +3,7 @@
 // Method: drive PartitionActor directly under a fake clock with a counting nonce source; the full invariant walk
 // runs after every command.
 import t from 'tap';
-import { PartitionActor, type ActorConfig, type ActorInit, type Lease, type PartitionCommand, type PartitionEffect } from '../../workers/partition_actor.js';
+import { PartitionActor, type ActorConfig, type ActorInit, type Lease, type PartitionCommand, type PartitionEffect } from '../../workers/core/partition_actor.js';
 
 const visibilityTimeoutMs = 1000;
 const roomyConfig: ActorConfig = { visibilityTimeoutMs, maxInFlightPerPartition: 100, maxAckedAheadPerPartition: 100 };

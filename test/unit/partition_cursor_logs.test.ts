@@ -7,9 +7,9 @@ import t, { type Test } from 'tap';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ackCursorName } from '../../workers/cursor_log.js';
-import { PartitionCursorLogs } from '../../workers/partition_cursor_logs.js';
-import type { SegmentStore } from '../../workers/segment_store.js';
+import { ackCursorName } from '../../workers/store/cursor_log.js';
+import { PartitionCursorLogs } from '../../workers/store/partition_cursor_logs.js';
+import type { SegmentStore } from '../../workers/store/segment_store.js';
 
 async function partitionAt(t: Test): Promise<SegmentStore> {
   const root = await mkdtemp(join(tmpdir(), 'cursor-logs-'));

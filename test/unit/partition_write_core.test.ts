@@ -4,7 +4,7 @@
 // persisted only when every cursor names a synced offset. Method: drive PartitionWriteCore command by command with
 // string log handles and a hand-moved clock, and compare the effects it returns.
 import t from 'tap';
-import { PartitionWriteCore, type WriteCoreConfig, type WriteEffect } from '../../workers/partition_write_core.js';
+import { PartitionWriteCore, type WriteCoreConfig, type WriteEffect } from '../../workers/core/partition_write_core.js';
 
 interface D {
   metaIndex: number;

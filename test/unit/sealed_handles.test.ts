@@ -1,4 +1,4 @@
-// Goal: reads of sealed segments keep their files open between reads (workers/sealed_handles.ts) without changing
+// Goal: reads of sealed segments keep their files open between reads (workers/store/sealed_handles.ts) without changing
 // what a read answers: the same records, aged_out once retention deleted the segment (never its stale bytes), a
 // bounded number of descriptors however many segments are read, and none left once the log closes; reads that fall
 // inside a window still being read wait for it instead of reading the file again.
@@ -6,9 +6,9 @@
 import t, { type Test } from 'tap';
 import { open, readdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { PartitionLog, type StoredRecord } from '../../workers/segment_log.js';
-import { ReadAhead, sealedSegmentsOpen } from '../../workers/sealed_handles.js';
-import { parseSegmentFileName, segmentFileName } from '../../workers/partition_dirs.js';
+import { PartitionLog, type StoredRecord } from '../../workers/store/segment_log.js';
+import { ReadAhead, sealedSegmentsOpen } from '../../workers/store/sealed_handles.js';
+import { parseSegmentFileName, segmentFileName } from '../../workers/store/partition_dirs.js';
 import { pollUntil } from '../helpers/http.js';
 import { partitionRecord, partitionTempDir, segmentBytesSmall } from '../helpers/segment_log_fixtures.js';
 

@@ -6,10 +6,10 @@
 import t, { type Test } from 'tap';
 import { appendFile, cp, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import { faultPointArm, faultPointsArmed, faultPointsDisarm } from '../../workers/fault_points.js';
-import { MemorySegmentStore } from '../../workers/memory_segment_store.js';
-import { PartitionLog } from '../../workers/segment_log.js';
-import type { SegmentStore } from '../../workers/segment_store.js';
+import { faultPointArm, faultPointsArmed, faultPointsDisarm } from '../../workers/store/fault_points.js';
+import { MemorySegmentStore } from '../../workers/store/memory_segment_store.js';
+import { PartitionLog } from '../../workers/store/segment_log.js';
+import type { SegmentStore } from '../../workers/store/segment_store.js';
 import { partitionRecord, partitionTempDir, segmentBytesSmall } from '../helpers/segment_log_fixtures.js';
 
 t.afterEach(() => faultPointsDisarm());

@@ -5,8 +5,8 @@
 import t, { type Test } from 'tap';
 import { cp, readdir, rm, stat, truncate, unlink, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { PartitionLog, type StoredRecord } from '../../workers/segment_log.js';
-import { parseSegmentFileName, segmentFileName } from '../../workers/partition_dirs.js';
+import { PartitionLog, type StoredRecord } from '../../workers/store/segment_log.js';
+import { parseSegmentFileName, segmentFileName } from '../../workers/store/partition_dirs.js';
 import { scanFrames } from '../../src/util/frame.js';
 import { partitionRecord, partitionTempDir, segmentBytesSmall } from '../helpers/segment_log_fixtures.js';
 

@@ -5,8 +5,8 @@
 // segment_store_memory.test.ts with a factory each; the records are the fixtures' test stream, and sizes are
 // checked against the record codec's frame sizes, which both stores must keep.
 import type { Test } from 'tap';
-import { recordFrameBytesMax } from '../../workers/segment_record.js';
-import type { SegmentStore, StoredRecord } from '../../workers/segment_store.js';
+import { recordFrameBytesMax } from '../../workers/store/segment_record.js';
+import type { SegmentStore, StoredRecord } from '../../workers/store/segment_store.js';
 import { partitionRecord, segmentBytesSmall } from '../helpers/segment_log_fixtures.js';
 
 export interface StoreFactory {

@@ -4,8 +4,8 @@
 // written record) and opens the copy.
 import t, { type Test } from 'tap';
 import { cp } from 'node:fs/promises';
-import { PartitionLog } from '../../workers/segment_log.js';
-import type { SegmentStore } from '../../workers/segment_store.js';
+import { PartitionLog } from '../../workers/store/segment_log.js';
+import type { SegmentStore } from '../../workers/store/segment_store.js';
 import { partitionTempDir } from '../helpers/segment_log_fixtures.js';
 import { segmentStoreSuite } from './segment_store.suite.js';
 

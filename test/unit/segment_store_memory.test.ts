@@ -3,8 +3,8 @@
 // segment, never a sealed segment.
 // Method: stores in memory only; a restart is close then reopen(), a crash is crash().
 import t, { type Test } from 'tap';
-import { MemorySegmentStore } from '../../workers/memory_segment_store.js';
-import type { SegmentStore } from '../../workers/segment_store.js';
+import { MemorySegmentStore } from '../../workers/store/memory_segment_store.js';
+import type { SegmentStore } from '../../workers/store/segment_store.js';
 import { partitionRecord, segmentBytesSmall } from '../helpers/segment_log_fixtures.js';
 import { segmentStoreSuite } from './segment_store.suite.js';
 

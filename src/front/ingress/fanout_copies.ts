@@ -1,5 +1,5 @@
 // Fan-out copies, the front's side (issue 30): a parent partition's worker posts committed parent records for a child
-// whose partition it does not own itself ('fanoutCopy'; workers/fanout_copy_route.ts); they are appended to this node's ingress log as one entry of the child topic, on the normal write
+// whose partition it does not own itself ('fanoutCopy'; workers/fanout/fanout_copy_route.ts); they are appended to this node's ingress log as one entry of the child topic, on the normal write
 // path (local workers store them; a child partition another node owns gets them by hand-off), and once synced the
 // worker is told ('fanoutCopied') so it moves its copy cursor. Front thread; write_path.ts wires it to the workers.
 import { Packr } from 'msgpackr';

@@ -6,8 +6,8 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Packr } from 'msgpackr';
-import { encodeFrame, frameBodyBytesMax, scanFrames } from '../src/util/frame.js';
-import { fileReplaceDurably } from '../src/util/durable_fs.js';
+import { encodeFrame, frameBodyBytesMax, scanFrames } from '../../src/util/frame.js';
+import { fileReplaceDurably } from '../../src/util/durable_fs.js';
 import type { IngressPosition } from './segment_store.js';
 
 export const originsMarkFileName = 'origins.mark';

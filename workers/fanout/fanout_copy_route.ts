@@ -6,14 +6,21 @@
 // produce rate a parent with three children copies three times what it takes in. Partition worker thread;
 // partition_worker.ts owns one.
 import { Packr } from 'msgpackr';
-import { fanoutOrigin } from '../src/protocol/ingress_frame.js';
-import type { FromWorker } from '../src/protocol/thread_messages.js';
+import { fanoutOrigin } from '../../src/protocol/ingress_frame.js';
+import type { FromWorker } from '../../src/protocol/thread_messages.js';
+import type { TopicRecord } from '../../src/protocol/metadata_types.js';
 import type { CopyAnswer, CopyBatch, CopyRoute } from './fanout_copier.js';
-import type { PartitionTable } from './partition_table.js';
-import type { StoredRecord } from './segment_store.js';
+import type { StoredRecord } from '../store/segment_store.js';
 
 /** Copies for a child partition of this worker, staged by the shell like a hand-off; waiter is answered 'handedOff'.
  *  Record i is known by (origin, firstSeq + i, 0) in the child partition (ingress_frame.ts IngressSource). */
+
+/** What the route reads of the worker's partition table (workers/partition_table.ts satisfies it). */
+export interface ChildPartitions {
+  readonly appliedIndex: number;
+  topicOf(topicId: string): TopicRecord | undefined;
+  owns(topicId: string, partition: number): boolean;
+}
 export interface LocalCopyDispatch {
   kind: 'copy';
   metaIndex: number;
@@ -29,7 +36,7 @@ export interface LocalCopyDispatch {
 
 export interface CopyRouteHost {
   nodeId: number;
-  table: PartitionTable;
+  table: ChildPartitions;
   /** Hands a local copy to the write core ('dispatchArrived'). */
   arrive(dispatch: LocalCopyDispatch): void;
   /** Posts to the front. */

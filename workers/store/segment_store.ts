@@ -3,7 +3,7 @@
 // and MemorySegmentStore (memory_segment_store.ts, for simulations). Runs on the partition worker thread that owns
 // the partition. Both keep the same offsets, high watermark, segment rolls and retention, so one test suite
 // (test/unit/segment_store.suite.ts) holds for both.
-import type { PartitionStatsView, StoredRecordView } from '../src/protocol/thread_messages.js';
+import type { PartitionStatsView, StoredRecordView } from '../../src/protocol/thread_messages.js';
 
 /** A record as answered (StoredRecordView) plus where it came from: ingress sequence of its frame and its position
  *  in that frame, which together identify a replayed record. */

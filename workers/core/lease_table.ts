@@ -3,7 +3,7 @@
 // leases, with the in-flight and acked-ahead caps. Pure: time arrives as an argument, nonces from an injected
 // source. Owned by one PartitionActor on its partition worker thread (or a test); built from the ack log's state
 // at start, never persisted itself: the actor's shell persists ackState() in the background.
-import type { SettleMode } from '../src/protocol/thread_messages.js';
+import type { SettleMode } from '../../src/protocol/thread_messages.js';
 
 /** Per-topic settings the read path obeys; PATCH may change the caps while leases are held (spec §4 PATCH). */
 export interface ActorConfig {

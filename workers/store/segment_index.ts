@@ -2,7 +2,7 @@
 // .log of the frame holding offset baseOffset + k. Runs on a partition worker thread; segment_log.ts
 // keeps the active segment's entries in a SegmentPositions and reads sealed segments' .idx from disk.
 import assert from 'node:assert/strict';
-import { u32le } from '../src/util/frame.js';
+import { u32le } from '../../src/util/frame.js';
 
 export const indexEntryBytes = 4;
 

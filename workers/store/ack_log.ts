@@ -3,7 +3,7 @@
 // the partition worker thread that owns the partition; partition_cursor_logs.ts opens the cursor log and closes it,
 // partition_read_path.ts writes the ack state through it.
 import { ackCursorDecode, ackCursorEncode, ackCursorName, type CursorStore } from './cursor_log.js';
-import type { AckState } from './lease_table.js';
+import type { AckState } from '../core/lease_table.js';
 
 /** The lowest unacked offset and the offsets acked above it, strictly ascending (the lease table's shape). */
 export type { AckState };

@@ -4,9 +4,9 @@
 // stores it in a child partition of this worker, or has the front append it to the ingress log), one batch in flight
 // per cursor; the answer ('copied') moves the cursor. A delay child's cursor waits, on one timer, for its head record's
 // due time. Partition worker thread; partition_worker.ts owns one and feeds it commits, metadata changes and answers.
-import type { FanoutLink } from '../src/protocol/metadata_types.js';
-import type { FanoutCounterView, FanoutCursorView } from '../src/protocol/thread_messages.js';
-import type { SegmentReadResult, StoredRecord } from './segment_store.js';
+import type { FanoutLink } from '../../src/protocol/metadata_types.js';
+import type { FanoutCounterView, FanoutCursorView } from '../../src/protocol/thread_messages.js';
+import type { SegmentReadResult, StoredRecord } from '../store/segment_store.js';
 
 const cursorPrefix = 'fanout:';
 /** One copy batch: at most this many records, and about this many key and payload bytes (a bigger record goes alone). */

@@ -5,10 +5,10 @@
 // (the .log files) and memory_segment_store.ts (the same bytes in memory, so sizes and rolls match).
 import assert from 'node:assert/strict';
 import { Packr } from 'msgpackr';
-import type { PayloadKind } from '../src/protocol/ingress_frame.js';
-import { frameBodyBytesMax, frameHeaderBytes, frameWhole, sealFrame } from '../src/util/frame.js';
-import { MsgpackReader, MsgpackShapeError } from '../src/protocol/msgpack_reader.js';
-import { arrayHeaderBytes, binBytes, MsgpackWriter, uintBytes } from '../src/protocol/msgpack_writer.js';
+import type { PayloadKind } from '../../src/protocol/ingress_frame.js';
+import { frameBodyBytesMax, frameHeaderBytes, frameWhole, sealFrame } from '../../src/util/frame.js';
+import { MsgpackReader, MsgpackShapeError } from '../../src/protocol/msgpack_reader.js';
+import { arrayHeaderBytes, binBytes, MsgpackWriter, uintBytes } from '../../src/protocol/msgpack_writer.js';
 import type { StoredRecord } from './segment_store.js';
 
 // Positional like the ingress frame: smaller and faster to pack than a map with repeated keys.

@@ -8,9 +8,9 @@ import assert from 'node:assert/strict';
 import { open, readFile, rename, unlink, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Packr } from 'msgpackr';
-import { encodeFrame, frameBodyBytesMax, frameHeaderBytes, scanFrames } from '../src/util/frame.js';
-import { dirCreateDurably, dirSync, writeAll } from '../src/util/durable_fs.js';
-import type { AckState } from './lease_table.js';
+import { encodeFrame, frameBodyBytesMax, frameHeaderBytes, scanFrames } from '../../src/util/frame.js';
+import { dirCreateDurably, dirSync, writeAll } from '../../src/util/durable_fs.js';
+import type { AckState } from '../core/lease_table.js';
 
 /** A cursor: an offset of the partition and a small opaque state its user keeps beside it. The core keeps every
  *  persisted offset at or below the partition's synced offset, so no restart finds a cursor ahead of its records. */

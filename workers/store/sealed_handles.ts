@@ -6,7 +6,7 @@
 // segment is deleted: retention and topic deletion forget it first, so a read that starts afterwards finds the file
 // gone, as it would without the cache.
 import { open, type FileHandle } from 'node:fs/promises';
-import { readExact } from '../src/util/durable_fs.js';
+import { readExact } from '../../src/util/durable_fs.js';
 import { segmentPath } from './partition_dirs.js';
 
 /** Segments with open handles per thread: two descriptors and at most 320 KiB of windows each. */

@@ -4,7 +4,7 @@
 // worker shell opens a partition's log at start or on first use, and closes it when the topic is deleted or the
 // worker shuts down, after both writers are done.
 import { AckLog, type RestoredAcks } from './ack_log.js';
-import type { CursorEntry } from './partition_cursors.js';
+import type { CursorEntry } from '../core/partition_cursors.js';
 import { ackCursorName, CursorLog } from './cursor_log.js';
 import type { SegmentStore } from './segment_store.js';
 

@@ -7,9 +7,9 @@
 // concatenation of the blocks' used bytes, which is also their order in the .log, so a flush writes any run of them
 // with one writev.
 // Partition worker thread; module state (the pools) is the thread's.
-import { writeAllSync, writevAllSync } from '../src/util/durable_fs.js';
-import { wordsOf } from '../src/util/frame.js';
-import { unzeroedOwnBytes } from '../src/util/owned_bytes.js';
+import { writeAllSync, writevAllSync } from '../../src/util/durable_fs.js';
+import { wordsOf } from '../../src/util/frame.js';
+import { unzeroedOwnBytes } from '../../src/util/owned_bytes.js';
 
 /** A round's first block: a single produce round stages a frame or two per partition, and one over many partitions
  *  takes a block for each, so it starts small. */
