@@ -191,11 +191,11 @@ export const errors = {
   partitionWorkerShuttingDown: () => new BrokerError(503, 'partition worker shutting down'),
   /** 503 without Retry-After: /healthz or /readyz not ready; the reason says why (spec §4 Health and metrics). */
   notReady: (reason: string) => new BrokerError(503, reason),
-  /** 503: a produce pinned to a partition another node owns (produces are not handed between nodes yet, issue 29). */
   /** 503: no partition of the topic has an owner that takes produces now (all dead or unreachable, spec §1.6). */
   noProducibleOwner: (topic: string) =>
     new BrokerError(503, `no partition of topic ${topic} has an owner that can be reached; nothing was stored, retry`, retryAfter1),
-  /** 503: the partition's owner could not be reached (down, or no connection); nothing was applied (spec §4, §7). */
+  /** 503: the partition's owner could not be reached (no connection for a forwarded request; for a pinned produce,
+   *  marked dead or failing hand-offs for 3 s); nothing was applied (spec §1.6, §4, §7). */
   ownerUnreachable: (topic: string, partition: number, owner: number) =>
     new BrokerError(503, `partition ${partition} of topic ${topic}: its owner, node ${owner}, could not be reached; nothing was applied, retry`, retryAfter1),
   /** 502, plain text: a request forwarded to the partition's owner got no answer in time; it may have been applied
