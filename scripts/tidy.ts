@@ -11,6 +11,8 @@ import { brokerErrorProblems, clientImportProblems, longFunctionProblems } from 
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 const pureCores = ['src/raft/core', 'src/metadata', 'src/schema', 'workers/core'];
+/** Shells stay shells: the worker's entry wires its parts, main.ts starts threads (issue 39 point 8). */
+const shellLinesMax: Record<string, number> = { 'workers/partition_worker.ts': 400, 'src/main.ts': 200 };
 const bannedInPureCores: [RegExp, string][] = [
   [/\bDate\.now\b/, 'Date.now (time arrives as an argument)'],
   [/\bMath\.random\b/, 'Math.random (use an injected seeded PRNG)'],
@@ -55,6 +57,10 @@ async function main(): Promise<void> {
     });
   }
   problems.push(...(await folderProblems()));
+  for (const [file, linesMax] of Object.entries(shellLinesMax)) {
+    const lines = (await readFile(join(root, file), 'utf8')).split('\n').length;
+    if (lines > linesMax) problems.push(`${file}: ${lines} lines (a shell: at most ${linesMax}; move a part into a module of its own)`);
+  }
   for (const file of await filesUnder('src/client')) problems.push(...clientImportProblems(file, await readFile(join(root, file), 'utf8')));
   for (const folder of ['src', 'workers']) {
     for (const file of await filesUnder(folder)) problems.push(...longFunctionProblems(file, await readFile(join(root, file), 'utf8')));

@@ -7,37 +7,19 @@
 // (fail-stop); the ingress log replays at restart.
 import assert from 'node:assert/strict';
 import { parentPort, workerData, type MessagePort } from 'node:worker_threads';
-import { decodeIngressEntry, type IngressEntry } from '../src/protocol/ingress_frame.js';
 import { assertNever, type FromMetadata, type FromWorker, type PartitionWorkerData, type ToWorker } from '../src/protocol/thread_messages.js';
-import type { MetadataState, TopicRecord } from '../src/protocol/metadata_types.js';
-import { checkedFrameBodies } from '../src/util/frame.js';
+import type { MetadataState } from '../src/protocol/metadata_types.js';
 import { createLogger, type Logger } from '../src/util/log.js';
 import { FanoutCopier } from './fanout/fanout_copier.js';
-import { FanoutCopyRoute, type LocalCopyDispatch } from './fanout/fanout_copy_route.js';
+import { FanoutCopyRoute } from './fanout/fanout_copy_route.js';
+import { DispatchStaging, type Dispatch } from './dispatch_staging.js';
 import { ConsumeRoutes, type ConsumeHost } from './partition_consume_routes.js';
 import { PartitionCursorLogs } from './store/partition_cursor_logs.js';
-import { PartitionWriteCore, type HandoffStaged, type LogPosition, type WriteCommand, type WriteEffect, type WriteTimer } from './core/partition_write_core.js';
+import { PartitionWriteCore, type LogPosition, type WriteCommand, type WriteEffect, type WriteTimer } from './core/partition_write_core.js';
 import { PartitionTable, type ReplicaChange } from './partition_table.js';
 import { sealedHandlesOnCloseFailure } from './store/sealed_handles.js';
 import { PartitionLog } from './store/segment_log.js';
-import type { StoredRecord } from './store/segment_store.js';
 
-type Dispatch = Extract<ToWorker, { kind: 'dispatch' | 'handoff' }> | LocalCopyDispatch;
-
-/** One record's fields for log.stage, reused for every record: stage keeps nothing of them (it writes the frame in
- *  place), and a fresh object per record (with a spread for the origin) was the hottest line of batch staging and a
- *  good part of the worker's garbage. Origin 0: this node's own record. */
-const stageFields: Omit<StoredRecord, 'offset'> & { origin: number } = {
-  timestampSec: 0, key: null, payload: new Uint8Array(0), payloadKind: 0, ingressSeq: 0, ingressIndex: 0, origin: 0,
-};
-
-/** Drops the last record's buffers from stageFields, so a read buffer or dispatch outlives no staging. */
-function stageFieldsRelease(): void {
-  stageFields.key = null;
-  stageFields.payload = emptyPayload;
-}
-
-const emptyPayload = new Uint8Array(0);
 
 /** Partitions opened at once at start: each open reads up to a 4 MiB window, so this bounds memory. */
 const startOpenConcurrency = 8;
@@ -47,6 +29,7 @@ class PartitionWorker implements ConsumeHost {
   readonly ackFlushIntervalMs: number;
   readonly logger: Logger;
   readonly table: PartitionTable;
+  private readonly staging: DispatchStaging;
   private readonly core: PartitionWriteCore<PartitionLog, Dispatch>;
   private readonly routes: ConsumeRoutes;
   /** Fan-out copying from the parent partitions this worker owns (issue 30). */
@@ -58,11 +41,6 @@ class PartitionWorker implements ConsumeHost {
   private nextSyncWaiter = 1;
   /** Read-path closers of deleted topics, in the order the core destroys them. */
   private readonly retiring: (() => Promise<void>)[] = [];
-  /** Logs that gained staged records while a 'stage' effect is performed (reused: no allocation per dispatch). */
-  private readonly stagedLogs = new Set<PartitionLog>();
-  /** The last seq of this node's ingress log staged: what the core's 'durable' reports count (hand-offs carry
-   *  other logs' seqs). */
-  private localSeqStaged = 0;
   private shuttingDownFlag = false;
   /** Set once shutdown starts closing logs: from then on reads and stats would see empty partitions. */
   private logsClosedFlag = false;
@@ -78,6 +56,7 @@ class PartitionWorker implements ConsumeHost {
     this.logger = createLogger(data.logLevel, process.stdout).child({ component: 'partition-worker', worker: data.workerIndex });
     sealedHandlesOnCloseFailure((dir, err) => this.logger.warn({ err, dir }, 'sealed segment handles: close failed'));
     this.table = new PartitionTable(data);
+    this.staging = new DispatchStaging(this.table, data.nodeId);
     this.core = new PartitionWriteCore(data);
     this.routes = new ConsumeRoutes(this);
     this.copier = this.copierNew();
@@ -282,106 +261,11 @@ class PartitionWorker implements ConsumeHost {
   }
 
   private stage(dispatches: readonly Dispatch[]): void {
-    const handoffs: HandoffStaged<PartitionLog>[] = [];
-    for (const dispatch of dispatches) {
-      if (dispatch.kind === 'dispatch') {
-        this.dispatchStage(dispatch, 0, null);
-        this.localSeqStaged = dispatch.lastSeq;
-        continue;
-      }
-      const touched = new Set<PartitionLog>();
-      if (dispatch.kind === 'handoff') this.dispatchStage(dispatch, dispatch.origin, touched);
-      else this.copyStage(dispatch, touched);
-      handoffs.push({ waiter: dispatch.kind === 'handoff' ? dispatch.reqId : dispatch.waiter, ends: [...touched].map((log) => [log, log.nextOffset]) });
-    }
+    const { logs, handoffs } = this.staging.stage(dispatches);
     try {
-      this.run({ kind: 'staged', seqUpTo: this.localSeqStaged, logs: this.stagedLogs, handoffs });
+      this.run({ kind: 'staged', seqUpTo: this.staging.localSeqStaged, logs, handoffs });
     } finally {
-      this.stagedLogs.clear();
-    }
-  }
-
-  /** Fan-out copies into a child partition of this worker; a child topic deleted since the copy was read takes none.
-   *  Each copy is skipped when the child holds it by its source (a cursor re-sent after a crash). */
-  private copyStage(copy: LocalCopyDispatch, touched: Set<PartitionLog>): void {
-    if (this.table.topicOf(copy.childId) === undefined) return;
-    const log = this.table.logOf(copy.childId, copy.partition) ?? this.table.logCreate(copy.childId, copy.partition);
-    const fields = stageFields;
-    fields.timestampSec = copy.timestampSec;
-    fields.ingressIndex = 0;
-    fields.origin = copy.origin;
-    const records = copy.records;
-    let staged = 0;
-    for (let i = 0; i < records.length; i++) {
-      const seq = copy.firstSeq + i;
-      if (log.holdsIngress(seq, 0, copy.origin)) continue;
-      const record = records[i]!;
-      fields.key = record.key;
-      fields.payload = record.payload;
-      fields.payloadKind = record.payloadKind;
-      fields.ingressSeq = seq;
-      log.stage(fields);
-      staged++;
-    }
-    stageFieldsRelease();
-    if (staged === 0) return;
-    touched.add(log);
-    this.stagedLogs.add(log);
-  }
-
-  /** origin 0: this node's ingress group; touched collects the logs a hand-off staged to. */
-  private dispatchStage(dispatch: Exclude<Dispatch, LocalCopyDispatch>, origin: number, touched: Set<PartitionLog> | null): void {
-    // The front computed these crcs as it wrote the group, or checked them as it read the ingress log back at start
-    // (a hand-off's frames were checked by the transport's own frame crc, and are checked again here).
-    for (const body of checkedFrameBodies(dispatch.frames)) {
-      const entry = decodeIngressEntry(body);
-      if (dispatch.kind === 'dispatch') assert(entry.seq <= dispatch.lastSeq, `ingress entry ${entry.seq} after dispatch lastSeq ${dispatch.lastSeq}`);
-      const topic = this.table.topicOf(entry.topicId);
-      // A topic this replica no longer holds was deleted after the produce: its records are dropped.
-      if (topic !== undefined) this.dispatchStageEntry(entry, topic, origin, touched);
-    }
-    stageFieldsRelease();
-  }
-
-  private dispatchStageEntry(entry: IngressEntry, topic: TopicRecord, origin: number, touched: Set<PartitionLog> | null): void {
-    // A batch spreads its records over the topic's partitions: each partition's log (null: not stored here) is looked
-    // up once per entry, not once per record, and marked dirty once (a tenth of the worker's batch produce work was
-    // these lookups and the Set adds).
-    const logOf: (PartitionLog | null | undefined)[] = [];
-    const dirtied: boolean[] = [];
-    const records = entry.records;
-    // A fan-out copy is known by its source, (parent partition and epoch, parent offset + 1): a copy re-sent from an
-    // older cursor after a crash comes in a new entry with a new seq (issue 30).
-    const source = entry.source;
-    for (let index = 0; index < records.length; index++) {
-      const record = records[index]!;
-      const partition = record.partition;
-      let log = logOf[partition];
-      if (log === undefined) {
-        const stored = partition < topic.partitions && topic.owners[partition] === this.data.nodeId && this.table.owns(entry.topicId, partition);
-        log = stored ? (this.table.logOf(entry.topicId, partition) ?? this.table.logCreate(entry.topicId, partition)) : null;
-        logOf[partition] = log;
-      }
-      if (log === null) continue;
-      const recordOrigin = source === undefined ? origin : source.origin;
-      const seq = source === undefined ? entry.seq : source.firstSeq + index;
-      const seqIndex = source === undefined ? index : 0;
-      // Already staged or stored: a replay after a crash or a re-sent hand-off stores nothing twice.
-      if (log.holdsIngress(seq, seqIndex, recordOrigin)) continue;
-      const fields = stageFields;
-      fields.timestampSec = entry.timestampSec;
-      fields.key = record.key;
-      fields.payload = record.payload;
-      fields.payloadKind = record.payloadKind;
-      fields.ingressSeq = seq;
-      fields.ingressIndex = seqIndex;
-      fields.origin = recordOrigin;
-      log.stage(fields);
-      if (dirtied[partition] !== true) {
-        this.stagedLogs.add(log);
-        touched?.add(log);
-        dirtied[partition] = true;
-      }
+      logs.clear();
     }
   }
 
