@@ -1,7 +1,7 @@
 // The shapes of the HTTP API's bodies as the client sees them (spec §2 field tables, §4 answers). Plain types, no
 // code: used by api.ts, producer.ts, consumer.ts and the CLI. Answers may gain fields within /v1 (spec §9.2). Topic,
-// TopicRemote, TopicDetail and PartitionStats are docs/openapi.yaml's schemas field for field, optional where they
-// are: test/unit/topic_shape.test.ts fails on a difference (the document is the source).
+// TopicRemote, TopicDetail, PartitionStats, Message, User and Grant are docs/openapi.yaml's schemas field for field,
+// optional where they are: test/unit/topic_shape.test.ts fails on a difference (the document is the source).
 
 export interface TopicCreate {
   name: string;

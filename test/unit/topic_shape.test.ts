@@ -1,7 +1,8 @@
 // Goal: one Topic shape (issue 39 point 5). docs/openapi.yaml is the source: its Topic schema names spec §2's Topic
 // fields, and the client's Topic type (src/client/types.ts), the server's TopicJson type (src/front/topic_view.ts)
 // and the objects topicJson builds carry exactly those fields, optional exactly where the document says. The same for
-// TopicRemote, TopicDetail and PartitionStats (client) and the partition statistics the server builds.
+// TopicRemote, TopicDetail, PartitionStats, Message, User and Grant (client) and the partition statistics the server
+// builds.
 // Method: the document is read with yaml (allOf and $ref followed); each interface is read from its source with the
 // TypeScript parser, `?` and all, since a compile-time check cannot see an optional field missing on one side; the
 // server's builders run on a metadata state made by applyCommand that holds every kind of topic: owned and unowned,
@@ -64,7 +65,7 @@ t.test('the OpenAPI Topic schema holds spec §2 Topic fields, optional where the
 });
 
 t.test('the client types are the OpenAPI schemas field for field', async (t) => {
-  for (const name of ['Topic', 'TopicRemote', 'TopicDetail', 'PartitionStats']) {
+  for (const name of ['Topic', 'TopicRemote', 'TopicDetail', 'PartitionStats', 'Message', 'User', 'Grant']) {
     t.same(spelled(await interfaceShape('src/client/types.ts', name)), spelled(schemaShape(name)), `client ${name}`);
   }
 });
