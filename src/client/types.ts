@@ -1,6 +1,7 @@
-// The shapes of the HTTP API's bodies as the client sees them (spec §2 field tables, §4 answers; docs/openapi.yaml
-// has the same in schema form). Plain types, no code: used by api.ts, producer.ts, consumer.ts and the CLI. Answers
-// may gain fields within /v1 (spec §9.2), so these name what the client reads, not everything a node sends.
+// The shapes of the HTTP API's bodies as the client sees them (spec §2 field tables, §4 answers). Plain types, no
+// code: used by api.ts, producer.ts, consumer.ts and the CLI. Answers may gain fields within /v1 (spec §9.2). Topic,
+// TopicRemote, TopicDetail, PartitionStats, Message, User and Grant are docs/openapi.yaml's schemas field for field,
+// optional where they are: test/unit/topic_shape.test.ts fails on a difference (the document is the source).
 
 export interface TopicCreate {
   name: string;
@@ -36,19 +37,39 @@ export interface Topic {
   role?: 'standalone' | 'parent' | 'child';
   children?: string[];
   parent?: string;
+  attach_epoch?: string;
   fanout_delay_ms?: number;
+  attach_offsets?: number[];
+  remote?: TopicRemote;
+}
+
+/** The remote object of a remote child's stub (v3.2.0). */
+export interface TopicRemote {
+  name: string;
+  topic: string;
+  target_id?: string;
+  from: 'attach' | 'unconsumed' | 'earliest';
+  lanes: number;
+  paused?: boolean;
+  pause_reason?: string;
+  paused_by?: string;
+  paused_at_ms?: number;
+  /** Parent partition -> ascending offsets an admin accepted to lose. */
+  skip?: Record<string, number[]>;
+  created_by?: string;
 }
 
 export interface PartitionStats {
   index: number;
-  segments?: number;
-  oldest_offset?: number;
-  next_offset?: number;
-  high_watermark?: number;
-  size_bytes?: number;
-  owner_node?: string;
-  status: string;
-  owner_liveness?: string;
+  segments: number;
+  oldest_offset: number;
+  next_offset: number;
+  high_watermark: number;
+  size_bytes: number;
+  oldest_segment_at?: number;
+  owner_node: string;
+  status: 'ok' | 'owner_unavailable';
+  owner_liveness?: 'dead' | 'unreachable' | 'unknown' | 'unassigned';
 }
 
 export interface TopicDetail extends Topic {

@@ -37,8 +37,8 @@ export class Metrics {
     this.registerPartitionSeries(replica, workers);
     this.registerProduceGuards(validations);
     this.registerClusterSeries(replica);
-    // process_* and nodejs_* (spec §4: the standard series besides svc_*); the few /proc reads they make are procfs,
-    // answered from memory, once per scrape.
+    // process_* (spec §4: the standard series besides svc_*) and the Node.js runtime's series, which exposition()
+    // serves as svc_nodejs_*; the few /proc reads they make are procfs, answered from memory, once per scrape.
     collectDefaultMetrics({ register: this.registry });
     new Gauge({
       name: 'svc_ingress_dispatch_backlog_records',
@@ -249,6 +249,11 @@ export class Metrics {
     });
   }
 
+  /** The text GET /metrics answers (see servedExposition). */
+  async exposition(): Promise<string> {
+    return servedExposition(await this.registry.metrics());
+  }
+
   /** One answered request's time, from RequestContext.startedAt (performance.now() milliseconds). */
   observeDuration(route: string, startedAt: number): void {
     let child = this.durationByRoute.get(route);
@@ -303,6 +308,15 @@ export class Metrics {
   forgetTopic(topic: string): void {
     this.rejections.delete(topic);
   }
+}
+
+/** prom-client's text made what spec §4 and the text format allow. Series names start with svc_ except the standard
+ *  process_* and go_* ones, so the runtime series prom-client names nodejs_* are served as svc_nodejs_* (renamed in
+ *  the text: collectDefaultMetrics takes one prefix for all its series, process_* included). A NaN sample is spelled
+ *  NaN (prom-client 15 writes "Nan"; it spells +Inf and -Inf right). Label values and help text cannot start a line or
+ *  end a sample line (prom-client escapes their newlines), so only names and values are touched. */
+export function servedExposition(text: string): string {
+  return text.replace(/^(# (?:HELP|TYPE) )?nodejs_/gm, '$1svc_nodejs_').replace(/^([^#\n].*) Nan$/gm, '$1 NaN');
 }
 
 interface PartitionReport {

@@ -1,12 +1,15 @@
 // The Topic and Partition statistics objects as the API answers them (spec §2): snake_case wire names,
-// fields in the spec's order. Front thread.
+// fields in the spec's order. docs/openapi.yaml's Topic and PartitionStats schemas are the source:
+// test/unit/topic_shape.test.ts fails when these types or the objects built here differ from them. Front thread.
 import type { MetadataState, TopicRecord } from '../protocol/metadata_types.js';
 import type { PartitionStatsView } from '../protocol/thread_messages.js';
 import { linkOf, roleOf, type TopicRole } from '../metadata/fanout.js';
 
+/** Spec §2 Topic, without remote: remote children's stubs (v3.2.0) are not built (their routes answer 501). */
 export interface TopicJson {
   name: string;
-  id: string;
+  /** Optional in the contract (topics from before IDs have none); every topic of this release has one. */
+  id?: string;
   partitions: number;
   retention_ms: number;
   visibility_timeout_ms: number;
@@ -53,25 +56,39 @@ function addFanoutFields(state: MetadataState, topic: TopicRecord, json: TopicJs
   json.attach_offsets = [...link.attachOffsets];
 }
 
+export interface PartitionStatsJson {
+  index: number;
+  segments: number;
+  oldest_offset: number;
+  next_offset: number;
+  high_watermark: number;
+  size_bytes: number;
+  oldest_segment_at?: number;
+  owner_node: string;
+  status: 'ok' | 'owner_unavailable';
+  owner_liveness?: OwnerLiveness;
+}
+
+type OwnerLiveness = 'dead' | 'unreachable' | 'unknown' | 'unassigned';
+
 /** A partition this node cannot read now: zero statistics that are never added to totals (spec §2, v3.1.0). */
-export function placeholderStatsJson(index: number, ownerNode: string, ownerLiveness: 'dead' | 'unreachable' | 'unknown' | 'unassigned'): Record<string, unknown> {
+export function placeholderStatsJson(index: number, ownerNode: string, ownerLiveness: OwnerLiveness): PartitionStatsJson {
   return {
     index, segments: 0, oldest_offset: 0, next_offset: 0, high_watermark: 0, size_bytes: 0,
     owner_node: ownerNode, status: 'owner_unavailable', owner_liveness: ownerLiveness,
   };
 }
 
-export function partitionStatsJson(stats: PartitionStatsView, ownerNode: string): Record<string, unknown> {
-  const json: Record<string, unknown> = {
+export function partitionStatsJson(stats: PartitionStatsView, ownerNode: string): PartitionStatsJson {
+  return {
     index: stats.index,
     segments: stats.segments,
     oldest_offset: stats.oldestOffset,
     next_offset: stats.nextOffset,
     high_watermark: stats.highWatermark,
     size_bytes: stats.sizeBytes,
+    ...(stats.oldestSegmentAtSec === undefined ? {} : { oldest_segment_at: stats.oldestSegmentAtSec }),
+    owner_node: ownerNode,
+    status: 'ok',
   };
-  if (stats.oldestSegmentAtSec !== undefined) json.oldest_segment_at = stats.oldestSegmentAtSec;
-  json.owner_node = ownerNode;
-  json.status = 'ok';
-  return json;
 }

@@ -1,7 +1,8 @@
 // Goal: /metrics (spec §4 Health and metrics, §5.4): needs credentials on the API port, answers Prometheus text
 // with the svc_* series this node keeps, consumer lag is high watermark minus the acked frontier, and consumed
 // counts every message handed out under a lease (a redelivery again, a replay never); the request-duration histogram
-// counts each routed answer once by route, and a single node reports itself leader, ready and its only member alive.
+// counts each routed answer once by route, and a single node reports itself leader, ready and its only member alive;
+// every series is named svc_, process_ or go_ (spec §4) and every value is written as the text format spells it.
 // Method: black box on a started node; produce, consume and ack, then scrape.
 import t from 'tap';
 import { startNodeFor } from '../helpers/node.js';
@@ -133,5 +134,35 @@ t.test('svc_http_request_duration_seconds: one observation per routed answer, by
   t.equal(sample(text, 'svc_cluster_members', 'liveness="alive"'), 1);
   t.equal(sample(text, 'svc_cluster_members', 'liveness="dead"'), 0);
   t.match(text, /\nprocess_resident_memory_bytes \d+/, 'standard process series');
-  t.match(text, /\nnodejs_heap_size_used_bytes \d+/, 'standard Node.js series');
+  t.match(text, /\nsvc_nodejs_heap_size_used_bytes \d+/, 'the Node.js runtime series, under svc_');
+});
+
+/** Prometheus text format sample values: a Go float (what ParseFloat reads, as prom-client writes it), or NaN, +Inf,
+ *  -Inf spelled so. */
+const sampleValue = /^(?:[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?|NaN|[+-]Inf)$/;
+
+t.test('only svc_, process_ and go_ series; every value spelled as the text format spells it, NaN included', async (t) => {
+  const badNames = new Set<string>();
+  const badValues: string[] = [];
+  let nonFinite = 0;
+  const check = (text: string): void => {
+    for (const line of text.split('\n')) {
+      if (line === '') continue;
+      const comment = /^# (?:HELP|TYPE) (\S+)/.exec(line);
+      const name = comment !== null ? comment[1]! : /^[a-zA-Z_:][a-zA-Z0-9_:]*/.exec(line)?.[0] ?? line;
+      if (!/^(?:svc|process|go)_/.test(name)) badNames.add(name);
+      if (line.startsWith('#')) continue;
+      const value = line.slice(line.lastIndexOf(' ') + 1);
+      if (!sampleValue.test(value)) badValues.push(line);
+      if (/^[+-]?(?:inf|nan)$/i.test(value)) nonFinite++;
+    }
+  };
+  // The runtime's event loop delay mean is NaN when no delay was sampled since the previous scrape (each scrape resets
+  // the monitor, which samples every 10 ms): scrapes sent together give one. Bounded.
+  for (let burst = 0; burst < 50 && nonFinite === 0; burst++) {
+    for (const text of await Promise.all([scrape(), scrape(), scrape()])) check(text);
+  }
+  t.same([...badNames], [], 'no series named outside svc_, process_ and go_');
+  t.same(badValues, [], 'no sample value outside the format');
+  t.ok(nonFinite > 0, `the scrapes held a non-finite value to check (${nonFinite})`);
 });

@@ -27,7 +27,7 @@ t.test('every series the node exports is on the page with its type and labels', 
       continue;
     }
     t.equal(row.type, info.type, `${name}: type`);
-    // A series with no sample at this scrape (nodejs_active_requests while none runs) shows no labels to compare.
+    // A series with no sample at this scrape (svc_nodejs_active_requests while none runs) shows no labels to compare.
     if (info.samples > 0) t.same([...row.labels].sort(), [...info.labels].sort(), `${name}: labels`);
   }
 });

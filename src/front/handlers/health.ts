@@ -45,7 +45,7 @@ export function onReadyz(_ctx: RequestContext, s: RouteServices): Reply {
 
 export async function onMetrics(_ctx: RequestContext, s: RouteServices): Promise<Reply> {
   s.metrics.noteReady(notReadyReason(s) === null);
-  const text = await s.metrics.registry.metrics();
+  const text = await s.metrics.exposition();
   return { status: 200, body: text, contentType: s.metrics.registry.contentType };
 }
 
