@@ -13,7 +13,7 @@ import { fileURLToPath } from 'node:url';
 import ts from 'typescript';
 import { parse } from 'yaml';
 import type { MetadataState, TopicCreateRecord } from '../../src/protocol/metadata_types.js';
-import { applyCommand, emptyMetadataState } from '../../src/raft/metadata/state.js';
+import { applyCommand, emptyMetadataState } from '../../src/metadata/state.js';
 import { partitionStatsJson, placeholderStatsJson, topicJson } from '../../src/front/topic_view.js';
 
 const root = fileURLToPath(new URL('../../..', import.meta.url));
