@@ -21,7 +21,7 @@ import {
 } from './common.js';
 import { verdictText, type TargetCheck } from './targets.js';
 import { AckRequests, ackStatuses, scanHandleSpans, topicPath } from './consume.js';
-import { HttpConnection, HttpFailure, requestBuffer } from './http_conn.js';
+import { HttpConnection, HttpFailure, requestBuffer, type HttpReply } from './http_conn.js';
 import { runLoad } from './load.js';
 import { turnNow } from './turn_clock.js';
 import { readRssBytes } from './node_process.js';
@@ -206,20 +206,7 @@ function startProducer(flow: Flow, connections: HttpConnection[]): Promise<void>
     }
     ledger.sent(id, counting);
     connection.send(template.request(id, epochUsNow()), (reply) => {
-      if (reply instanceof HttpFailure) {
-        state.bump(state.errors, `produce ${reply.code}`);
-      } else {
-        state.bump(state.produceStatus, String(reply.status));
-        if (reply.status !== 202) state.bump(state.errors, `produce ${reply.status}`);
-        else {
-          state.accepted++;
-          ledger.accepted(id, reply.endedMs);
-          if (counting) {
-            state.acceptedInWindow++;
-            recordUs(state.produceUs, reply.endedMs - scheduledMs);
-          }
-        }
-      }
+      recordProduce(flow, id, scheduledMs, counting, reply);
       // The connection is free: the oldest waiting message goes next, else it parks as idle.
       if (backlogHead < backlog.length && state.producing) {
         const next = backlog[backlogHead++]!;
@@ -261,6 +248,25 @@ function startProducer(flow: Flow, connections: HttpConnection[]): Promise<void>
     };
     tick();
   });
+}
+
+/** Counts a produce's answer; its latency counts from the scheduled time, so queueing behind a busy connection shows. */
+function recordProduce(flow: Flow, id: number, scheduledMs: number, counting: boolean, reply: HttpReply | HttpFailure): void {
+  const { state, ledger } = flow;
+  if (reply instanceof HttpFailure) {
+    state.bump(state.errors, `produce ${reply.code}`);
+  } else {
+    state.bump(state.produceStatus, String(reply.status));
+    if (reply.status !== 202) state.bump(state.errors, `produce ${reply.status}`);
+    else {
+      state.accepted++;
+      ledger.accepted(id, reply.endedMs);
+      if (counting) {
+        state.acceptedInWindow++;
+        recordUs(state.produceUs, reply.endedMs - scheduledMs);
+      }
+    }
+  }
 }
 
 /** One long-polling batch consumer: consume?wait=10s&max, record what arrived, hand the batch ack to a connection of
@@ -341,7 +347,7 @@ export interface FlowInterval {
 }
 
 function startIntervals(flow: Flow, periodSec: number, label: string, serverPid: number | null,
-  windowStartMs: () => number, rows: FlowInterval[]): () => void {
+  rows: FlowInterval[]): () => void {
   const { state, ledger } = flow;
   let [lastMs, lastAccepted, lastDelivered] = [performance.now(), 0, 0];
   let cpu = new CpuWindow(serverPid);
@@ -354,7 +360,7 @@ function startIntervals(flow: Flow, periodSec: number, label: string, serverPid:
     const histogram = ledger.intervalUs;
     ledger.intervalUs = newHistogram();
     const row: FlowInterval = {
-      atSec: state.phase === 'warmup' ? -1 : (now - windowStartMs()) / 1000, seconds,
+      atSec: state.phase === 'warmup' ? -1 : (now - state.windowStartMs) / 1000, seconds,
       serverRssBytes: serverPid === null ? null : readRssBytes(serverPid),
       producedPerSec: (state.accepted - lastAccepted) / seconds,
       deliveredPerSec: (ledger.deliveredTotal - lastDelivered) / seconds,
@@ -451,15 +457,7 @@ export async function runFlow(options: BenchOptions): Promise<FlowReport> {
   const topic = `bench-${scenario}-${Date.now()}`;
   await createTopic(target, topic, options.partitions);
   if (options.url !== null) cleanups.push(() => deleteTopic(target, topic));
-  let peak: ThroughputFigures | null = null;
-  let ratePerSec = options.rate ?? soakRateDefault;
-  let rateSource = options.rate !== null ? '--rate' : `soak default`;
-  if (scenario === 'end-to-end' && options.rate === null) {
-    peak = await measurePeak(options, target, `bench-peak-${Date.now()}`);
-    ratePerSec = Math.max(1, Math.round(peak.reqPerSec / 2));
-    rateSource = `50% of the peak single produce rate measured first (${formatInt(peak.reqPerSec)} req/s)`;
-    await sleep(1000);
-  }
+  const { peak, ratePerSec, rateSource } = await flowRate(options, target, scenario);
   const flow: Flow = { options, target, topic, ratePerSec, state: new FlowState(), ledger: new Ledger(ratePerSec) };
   const { state, ledger } = flow;
   const address = HttpConnection.forUrl(target.url);
@@ -479,23 +477,12 @@ export async function runFlow(options: BenchOptions): Promise<FlowReport> {
   const producer = startProducer(flow, producers);
   const serverExited = target.server === null ? new Promise<void>(() => undefined) : target.server.exited.then(() => undefined);
   const intervals: FlowInterval[] = [];
-  let windowStartMs = 0;
   const stopIntervals = startIntervals(flow, scenario === 'soak' ? options.intervalSec : endToEndProgressSec, scenario,
-    target.serverPid, () => windowStartMs, intervals);
+    target.serverPid, intervals);
   const cpu = new CpuWindow(target.serverPid);
   let windowMs = 0;
   try {
-    await Promise.race([sleep(options.warmupSec * 1000), serverExited]);
-    [state.phase, windowStartMs] = ['measure', performance.now()];
-    state.windowStartMs = windowStartMs;
-    cpu.start();
-    await Promise.race([sleep(options.durationSec * 1000), serverExited]);
-    cpu.end();
-    windowMs = performance.now() - windowStartMs;
-    [state.phase, state.producing] = ['drain', false];
-    await producer;
-    const graceEnd = performance.now() + deliveryGraceMs;
-    while (ledger.undelivered() > 0 && performance.now() < graceEnd) await sleep(20);
+    windowMs = await runWindow(flow, producer, serverExited, cpu);
   } finally {
     stopIntervals();
     state.consuming = false;
@@ -524,6 +511,37 @@ export async function runFlow(options: BenchOptions): Promise<FlowReport> {
   if (ledger.unknown > 0) report.errorCounts['consume unknown-id'] = ledger.unknown;
   if (report.delivered === 0) failures.push(`${scenario}: no message delivered (errors: ${formatErrors(report.errorCounts)})`);
   return report;
+}
+
+/** The open-loop rate: --rate, else end-to-end's half of the peak it measures first (then lets the node rest a
+ *  second), else soak's default. */
+async function flowRate(options: BenchOptions, target: BrokerTarget, scenario: FlowReport['scenario']):
+  Promise<{ peak: ThroughputFigures | null; ratePerSec: number; rateSource: string }> {
+  if (scenario !== 'end-to-end' || options.rate !== null) {
+    return { peak: null, ratePerSec: options.rate ?? soakRateDefault,
+      rateSource: options.rate !== null ? '--rate' : `soak default` };
+  }
+  const peak = await measurePeak(options, target, `bench-peak-${Date.now()}`);
+  await sleep(1000);
+  return { peak, ratePerSec: Math.max(1, Math.round(peak.reqPerSec / 2)),
+    rateSource: `50% of the peak single produce rate measured first (${formatInt(peak.reqPerSec)} req/s)` };
+}
+
+/** Warm-up, the measured window, then the drain: the producer stops and accepted messages get deliveryGraceMs to
+ *  reach a consumer. A node that exits ends the waits early. Returns the window's length in ms. */
+async function runWindow(flow: Flow, producer: Promise<void>, serverExited: Promise<void>, cpu: CpuWindow): Promise<number> {
+  const { options, state, ledger } = flow;
+  await Promise.race([sleep(options.warmupSec * 1000), serverExited]);
+  [state.phase, state.windowStartMs] = ['measure', performance.now()];
+  cpu.start();
+  await Promise.race([sleep(options.durationSec * 1000), serverExited]);
+  cpu.end();
+  const windowMs = performance.now() - state.windowStartMs;
+  [state.phase, state.producing] = ['drain', false];
+  await producer;
+  const graceEnd = performance.now() + deliveryGraceMs;
+  while (ledger.undelivered() > 0 && performance.now() < graceEnd) await sleep(20);
+  return windowMs;
 }
 
 /** Closed-loop single produce on its own topic for --peak seconds: the rate end-to-end then runs at half of. */

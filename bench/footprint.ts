@@ -161,38 +161,48 @@ interface PollFigures {
   serverCpuPercent: number | null;
 }
 
+/** What the held polls share: whether to go on, how many wait for an answer, and the answers and errors so far. */
+interface PollState {
+  polling: boolean;
+  waiting: number;
+  statuses: Map<string, number>;
+  errors: Map<string, number>;
+}
+
+/** One idle long poll on its own socket, re-issued when answered (204: its wait ran out). A failure or an unexpected
+ *  status waits 100 ms before the next poll, so a node that refuses is not hammered. */
+async function pollLoop(state: PollState, connection: HttpConnection, request: Buffer): Promise<void> {
+  const { statuses, errors } = state;
+  while (state.polling) {
+    state.waiting++;
+    let status: string;
+    try {
+      status = String((await connection.request(request)).status);
+    } catch (error) {
+      status = error instanceof HttpFailure ? error.code : errorText(error);
+      if (state.polling) errors.set(status, (errors.get(status) ?? 0) + 1);
+      await sleep(100);
+      continue;
+    } finally {
+      state.waiting--;
+    }
+    if (!state.polling) return;
+    statuses.set(status, (statuses.get(status) ?? 0) + 1);
+    if (status !== '204' && status !== '200') {
+      errors.set(status, (errors.get(status) ?? 0) + 1);
+      await sleep(100);
+    }
+  }
+}
+
 /** Opens the polls in steps, lets the node settle, reads RSS, then holds them for --duration sampling RSS. */
 async function holdPolls(options: BenchOptions, target: BrokerTarget, topics: string[]): Promise<PollFigures> {
   const address = HttpConnection.forUrl(target.url);
   const headers: Record<string, string> = target.authorization === null ? {} : { authorization: target.authorization };
   const requests = topics.map((topic) => requestBuffer(target.url, 'GET', `${topicPath(topic, 'consume')}?wait=${pollWait}`, headers));
-  const statuses = new Map<string, number>();
-  const errors = new Map<string, number>();
-  const state = { polling: true, waiting: 0 };
+  const state: PollState = { polling: true, waiting: 0, statuses: new Map(), errors: new Map() };
   const connections: HttpConnection[] = [];
   const loops: Promise<void>[] = [];
-  const loop = async (connection: HttpConnection, request: Buffer): Promise<void> => {
-    while (state.polling) {
-      state.waiting++;
-      let status: string;
-      try {
-        status = String((await connection.request(request)).status);
-      } catch (error) {
-        status = error instanceof HttpFailure ? error.code : errorText(error);
-        if (state.polling) errors.set(status, (errors.get(status) ?? 0) + 1);
-        await sleep(100);
-        continue;
-      } finally {
-        state.waiting--;
-      }
-      if (!state.polling) return;
-      statuses.set(status, (statuses.get(status) ?? 0) + 1);
-      if (status !== '204' && status !== '200') {
-        errors.set(status, (errors.get(status) ?? 0) + 1);
-        await sleep(100);
-      }
-    }
-  };
   const connectedCount = (): number => connections.reduce((sum, connection) => sum + (connection.opened > 0 ? 1 : 0), 0);
   const openStartMs = performance.now();
   try {
@@ -201,7 +211,7 @@ async function holdPolls(options: BenchOptions, target: BrokerTarget, topics: st
       for (let i = 0; i < step; i++, opened++) {
         const connection = new HttpConnection(address);
         connections.push(connection);
-        loops.push(loop(connection, requests[opened % requests.length]!));
+        loops.push(pollLoop(state, connection, requests[opened % requests.length]!));
       }
       const stepDeadline = performance.now() + stepWaitMs;
       while (connectedCount() < opened && performance.now() < stepDeadline) await sleep(20);
@@ -224,13 +234,13 @@ async function holdPolls(options: BenchOptions, target: BrokerTarget, topics: st
       const now = rss(target);
       if (now !== null) maxWhileHolding = Math.max(maxWhileHolding ?? 0, now);
       process.stderr.write(`  [footprint] holding ${fixed((performance.now() - holdStartMs) / 1000, 0)}s  server RSS ` +
-        `${mib(now)}  polls waiting ${state.waiting}  answers ${formatErrors(Object.fromEntries(statuses))}\n`);
+        `${mib(now)}  polls waiting ${state.waiting}  answers ${formatErrors(Object.fromEntries(state.statuses))}\n`);
     }
     cpu.end();
     const holdMs = performance.now() - holdStartMs;
     const figures = cpu.figures(holdMs);
     return { connected, waiting, openSec, holdSec: holdMs / 1000, afterPolls, maxWhileHolding,
-      statusCounts: Object.fromEntries(statuses), errors: Object.fromEntries(errors),
+      statusCounts: Object.fromEntries(state.statuses), errors: Object.fromEntries(state.errors),
       clientCpuPercent: figures.clientCpuPercent, serverCpuPercent: figures.serverCpuPercent };
   } finally {
     state.polling = false;

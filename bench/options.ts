@@ -164,31 +164,34 @@ function serverCpuProfDirOf(url: string | null, dir: string | undefined): string
   return resolve(dir);
 }
 
-export function parseOptions(argv: string[]): BenchOptions {
-  const { values, positionals } = parseArgs({
-    args: argv,
-    allowPositionals: true,
-    strict: true,
-    options: {
-      url: { type: 'string' }, user: { type: 'string' }, password: { type: 'string' }, topic: { type: 'string' },
-      partitions: { type: 'string' }, connections: { type: 'string' }, 'batch-connections': { type: 'string' },
-      duration: { type: 'string' }, warmup: { type: 'string' }, 'message-bytes': { type: 'string' },
-      batch: { type: 'string' }, client: { type: 'string' }, json: { type: 'boolean' }, compare: { type: 'boolean' },
-      'skip-floor': { type: 'boolean' }, 'compare-security': { type: 'boolean' }, schema: { type: 'boolean' }, rounds: { type: 'string' }, 'server-pid': { type: 'string' },
-      'node-script': { type: 'string' }, 'node-arg': { type: 'string', multiple: true }, 'server-cpu-prof': { type: 'string' }, help: { type: 'boolean', short: 'h' },
-      phases: { type: 'string' }, max: { type: 'string' }, prefill: { type: 'string' },
-      'batch-prefill': { type: 'string' }, 'prefill-timeout': { type: 'string' }, pollers: { type: 'string' },
-      'wake-rate': { type: 'string' }, rate: { type: 'string' }, consumers: { type: 'string' }, peak: { type: 'string' },
-      interval: { type: 'string' }, 'soak-duration': { type: 'string' }, topics: { type: 'string' },
-      polls: { type: 'string' }, 'redis-consumers': { type: 'string' }, repeat: { type: 'string' }, count: { type: 'string' },
-    },
-  });
-  if (values.help || positionals.length !== 1) throw new UsageError(values.help ? '' : 'give exactly one scenario');
+/** The flags of usage, for parseArgs (strict: any other flag is an error). */
+const flags = {
+  url: { type: 'string' }, user: { type: 'string' }, password: { type: 'string' }, topic: { type: 'string' },
+  partitions: { type: 'string' }, connections: { type: 'string' }, 'batch-connections': { type: 'string' },
+  duration: { type: 'string' }, warmup: { type: 'string' }, 'message-bytes': { type: 'string' },
+  batch: { type: 'string' }, client: { type: 'string' }, json: { type: 'boolean' }, compare: { type: 'boolean' },
+  'skip-floor': { type: 'boolean' }, 'compare-security': { type: 'boolean' }, schema: { type: 'boolean' }, rounds: { type: 'string' }, 'server-pid': { type: 'string' },
+  'node-script': { type: 'string' }, 'node-arg': { type: 'string', multiple: true }, 'server-cpu-prof': { type: 'string' }, help: { type: 'boolean', short: 'h' },
+  phases: { type: 'string' }, max: { type: 'string' }, prefill: { type: 'string' },
+  'batch-prefill': { type: 'string' }, 'prefill-timeout': { type: 'string' }, pollers: { type: 'string' },
+  'wake-rate': { type: 'string' }, rate: { type: 'string' }, consumers: { type: 'string' }, peak: { type: 'string' },
+  interval: { type: 'string' }, 'soak-duration': { type: 'string' }, topics: { type: 'string' },
+  polls: { type: 'string' }, 'redis-consumers': { type: 'string' }, repeat: { type: 'string' }, count: { type: 'string' },
+} as const;
+
+/** The one positional argument, a scenario or an alias; --help asks for the usage alone (an empty UsageError). */
+function scenarioOf(help: boolean | undefined, positionals: string[]): Scenario {
+  if (help || positionals.length !== 1) throw new UsageError(help ? '' : 'give exactly one scenario');
   const name = positionals[0]!;
   if (!(scenarios as readonly string[]).includes(name) && !(scenarioAliases as readonly string[]).includes(name)) {
     throw new UsageError(`unknown scenario ${name}; known: ${scenarios.join(', ')} (and ${scenarioAliases.join(', ')})`);
   }
-  const scenario = name as Scenario;
+  return name as Scenario;
+}
+
+export function parseOptions(argv: string[]): BenchOptions {
+  const { values, positionals } = parseArgs({ args: argv, allowPositionals: true, strict: true, options: flags });
+  const scenario = scenarioOf(values.help, positionals);
   const consume = isConsumeScenario(scenario);
   const flow = scenario === 'end-to-end' || scenario === 'soak';
   const client = values.client ?? 'net';
@@ -207,7 +210,7 @@ export function parseOptions(argv: string[]): BenchOptions {
   const durationDefault = scenario === 'soak' ? 600 : 10;
   return {
     scenario,
-    argv: argv.filter((arg) => arg !== name),
+    argv: argv.filter((arg) => arg !== scenario),
     url,
     user: values.user ?? 'admin',
     password: values.password ?? null,

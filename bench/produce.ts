@@ -128,6 +128,34 @@ function produceKinds(options: BenchOptions): { single: boolean; batch: boolean 
   return { single: options.scenario !== 'produce-batch', batch: options.scenario !== 'produce-single' };
 }
 
+/** One produce scenario as its parts share it: what it sends, which baselines stand beside the node, and what it has
+ *  so far. */
+interface ProduceRun {
+  options: BenchOptions;
+  topic: string;
+  payload: Buffer;
+  batchBody: Buffer;
+  kinds: { single: boolean; batch: boolean };
+  /** The floor: the legacy `produce` measures it unless --skip-floor; the named scenarios with --compare. */
+  floor: boolean;
+  /** wrk runs closed loop only: beside an open-loop (--rate) run its figures would compare unlike loads. */
+  withWrk: boolean;
+  withRedis: boolean;
+  runs: RunFigures[];
+  failures: string[];
+  redisVersion: string | null;
+}
+
+/** One measurement whose failure is noted while the scenario's other runs go on. */
+async function attempt(p: ProduceRun, run: () => Promise<RunFigures | RunFigures[]>): Promise<void> {
+  try {
+    const figures = await run();
+    p.runs.push(...(Array.isArray(figures) ? figures : [figures]));
+  } catch (error) {
+    p.failures.push(errorText(error));
+  }
+}
+
 export async function runProduce(options: BenchOptions): Promise<ProduceReport> {
   if (options.schema) return runProduceSchema(options);
   const startedAt = new Date().toISOString();
@@ -135,79 +163,28 @@ export async function runProduce(options: BenchOptions): Promise<ProduceReport> 
   const payload = makePayload(options.messageBytes);
   const batchBody = makeBatchBody(payload, options.batch);
   const kinds = produceKinds(options);
-  const runs: RunFigures[] = [];
-  const failures: string[] = [];
   const missingPeers: string[] = [];
-  const attempt = async (run: () => Promise<RunFigures | RunFigures[]>): Promise<void> => {
-    try {
-      const figures = await run();
-      runs.push(...(Array.isArray(figures) ? figures : [figures]));
-    } catch (error) {
-      failures.push(errorText(error));
-    }
-  };
-  // The floor: the legacy `produce` measures it unless --skip-floor; the named scenarios with --compare.
-  const floor = !options.skipFloor && (options.scenario === 'produce' || options.compare);
-  // wrk runs closed loop only: beside an open-loop (--rate) run its figures would compare unlike loads.
   const wrkInstalled = onPath('wrk') !== null;
   if (!wrkInstalled) missingPeers.push(`wrk not installed (${installHint})`);
-  const withWrk = wrkInstalled && options.rate === null;
   const redisMissing = options.compare ? redisBaselineMissing() : null;
   if (redisMissing !== null) missingPeers.push(redisMissing);
-  const withRedis = options.compare && redisMissing === null;
-  let redisVersion: string | null = null;
-  if (floor && kinds.single) {
-    await attempt(() => measureFloor(options, topic, payload, options.connections, floorName));
+  const p: ProduceRun = { options, topic, payload, batchBody, kinds,
+    floor: !options.skipFloor && (options.scenario === 'produce' || options.compare),
+    withWrk: wrkInstalled && options.rate === null, withRedis: options.compare && redisMissing === null,
+    runs: [], failures: [], redisVersion: null };
+  const { runs, failures } = p;
+  if (p.floor && kinds.single) {
+    await attempt(p, () => measureFloor(options, topic, payload, options.connections, floorName));
     await sleep(1000);
   }
-  if (floor && kinds.batch && options.scenario !== 'produce') {
-    await attempt(() => measureFloor(options, topic, batchBody, options.batchConnections, 'http floor, batch body (hello world)'));
+  if (p.floor && kinds.batch && options.scenario !== 'produce') {
+    await attempt(p, () => measureFloor(options, topic, batchBody, options.batchConnections, 'http floor, batch body (hello world)'));
     await sleep(1000);
   }
   let target: BrokerTarget | null = null;
   try {
     target = await startBroker(options);
-    if (options.topic === null) await createTopic(target, topic, options.partitions);
-    const base = { url: target.url, serverPid: target.serverPid, server: target.server };
-    if (kinds.single) {
-      const request = produceRequest(topic, payload, target.authorization, false);
-      runs.push(await measure(options, { ...base, name: 'single produce', connections: options.connections,
-        request, messagesPerRequest: 1 }));
-      await sleep(1000);
-      if (withWrk) {
-        try {
-          const rounds = await measureSingleRounds(options, { topic, payload, target, request, floor, redis: withRedis }, failures);
-          runs.push(...rounds.rows);
-          redisVersion = rounds.redisVersion;
-        } catch (error) {
-          failures.push(`single produce rounds: ${errorText(error)}`);
-        }
-        await sleep(1000);
-      }
-    }
-    if (kinds.batch) {
-      const request = produceRequest(topic, batchBody, target.authorization, true);
-      runs.push(await measure(options, { ...base, name: `batch produce (${options.batch})`,
-        connections: options.batchConnections, request, messagesPerRequest: options.batch }));
-      // Beside it, wrk on the same route (issue 4 item 2); the bench's client stays the headline here, since at a few
-      // percent of a core it is not what limits batch produce (the ratio of the two rows says so).
-      if (withWrk) {
-        await sleep(1000);
-        await attempt(() => wrkRow(options, batchWrkName, target!.url, target!.serverPid, request, options.batchConnections,
-          options.batch));
-      }
-    }
-    if (options.compareSecurity && options.url === null) {
-      // Alternating windows on the same machine, so a burst of outside load lands on both sides.
-      for (let round = 0; round < 2; round++) {
-        await sleep(1000);
-        runs.push(await measureSecurityOff(options, topic, payload));
-        await sleep(1000);
-        runs.push(await measure(options, { ...base, name: 'single produce (security on, again)',
-          connections: options.connections, request: produceRequest(topic, payload, target.authorization, false),
-          messagesPerRequest: 1 }));
-      }
-    }
+    await measureOnNode(p, target);
   } catch (error) {
     failures.push(errorText(error));
   }
@@ -215,13 +192,13 @@ export async function runProduce(options: BenchOptions): Promise<ProduceReport> 
   // pipelined beside batch produce): after the broker's runs and with the broker stopped, so the two never share the
   // cores.
   const singleRedisLeft = kinds.single && !runs.some((run) => run.name === redisXaddName);
-  if (withRedis && (singleRedisLeft || kinds.batch)) {
+  if (p.withRedis && (singleRedisLeft || kinds.batch)) {
     await target?.server?.stop();
     try {
       const redis = await startRedis();
-      redisVersion = redis.version;
-      if (singleRedisLeft) await attempt(() => redisXadd(options, redis, payload, 1));
-      if (kinds.batch) await attempt(() => redisXadd(options, redis, payload, 100));
+      p.redisVersion = redis.version;
+      if (singleRedisLeft) await attempt(p, () => redisXadd(options, redis, payload, 1));
+      if (kinds.batch) await attempt(p, () => redisXadd(options, redis, payload, 100));
       await redis.stop();
     } catch (error) {
       failures.push(`redis: ${errorText(error)}`);
@@ -231,7 +208,56 @@ export async function runProduce(options: BenchOptions): Promise<ProduceReport> 
     if (run.acceptedRequests === 0) failures.push(`${run.name}: no 202 responses (errors: ${formatErrors(run.errorCounts)})`);
   }
   return { scenario: options.scenario, startedAt, topic, target: target === null ? 'none' : target.url,
-    options: reportedOptions(options, consumeOnlyOptions), runs, ratios: produceRatios(runs), missingPeers, redisVersion, failures };
+    options: reportedOptions(options, consumeOnlyOptions), runs, ratios: produceRatios(runs), missingPeers,
+    redisVersion: p.redisVersion, failures };
+}
+
+/** The runs against the started node: single produce (and, with wrk, the rounds in which it and its baselines take
+ *  turns), batch produce beside wrk, and with --compare-security single produce with security off and on in turn. */
+async function measureOnNode(p: ProduceRun, target: BrokerTarget): Promise<void> {
+  const { options, topic, payload, runs, failures } = p;
+  if (options.topic === null) await createTopic(target, topic, options.partitions);
+  const base = { url: target.url, serverPid: target.serverPid, server: target.server };
+  if (p.kinds.single) {
+    const request = produceRequest(topic, payload, target.authorization, false);
+    runs.push(await measure(options, { ...base, name: 'single produce', connections: options.connections,
+      request, messagesPerRequest: 1 }));
+    await sleep(1000);
+    if (p.withWrk) {
+      try {
+        const spec = { topic, payload, target, request, floor: p.floor, redis: p.withRedis };
+        const rounds = await measureSingleRounds(options, spec, failures);
+        runs.push(...rounds.rows);
+        p.redisVersion = rounds.redisVersion;
+      } catch (error) {
+        failures.push(`single produce rounds: ${errorText(error)}`);
+      }
+      await sleep(1000);
+    }
+  }
+  if (p.kinds.batch) {
+    const request = produceRequest(topic, p.batchBody, target.authorization, true);
+    runs.push(await measure(options, { ...base, name: `batch produce (${options.batch})`,
+      connections: options.batchConnections, request, messagesPerRequest: options.batch }));
+    // Beside it, wrk on the same route (issue 4 item 2); the bench's client stays the headline here, since at a few
+    // percent of a core it is not what limits batch produce (the ratio of the two rows says so).
+    if (p.withWrk) {
+      await sleep(1000);
+      await attempt(p, () => wrkRow(options, batchWrkName, target.url, target.serverPid, request, options.batchConnections,
+        options.batch));
+    }
+  }
+  if (options.compareSecurity && options.url === null) {
+    // Alternating windows on the same machine, so a burst of outside load lands on both sides.
+    for (let round = 0; round < 2; round++) {
+      await sleep(1000);
+      runs.push(await measureSecurityOff(options, topic, payload));
+      await sleep(1000);
+      runs.push(await measure(options, { ...base, name: 'single produce (security on, again)',
+        connections: options.connections, request: produceRequest(topic, payload, target.authorization, false),
+        messagesPerRequest: 1 }));
+    }
+  }
 }
 
 /** XADD of one payload-sized field per command with redis-benchmark: pipeline 1 beside single produce (same
