@@ -34,9 +34,11 @@ async function start(): Promise<void> {
   const workers = new WorkerLinks(data.workerPorts);
   const frontAsks = new FrontAsks(post);
   const server = new DataServer(workers, frontAsks);
+  // Served to members only: the metadata thread names them over its channel (setMembers), as the metadata says.
   bridgeChannel(transport, 'data', data.dataPort, {
     onMessage: (from, message) => server.onMessage(from, message as DataMessage),
     onRequest: (from, body) => server.onRequest(from, body as DataRequest),
+    membersOnly: true,
   });
   logger.info({ port: transport.port, tls: data.tls !== null }, 'node-link: node-to-node listener open');
   // Said once, at start: Raft and forwarded messages cross this port readable by anyone on the path.

@@ -22,6 +22,7 @@ export type ToTransportThread =
   | { t: 'reply'; ref: number; ok: boolean; value: unknown }
   | { t: 'setPeer'; id: number; address: PeerAddress }
   | { t: 'removePeer'; id: number }
+  | { t: 'setMembers'; ids: number[] }
   /** The user is done: the channel closes on the transport (and the transport with its last channel). */
   | { t: 'close' };
 

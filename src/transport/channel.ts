@@ -27,6 +27,9 @@ export interface ChannelHandlers {
   /** Requests of this channel; a throw or rejection reaches the caller as a TransportError 'remote_error' carrying
    *  its message. Without it every request on this channel is answered with a remote_error. */
   onRequest?: (from: number, body: unknown) => Promise<unknown>;
+  /** Serve only the members setMembers named: another peer's requests are answered with a remote_error and its
+   *  messages dropped, with a budgeted log line. Until setMembers is first called nobody is a member. */
+  membersOnly?: boolean;
 }
 
 /**
@@ -43,6 +46,8 @@ export interface ChannelEndpoint {
   requestAt(address: PeerAddress, body: unknown, timeoutMs: number): Promise<{ from: number; reply: unknown }>;
   setPeer(id: number, address: PeerAddress): void;
   removePeer(id: number): void;
+  /** The cluster's members as the metadata says, for every channel opened membersOnly; replaces the last list. */
+  setMembers(ids: readonly number[]): void;
   close(): Promise<void>;
 }
 
@@ -58,6 +63,7 @@ export interface ChannelHost {
   ): Promise<{ from: number; reply: unknown }>;
   setPeer(id: number, address: PeerAddress): void;
   removePeer(id: number): void;
+  setMembers(ids: readonly number[]): void;
   closeChannel(channel: ChannelName): Promise<void>;
 }
 
@@ -86,6 +92,10 @@ export class LocalChannel implements ChannelEndpoint {
 
   removePeer(id: number): void {
     this.host.removePeer(id);
+  }
+
+  setMembers(ids: readonly number[]): void {
+    this.host.setMembers(ids);
   }
 
   close(): Promise<void> {

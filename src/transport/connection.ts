@@ -1,15 +1,19 @@
 // One TCP connection between two nodes, plain or inside mutual TLS (cluster_tls.ts): the socket, its frame decoder
-// and the handshake state machine of either side (see handshake.ts). After the handshake it only moves frames; which
+// and the handshake state machine of either side (see handshake.ts). After the handshake it only moves frames, each
+// with its MAC (written on write, checked before the frame is decoded; a failure closes the connection); which
 // connection serves a peer, queues, requests and reconnects are PeerTransport's. Runs on the thread that owns its
 // PeerTransport; lives from the dial or accept until the socket closes, and reports that close exactly once.
 import { connect, type Socket } from 'node:net';
-import type { KeyObject } from 'node:crypto';
+import { timingSafeEqual, type KeyObject } from 'node:crypto';
 import { connect as tlsConnect, type SecureContext } from 'node:tls';
 import { clusterTlsDialOptions } from './cluster_tls.js';
-import { encodeFrame, FrameDecoder, FrameTooLargeError } from './frame_codec.js';
+import { decodeBody, encodeFrame, FrameDecoder, frameHeaderBytes, FrameTooLargeError } from './frame_codec.js';
 import {
+  connectionKeys,
+  frameMac,
   freshNonce,
   handshakeProof,
+  macBytes,
   parseAnswer,
   parseChallenge,
   parseHello,
@@ -40,6 +44,8 @@ export interface ConnectionContext {
   instance: Uint8Array;
   frameBytesMax: number;
   handshakeTimeoutMs: number;
+  /** Every line a connection writes is one a stranger or a peer can cause, so this log has a budget
+   *  (log_budget.ts). */
   log: TransportLog;
   /** Dials run mutual TLS with this context (cluster_tls.ts); null: plain TCP, the HMAC handshake alone. */
   tls: SecureContext | null;
@@ -69,6 +75,11 @@ export class Connection {
   private readonly localNonce = freshNonce();
   private transcript: Transcript | null = null;
   private handshakeTimer: NodeJS.Timeout | null;
+  /** This side's and the peer's MAC keys, and how many frames each way were sent or checked; set on open. */
+  private sendKey: KeyObject | null = null;
+  private receiveKey: KeyObject | null = null;
+  private sentFrames = 0;
+  private receivedFrames = 0;
   /** The authenticated peer's node id and instance; set during the handshake, trusted only once open. */
   peerId = 0;
   peerInstance: Uint8Array = new Uint8Array(0);
@@ -143,10 +154,18 @@ export class Connection {
     return this.state === 'closed';
   }
 
-  /** Writes one encoded frame of an open connection; false when the socket wants a 'drain' before more. */
+  /** Writes one encoded frame of an open connection and its MAC; false when the socket wants a 'drain' before
+   *  more. The MAC is made here, not at encoding: a queued frame learns its connection and sequence number only
+   *  now. */
   write(frame: Buffer): boolean {
-    if (this.state !== 'open') return false;
-    const more = this.socket.write(frame);
+    if (this.state !== 'open' || this.sendKey === null) return false;
+    const header = frame.subarray(0, frameHeaderBytes);
+    const mac = frameMac(this.sendKey, this.sentFrames++, header, frame.subarray(frameHeaderBytes));
+    // Corked: the frame and its MAC leave in one write rather than two packets.
+    this.socket.cork();
+    this.socket.write(frame);
+    const more = this.socket.write(mac);
+    this.socket.uncork();
     if (!more) this.writeBlocked = true;
     return more;
   }
@@ -188,7 +207,7 @@ export class Connection {
 
   private onData(chunk: Buffer): void {
     try {
-      this.decoder.push(chunk, (value) => this.onValue(value));
+      this.decoder.pushFrames(chunk, (header, body, trailer) => this.onFrame(header, body, trailer));
     } catch (error) {
       if (error instanceof FrameTooLargeError) {
         this.refuse('frame too large', { frameBytes: error.frameBytes, frameBytesMax: error.frameBytesMax });
@@ -198,11 +217,18 @@ export class Connection {
     }
   }
 
-  private onValue(value: unknown): void {
+  /** Throws what decodeBody throws (the caller refuses the connection). */
+  private onFrame(header: Buffer, body: Buffer, trailer: Buffer): void {
     // A frame may have closed the connection (refusal, replacement): what follows it is not acted on.
     if (this.state === 'closed' || this.socket.destroyed) return;
-    if (this.state === 'open') this.hooks.frame(this, value);
-    else this.onHandshakeFrame(value);
+    if (this.state !== 'open') return this.onHandshakeFrame(decodeBody(body));
+    if (this.receiveKey === null) return this.refuse('data frame without keys');
+    const expected = frameMac(this.receiveKey, this.receivedFrames, header, body);
+    if (trailer.byteLength !== macBytes || !timingSafeEqual(expected, trailer)) {
+      return this.refuse('data frame failed authentication', { frame: this.receivedFrames });
+    }
+    this.receivedFrames += 1;
+    this.hooks.frame(this, decodeBody(body));
   }
 
   private onHandshakeFrame(value: unknown): void {
@@ -220,7 +246,7 @@ export class Connection {
     }
   }
 
-  /** Acceptor: a dialer introduces itself; we answer with our nonce and our proof. */
+  /** Acceptor: a dialer introduces itself; we answer with our nonce only, and prove once it has proven. */
   private onHello(value: unknown): void {
     const hello = parseHello(value);
     if (hello === null) return this.refuse('malformed hello or another transport version');
@@ -243,11 +269,10 @@ export class Connection {
       nodeId: this.context.nodeId,
       instance: this.context.instance,
       nonce: this.localNonce,
-      proof: handshakeProof(this.context.key, 'acceptor', this.transcript),
     });
   }
 
-  /** Dialer: the acceptor proved it holds the secret (or not); we prove it too. */
+  /** Dialer: the acceptor named itself and its nonce; we prove first, and check its proof in the verdict. */
   private onChallenge(value: unknown): void {
     const challenge = parseChallenge(value);
     if (challenge === null) return this.refuse('malformed challenge');
@@ -262,8 +287,6 @@ export class Connection {
       acceptorNonce: challenge.nonce,
       oneshot: this.oneshot,
     };
-    const expected = handshakeProof(this.context.key, 'acceptor', this.transcript);
-    if (!proofMatches(expected, challenge.proof)) return this.refuse('bad proof (another cluster secret?)');
     if (this.expectedPeerId !== null && challenge.nodeId !== this.expectedPeerId) {
       return this.refuse('address answers with another node id', { expectedPeer: this.expectedPeerId });
     }
@@ -278,8 +301,9 @@ export class Connection {
     if (answer === null || this.transcript === null) return this.refuse('malformed answer');
     const expected = handshakeProof(this.context.key, 'dialer', this.transcript);
     if (!proofMatches(expected, answer.proof)) return this.refuse('bad proof (another cluster secret?)');
+    const proof = handshakeProof(this.context.key, 'acceptor', this.transcript);
     if (!this.oneshot && !this.hooks.admit(this)) {
-      this.sendHandshake({ t: 'refused', reason: 'duplicate' });
+      this.sendHandshake({ t: 'refused', reason: 'duplicate', proof });
       this.failure = 'duplicate';
       this.state = 'closed';
       this.clearHandshakeTimer();
@@ -289,14 +313,16 @@ export class Connection {
       this.hooks.closed(this, 'duplicate');
       return;
     }
-    this.sendHandshake({ t: 'welcome' });
+    this.sendHandshake({ t: 'welcome', proof });
     this.open();
   }
 
-  /** Dialer: the acceptor keeps this connection, or another one to us. */
+  /** Dialer: the acceptor proves it holds the secret, and keeps this connection or another one to us. */
   private onVerdict(value: unknown): void {
     const verdict = parseVerdict(value);
-    if (verdict === null) return this.refuse('malformed verdict');
+    if (verdict === null || this.transcript === null) return this.refuse('malformed verdict');
+    const expected = handshakeProof(this.context.key, 'acceptor', this.transcript);
+    if (!proofMatches(expected, verdict.proof)) return this.refuse('bad proof (another cluster secret?)');
     if (verdict.t === 'refused') {
       this.failure = 'duplicate';
       this.state = 'closed';
@@ -309,9 +335,14 @@ export class Connection {
   }
 
   private open(): void {
+    if (this.transcript === null) return this.refuse('opened without a handshake');
     this.clearHandshakeTimer();
+    const keys = connectionKeys(this.context.key, this.transcript);
+    this.sendKey = this.role === 'dialer' ? keys.dialerToAcceptor : keys.acceptorToDialer;
+    this.receiveKey = this.role === 'dialer' ? keys.acceptorToDialer : keys.dialerToAcceptor;
     this.state = 'open';
     this.decoder.setFrameBytesMax(this.context.frameBytesMax);
+    this.decoder.setTrailerBytes(macBytes);
     this.hooks.opened(this);
   }
 
@@ -327,7 +358,7 @@ export class Connection {
     if (!wasOpen && this.failure === '') this.failure = 'closed during the handshake';
     // A refusal of ours was logged by refuse(); a close by the other end during the handshake was not.
     if (!wasOpen && !this.refusedHere && this.role === 'acceptor') {
-      // The dialer gave up (or refused our proof): logged here, since a dialer with a wrong secret says nothing.
+      // The dialer gave up, or refused our proof or node id: logged here, since the dialer's side says nothing to us.
       this.context.log.info(
         { remote: this.remote, role: this.role, reason: this.failure },
         'node-to-node handshake not completed',

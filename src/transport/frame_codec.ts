@@ -49,7 +49,8 @@ export function decodeBody(body: Uint8Array): unknown {
  * Reassembles frames from a byte stream. push() hands the decoded value of every frame the chunk completes to
  * onValue, in order, then throws FrameTooLargeError as soon as a header announces more than frameBytesMax (or
  * msgpackr's error for a body that does not decode): the frames before the bad one are still delivered. After a
- * throw the decoder is unusable and the caller closes the stream.
+ * throw the decoder is unusable and the caller closes the stream. Once trailerBytes is set, every frame is followed
+ * by that many bytes the length does not count (a connection's MAC); pushFrames hands them over with the raw body.
  */
 export class FrameDecoder {
   /** Received bytes not yet part of a delivered frame; chunks are kept whole and copied only when a frame spans
@@ -58,6 +59,8 @@ export class FrameDecoder {
   private bufferedBytes = 0;
   /** Body length of the frame being received, once its header is complete; -1 while waiting for a header. */
   private bodyBytes = -1;
+  private header: Buffer = Buffer.alloc(frameHeaderBytes);
+  private trailerBytes = 0;
 
   constructor(private frameBytesMax: number) {}
 
@@ -66,21 +69,36 @@ export class FrameDecoder {
     this.frameBytesMax = frameBytesMax;
   }
 
+  /** From the next frame on, each frame is followed by n trailer bytes. Set from inside an onFrame callback, it
+   *  applies to the frames after that one in the same chunk. */
+  setTrailerBytes(n: number): void {
+    this.trailerBytes = n;
+  }
+
   push(chunk: Buffer, onValue: (value: unknown) => void): void {
+    this.pushFrames(chunk, (_header, body) => onValue(decodeBody(body)));
+  }
+
+  /** Like push, but hands over each frame undecoded: its 4-byte header, its body and its trailer (empty while
+   *  trailerBytes is 0). The views are valid only during the call. */
+  pushFrames(chunk: Buffer, onFrame: (header: Buffer, body: Buffer, trailer: Buffer) => void): void {
     if (chunk.byteLength === 0) return;
     this.chunks.push(chunk);
     this.bufferedBytes += chunk.byteLength;
     for (;;) {
       if (this.bodyBytes < 0) {
         if (this.bufferedBytes < frameHeaderBytes) return;
-        const length = this.take(frameHeaderBytes).readUInt32BE(0);
+        this.header = this.take(frameHeaderBytes);
+        const length = this.header.readUInt32BE(0);
         if (length > this.frameBytesMax) throw new FrameTooLargeError(length, this.frameBytesMax);
         this.bodyBytes = length;
       }
-      if (this.bufferedBytes < this.bodyBytes) return;
+      const trailerBytes = this.trailerBytes;
+      if (this.bufferedBytes < this.bodyBytes + trailerBytes) return;
       const body = this.take(this.bodyBytes);
+      const trailer = this.take(trailerBytes);
       this.bodyBytes = -1;
-      onValue(decodeBody(body));
+      onFrame(this.header, body, trailer);
     }
   }
 

@@ -1,21 +1,30 @@
-// The handshake frames of a node-to-node connection and the HMAC proofs in them. Both ends prove they hold the
-// cluster secret without sending it: each proof is HMAC-SHA256(secret, role label, both node ids, both nonces,
-// both instance ids, the oneshot flag), so a proof made by one role or for another connection never verifies.
+// The handshake frames of a node-to-node connection, the HMAC proofs in them, and the per-connection keys that
+// authenticate every data frame after them. Both ends prove they hold the cluster secret without sending it: each
+// proof is HMAC-SHA256(secret, role label, both node ids, both nonces, both instance ids, the oneshot flag), so a
+// proof made by one role or for another connection never verifies. The dialer proves first: the acceptor sends
+// nothing computed from the secret to a party that has not proven it, so a stranger's hello gets no proof to test
+// guessed secrets against offline. Both ends then derive one key per direction (HKDF over the secret and the
+// transcript), and every data frame carries a MAC over its direction's key, its sequence number and its bytes.
 // Pure functions over bytes plus node:crypto; called by Connection on the thread that owns the connection.
 //
 //   dialer   -> acceptor  hello     { nodeId, instance, nonce, oneshot }
-//   acceptor -> dialer    challenge { nodeId, instance, nonce, proof(acceptor) }
+//   acceptor -> dialer    challenge { nodeId, instance, nonce }
 //   dialer   -> acceptor  answer    { proof(dialer) }
-//   acceptor -> dialer    welcome   {}   or  refused { reason: 'duplicate' }  (then data frames, or the close)
-import { createHmac, createSecretKey, randomBytes, timingSafeEqual, type KeyObject } from 'node:crypto';
+//   acceptor -> dialer    welcome   { proof(acceptor) }  or  refused { reason: 'duplicate', proof(acceptor) }
+//   then data frames both ways, each followed by its MAC (frameMac), or the close
+import { createHmac, createSecretKey, hkdfSync, randomBytes, timingSafeEqual, type KeyObject } from 'node:crypto';
 
-/** Bumped when the handshake or the data frames change meaning; a peer of another version is refused. */
-export const transportVersion = 1;
+/** Bumped when the handshake or the data frames change meaning; a peer of another version is refused. Version 2:
+ *  the dialer proves first, and data frames carry a MAC. */
+export const transportVersion = 2;
 /** Fresh per connection and per side: a replayed answer was made over another nonce and fails. */
 export const nonceBytes = 32;
 /** Fresh per PeerTransport: tells a restarted peer (stale connection, replace it) from a racing dial. */
 export const instanceBytes = 16;
 export const proofBytes = 32;
+/** HMAC-SHA256 cut to 128 bits (HMAC-SHA-256-128, RFC 4868): a forger's chance per frame is 2^-128, and the
+ *  connection ends at the first failure, so no forger gets a second try on it. */
+export const macBytes = 16;
 /** Node ids travel in the proof as u32; the config allows 1..65535. */
 export const nodeIdMax = 0xffff_ffff;
 
@@ -35,24 +44,27 @@ export interface HelloFrame {
   /** A requestAt connection: one request, not the peer's connection, no tie-break. */
   oneshot: boolean;
 }
+/** Carries nothing derived from the secret: the dialer proves first. */
 export interface ChallengeFrame {
   t: 'challenge';
   nodeId: number;
   instance: Uint8Array;
   nonce: Uint8Array;
-  proof: Uint8Array;
 }
 export interface AnswerFrame {
   t: 'answer';
   proof: Uint8Array;
 }
+/** The acceptor's verdict proves it holds the secret too, so the dialer trusts neither verdict without it. */
 export interface WelcomeFrame {
   t: 'welcome';
+  proof: Uint8Array;
 }
 /** The acceptor keeps another connection to this peer (the tie-break): not an error, the other one serves. */
 export interface RefusedFrame {
   t: 'refused';
   reason: 'duplicate';
+  proof: Uint8Array;
 }
 
 /** Everything both proofs cover; each side fills it from its own values and the ones it received. */
@@ -83,19 +95,51 @@ export function isNodeId(value: unknown): value is number {
 }
 
 /** Every field has a fixed width, so no two transcripts share an encoding. */
-export function handshakeProof(key: KeyObject, role: Role, transcript: Transcript): Uint8Array {
+function transcriptBytes(transcript: Transcript): Buffer {
   const ids = Buffer.alloc(9);
   ids.writeUInt32BE(transcript.dialerId, 0);
   ids.writeUInt32BE(transcript.acceptorId, 4);
   ids[8] = transcript.oneshot ? 1 : 0;
+  return Buffer.concat([ids, transcript.dialerInstance, transcript.acceptorInstance, transcript.dialerNonce, transcript.acceptorNonce]);
+}
+
+export function handshakeProof(key: KeyObject, role: Role, transcript: Transcript): Uint8Array {
   const hmac = createHmac('sha256', key);
   hmac.update(roleLabels[role]);
-  hmac.update(ids);
-  hmac.update(transcript.dialerInstance);
-  hmac.update(transcript.acceptorInstance);
-  hmac.update(transcript.dialerNonce);
-  hmac.update(transcript.acceptorNonce);
+  hmac.update(transcriptBytes(transcript));
   return new Uint8Array(hmac.digest());
+}
+
+/** The two MAC keys of one connection, by the direction they authenticate. */
+export interface ConnectionKeys {
+  dialerToAcceptor: KeyObject;
+  acceptorToDialer: KeyObject;
+}
+
+const keysLabel = Buffer.from(`svc-transport-v${transportVersion} frame keys\0`);
+
+/**
+ * HKDF-SHA256 (RFC 5869) with the secret as input key, both nonces as salt and the whole transcript as info: fresh
+ * nonces make every connection's keys new, so a frame recorded on one connection fails on any other; one key per
+ * direction, so a frame reflected back to its sender fails too.
+ */
+export function connectionKeys(key: KeyObject, transcript: Transcript): ConnectionKeys {
+  const salt = Buffer.concat([transcript.dialerNonce, transcript.acceptorNonce]);
+  const info = Buffer.concat([keysLabel, transcriptBytes(transcript)]);
+  const okm = Buffer.from(hkdfSync('sha256', key, salt, info, 64));
+  return { dialerToAcceptor: createSecretKey(okm.subarray(0, 32)), acceptorToDialer: createSecretKey(okm.subarray(32, 64)) };
+}
+
+/**
+ * The MAC of the seq-th data frame (from 0) one way on a connection, over the sequence number, the frame's length
+ * header and its body: TCP keeps frames in order, so the receiver counts too and a dropped, repeated or reordered
+ * frame fails like an altered one. header is the frame's 4-byte length, body the rest (they may lie apart).
+ */
+export function frameMac(key: KeyObject, seq: number, header: Uint8Array, body: Uint8Array): Buffer {
+  const counter = Buffer.allocUnsafe(8);
+  counter.writeUInt32BE(Math.floor(seq / 0x1_0000_0000), 0);
+  counter.writeUInt32BE(seq >>> 0, 4);
+  return createHmac('sha256', key).update(counter).update(header).update(body).digest().subarray(0, macBytes);
 }
 
 /** Constant time over the proof's bytes; a proof of the wrong type or length is false without a compare. */
@@ -124,10 +168,9 @@ export function parseHello(frame: unknown): HelloFrame | null {
 
 export function parseChallenge(frame: unknown): ChallengeFrame | null {
   if (!isRecord(frame) || frame['t'] !== 'challenge') return null;
-  const { nodeId, instance, nonce, proof } = frame;
+  const { nodeId, instance, nonce } = frame;
   if (!isNodeId(nodeId) || !isBytes(instance, instanceBytes) || !isBytes(nonce, nonceBytes)) return null;
-  if (!(proof instanceof Uint8Array)) return null;
-  return { t: 'challenge', nodeId, instance, nonce, proof };
+  return { t: 'challenge', nodeId, instance, nonce };
 }
 
 export function parseAnswer(frame: unknown): AnswerFrame | null {
@@ -135,10 +178,11 @@ export function parseAnswer(frame: unknown): AnswerFrame | null {
   return { t: 'answer', proof: frame['proof'] };
 }
 
-/** The acceptor's verdict, or null for anything else. */
+/** The acceptor's verdict, or null for anything else; its proof is checked by the caller. */
 export function parseVerdict(frame: unknown): WelcomeFrame | RefusedFrame | null {
-  if (!isRecord(frame)) return null;
-  if (frame['t'] === 'welcome') return { t: 'welcome' };
-  if (frame['t'] === 'refused' && frame['reason'] === 'duplicate') return { t: 'refused', reason: 'duplicate' };
+  if (!isRecord(frame) || !(frame['proof'] instanceof Uint8Array)) return null;
+  const proof = frame['proof'];
+  if (frame['t'] === 'welcome') return { t: 'welcome', proof };
+  if (frame['t'] === 'refused' && frame['reason'] === 'duplicate') return { t: 'refused', reason: 'duplicate', proof };
   return null;
 }

@@ -1,6 +1,6 @@
 // The node-to-node transport: one listener on cluster.internal_port and one HMAC-authenticated TCP connection per
-// peer pair (handshake.ts), inside mutual TLS when given certificates (cluster_tls.ts), shared by every channel
-// (channel.ts); each data frame names its channel. Owns the listener, the peer table, the per-peer queues, requests
+// peer pair (handshake.ts: every frame after the handshake carries a MAC), inside mutual TLS when given certificates
+// (cluster_tls.ts), shared by every channel (channel.ts); each data frame names its channel. Owns the listener, the peer table, the per-peer queues, requests
 // and reconnect timers; nothing is module-global. Runs on the thread that created it (the node-link thread today);
 // another thread uses a channel through port_channel.ts.
 // Lifecycle: PeerTransport.listen(), openChannel() per channel, then close() or the last channel's close().
@@ -18,6 +18,7 @@ import {
 } from './connection.js';
 import { encodeFrame, frameBodyBytes, frameHeaderBytes } from './frame_codec.js';
 import { freshInstance, isNodeId, secretKey } from './handshake.js';
+import { LogBudget } from './log_budget.js';
 import {
   channelIds,
   channelNameOf,
@@ -51,6 +52,9 @@ export interface PeerTransportOptions {
   maxFrameBytes?: number;
   /** From the TCP dial (or accept) to the end of the handshake. */
   handshakeTimeoutMs?: number;
+  /** Incoming connections from one IP address still in their handshake (TLS's included); one more is closed at
+   *  once, so a flood from one address holds few sockets and writes few lines. */
+  maxPendingHandshakesPerAddress?: number;
   /** The jitter source of the reconnect delay, in [0, 1); injectable for deterministic tests. */
   random?: () => number;
   /** Mutual TLS on every connection, both ways, with certificates of this CA; the HMAC handshake still runs inside
@@ -68,6 +72,11 @@ export const transportDefaults = {
   maxFrameBytes: 64 * 1024 * 1024,
   /** Generous for a loaded node, short enough that a silent socket does not hold a slot for long. */
   handshakeTimeoutMs: 5000,
+  /** A node dials a peer once, plus a join's one-shot request now and then; nodes sharing an address (tests, a
+   *  host running several) add theirs. 16 leaves room for those and for a racing redial. */
+  maxPendingHandshakesPerAddress: 16,
+  /** The budget of connection log lines (log_budget.ts): 20 a minute; the rest are counted in the next. */
+  connectionLogLines: { lines: 20, windowMs: 60_000 },
 } as const;
 
 export type { TransportErrorCode } from '../protocol/transport_port_messages.js';
@@ -91,13 +100,13 @@ export class TransportError extends Error {
 
 /**
  * Data frames are arrays led by their kind; the handshake frames (objects) come before any of them. The metadata
- * channel's frames are those of transport version 1, which had no other channel, so nodes of that release and this
- * one still speak Raft to each other during a rolling upgrade; every other channel names its wire id. A reply needs
- * no channel, since request ids are unique per transport:
+ * channel's frames keep the shape of transport version 1, which had no other channel; every other channel names its
+ * wire id. A reply needs no channel, since request ids are unique per transport:
  *   metadata:    [message, message]                     [request, id, body]
  *   any channel: [channelMessage, channel, message]     [channelRequest, channel, id, body]
  *   replies:     [replyOk, id, value]                   [replyError, id, text]
- * A node of version 1 refuses the channel kinds by closing the connection: send them only to peers that know them.
+ * On the wire each is followed by its MAC (connection.ts write). Version 1 nodes, which sent no MAC, are refused at
+ * the hello: a rolling upgrade across version 2 runs the old and new nodes as two clusters until all are new.
  */
 const frameKind = { message: 0, request: 1, replyOk: 2, replyError: 3, channelMessage: 4, channelRequest: 5 } as const;
 
@@ -232,12 +241,22 @@ export class PeerTransport {
   private readonly channels = new Map<number, ChannelHandlers>();
   /** Frames dropped for naming a channel not open here; sets the log rate. */
   private unknownChannelFrames = 0;
+  /** The members setMembers named; null until then (nobody is a member of a membersOnly channel). */
+  private members: ReadonlySet<number> | null = null;
   /** Incoming TLS handshakes that failed (no or a foreign certificate, not TLS at all); sets the log rate. */
   private tlsRefusals = 0;
+  /** Incoming sockets not yet through the handshake, `address:port` -> IP address, and their count per address. */
+  private readonly handshaking = new Map<string, string>();
+  private readonly handshakingByAddress = new Map<string, number>();
+  /** Incoming connections closed for the per-address cap. */
+  private pendingCapRefusals = 0;
+  private readonly maxPendingPerAddress: number;
   private nextRequestId = 1;
   private closed = false;
   private readonly context: ConnectionContext;
   private readonly log: TransportLog;
+  /** The lines a stranger can cause, budgeted (log_budget.ts). */
+  private readonly connectionLog: TransportLog;
   private readonly hooks = {
     admit: (conn: Connection) => this.admit(conn),
     opened: (conn: Connection) => this.onOpened(conn),
@@ -253,6 +272,9 @@ export class PeerTransport {
     private readonly server: Server,
   ) {
     this.log = options.log ?? silentLog;
+    const budget = transportDefaults.connectionLogLines;
+    this.connectionLog = new LogBudget(this.log, budget.lines, budget.windowMs);
+    this.maxPendingPerAddress = options.maxPendingHandshakesPerAddress ?? transportDefaults.maxPendingHandshakesPerAddress;
     const tls = options.tls ?? null;
     this.context = {
       nodeId: options.nodeId,
@@ -260,11 +282,15 @@ export class PeerTransport {
       instance: freshInstance(),
       frameBytesMax: settings.maxFrameBytes,
       handshakeTimeoutMs: options.handshakeTimeoutMs ?? transportDefaults.handshakeTimeoutMs,
-      log: this.log,
+      log: this.connectionLog,
       tls: tls === null ? null : clusterTlsClientContext(tls),
     };
-    // A TLS listener hands over a socket once the peer's certificate is verified; its raw 'connection' is not ours.
-    server.on(tls === null ? 'connection' : 'secureConnection', (socket: Socket) => this.onAccept(socket));
+    // Every raw socket counts against its address's cap, TLS or not; a TLS listener hands a socket over once the
+    // peer's certificate is verified.
+    server.on('connection', (socket: Socket) => {
+      if (this.admitIncoming(socket) && tls === null) this.onAccept(socket);
+    });
+    if (tls !== null) server.on('secureConnection', (socket: Socket) => this.onAccept(socket));
     server.on('tlsClientError', (error: Error & { code?: string }, socket: Socket) => this.onTlsRefused(error, socket));
     server.on('error', (error) => this.log.warn({ error: error.message }, 'node-to-node listener error'));
   }
@@ -330,6 +356,10 @@ export class PeerTransport {
     peer.dialing = null;
     this.failQueuedRequests(peer, 'closed', `node ${id} was removed`);
     peer.queues.clear();
+  }
+
+  setMembers(ids: readonly number[]): void {
+    this.members = new Set(ids);
   }
 
   /** Registers a channel's handlers and returns the endpoint its user holds; a channel opens once per transport. */
@@ -482,6 +512,38 @@ export class PeerTransport {
     socket.destroy();
   }
 
+  /** Counts a new incoming socket against its address's cap of pending handshakes; false (socket closed) over it. */
+  private admitIncoming(socket: Socket): boolean {
+    const address = socket.remoteAddress;
+    const count = address === undefined ? 0 : this.handshakingByAddress.get(address) ?? 0;
+    if (this.closed || address === undefined || count >= this.maxPendingPerAddress) {
+      if (!this.closed && address !== undefined) {
+        this.pendingCapRefusals += 1;
+        this.connectionLog.warn(
+          { remote: `${address}:${socket.remotePort ?? '?'}`, pendingHandshakes: count, refusedForCap: this.pendingCapRefusals },
+          'node-to-node connection refused: too many handshakes pending from its address',
+        );
+      }
+      socket.destroy();
+      return false;
+    }
+    const remote = `${address}:${socket.remotePort ?? '?'}`;
+    this.handshaking.set(remote, address);
+    this.handshakingByAddress.set(address, count + 1);
+    socket.once('close', () => this.handshakeDone(remote));
+    return true;
+  }
+
+  /** The socket at remote finished its handshake (or closed): its slot is free. Idempotent. */
+  private handshakeDone(remote: string): void {
+    const address = this.handshaking.get(remote);
+    if (address === undefined) return;
+    this.handshaking.delete(remote);
+    const count = (this.handshakingByAddress.get(address) ?? 1) - 1;
+    if (count > 0) this.handshakingByAddress.set(address, count);
+    else this.handshakingByAddress.delete(address);
+  }
+
   private onAccept(socket: Socket): void {
     if (this.closed) {
       socket.destroy();
@@ -538,6 +600,7 @@ export class PeerTransport {
   }
 
   private onOpened(conn: Connection): void {
+    if (conn.role === 'acceptor') this.handshakeDone(conn.remote);
     if (this.closed) return conn.close();
     if (conn.oneshot) {
       const oneshot = this.oneshots.get(conn);
@@ -582,6 +645,7 @@ export class PeerTransport {
 
   private onClosed(conn: Connection, outcome: CloseOutcome): void {
     this.connections.delete(conn);
+    if (conn.role === 'acceptor') this.handshakeDone(conn.remote);
     this.failInFlight(conn, 'unreachable', `connection to node ${conn.peerId} closed before the reply`);
     if (conn.oneshot && conn.role === 'dialer') {
       const id = this.oneshots.get(conn)?.id;
@@ -730,7 +794,18 @@ export class PeerTransport {
     if (conn.oneshot) return conn.refuse('one-way message on a requestAt connection');
     const handlers = this.channels.get(channel);
     if (handlers === undefined) return this.onUnknownChannel(conn, channel);
+    if (handlers.membersOnly === true && !this.isMember(conn, channel)) return;
     handlers.onMessage(conn.peerId, message);
+  }
+
+  /** For a membersOnly channel: false, logged on the budget, when the connection's peer is not a member. */
+  private isMember(conn: Connection, channel: number): boolean {
+    if (this.members?.has(conn.peerId) === true) return true;
+    this.connectionLog.warn(
+      { peer: conn.peerId, channel: channelNameOf(channel) ?? channel },
+      'node-to-node frame from a node that is not a member refused',
+    );
+    return false;
   }
 
   /**
@@ -757,6 +832,9 @@ export class PeerTransport {
     if (!isRequestId(id)) return conn.refuse('data frame without a request id');
     const handlers = this.channels.get(channel);
     if (handlers === undefined) return this.onUnknownChannel(conn, channel, id);
+    if (handlers.membersOnly === true && !this.isMember(conn, channel)) {
+      return this.reply(conn, { id, channel }, false, `node ${conn.peerId} is not a member of this cluster`);
+    }
     const handler = handlers.onRequest;
     let reply: Promise<unknown>;
     try {

@@ -93,6 +93,8 @@ function bridgeCall(
       return channel.setPeer(message.id, message.address);
     case 'removePeer':
       return channel.removePeer(message.id);
+    case 'setMembers':
+      return channel.setMembers(message.ids);
   }
 }
 
@@ -134,6 +136,10 @@ export class PortChannel implements ChannelEndpoint {
 
   removePeer(id: number): void {
     if (!this.closed) this.post({ t: 'removePeer', id });
+  }
+
+  setMembers(ids: readonly number[]): void {
+    if (!this.closed) this.post({ t: 'setMembers', ids: [...ids] });
   }
 
   async close(): Promise<void> {

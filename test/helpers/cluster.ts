@@ -76,7 +76,7 @@ export class TestCluster {
   private readonly pastOutput = new Map<number, string>();
 
   private constructor(
-    private readonly secretFile: string,
+    readonly secretFile: string,
     private readonly bootstrap: string,
     private readonly extraArgs: string[],
     private readonly argsOf: (id: number) => string[],

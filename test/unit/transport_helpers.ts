@@ -1,19 +1,25 @@
 // Shared by the transport_*.test.ts files: transports on 127.0.0.1 port 0 with a recording log and inbox,
-// bounded waits, and a raw socket that performs a real handshake (as dialer or acceptor) and then writes or
-// withholds bytes at will. Test code only; not a test file itself (tap runs *.test.js).
+// bounded waits, and a raw socket that performs a real handshake (as dialer or acceptor), takes up the connection's
+// MAC keys, and then writes (sealed, altered or bare) or withholds bytes at will. Test code only; not a test file
+// itself (tap runs *.test.js).
+import { timingSafeEqual, type KeyObject } from 'node:crypto';
 import { connect, createServer, type Server, type Socket } from 'node:net';
 import type { Test } from 'tap';
-import { encodeFrame, FrameDecoder } from '../../src/transport/frame_codec.js';
+import { decodeBody, encodeFrame, FrameDecoder, frameHeaderBytes } from '../../src/transport/frame_codec.js';
 import {
+  connectionKeys,
+  frameMac,
   freshInstance,
   freshNonce,
   handshakeProof,
+  macBytes,
   parseAnswer,
   parseChallenge,
   parseHello,
   proofMatches,
   secretKey,
   transportVersion,
+  type Transcript,
 } from '../../src/transport/handshake.js';
 import type { ChannelEndpoint, ChannelHandlers } from '../../src/transport/channel.js';
 import { PeerTransport, type PeerTransportOptions } from '../../src/transport/peer_transport.js';
@@ -96,17 +102,56 @@ export function meshOf(nodes: Node[]): void {
   for (const a of nodes) for (const b of nodes) if (a !== b) a.transport.setPeer(b.id, b.address);
 }
 
-/** Decoded frames of a raw socket, handed out in order with a bounded wait. */
+export interface RawKeys {
+  send: KeyObject;
+  receive: KeyObject;
+}
+
+/** Decoded frames of a raw socket, handed out in order with a bounded wait; once keyed, frames both ways carry
+ *  MACs, checked on receipt (a frame that fails is counted in badFrames, not delivered). */
 export class FrameReader {
   readonly frames: unknown[] = [];
   closed = false;
+  badFrames = 0;
+  /** Taken up when a welcome arrives, from the frame after it on (the acceptor may send data in the same chunk). */
+  keysOnWelcome: RawKeys | null = null;
+  private keys: RawKeys | null = null;
+  private sent = 0;
+  private received = 0;
   private taken = 0;
   private readonly decoder = new FrameDecoder(64 * 1024 * 1024);
 
   constructor(readonly socket: Socket) {
-    socket.on('data', (chunk: Buffer) => this.decoder.push(chunk, (value) => this.frames.push(value)));
+    socket.on('data', (chunk: Buffer) => this.decoder.pushFrames(chunk, (header, body, trailer) => this.onFrame(header, body, trailer)));
     socket.on('close', () => (this.closed = true));
     socket.on('error', () => {});
+  }
+
+  useKeys(keys: RawKeys): void {
+    this.keys = keys;
+    this.decoder.setTrailerBytes(macBytes);
+  }
+
+  private onFrame(header: Buffer, body: Buffer, trailer: Buffer): void {
+    if (this.keys !== null) {
+      const expected = frameMac(this.keys.receive, this.received, header, body);
+      if (trailer.byteLength !== macBytes || !timingSafeEqual(expected, trailer)) {
+        this.badFrames += 1;
+        return;
+      }
+      this.received += 1;
+    }
+    const value = decodeBody(body);
+    this.frames.push(value);
+    const welcome = (value as { t?: unknown } | null)?.t === 'welcome';
+    if (this.keys === null && this.keysOnWelcome !== null && welcome) this.useKeys(this.keysOnWelcome);
+  }
+
+  /** The bytes of one frame as sent on this connection now: with its MAC once keyed (taking a sequence number). */
+  seal(frame: Buffer): Buffer {
+    if (this.keys === null) return frame;
+    const mac = frameMac(this.keys.send, this.sent++, frame.subarray(0, frameHeaderBytes), frame.subarray(frameHeaderBytes));
+    return Buffer.concat([frame, mac]);
   }
 
   async next(what: string, timeoutMs = 5000): Promise<unknown> {
@@ -116,7 +161,7 @@ export class FrameReader {
   }
 
   write(value: unknown): void {
-    this.socket.write(encodeFrame(value));
+    this.socket.write(this.seal(encodeFrame(value)));
   }
 }
 
@@ -141,8 +186,15 @@ export async function rawConnect(port: number): Promise<FrameReader> {
   return new FrameReader(socket);
 }
 
-/** The dialer side of a real handshake over a raw socket; resolves after the acceptor's verdict. */
-export async function rawDial(options: RawDialOptions): Promise<{ reader: FrameReader; verdict: unknown; peerId: number }> {
+export interface RawDial {
+  reader: FrameReader;
+  verdict: unknown;
+  peerId: number;
+  transcript: Transcript;
+}
+
+/** The dialer side of a real handshake over a raw socket; resolves after the acceptor's verdict, keyed if welcomed. */
+export async function rawDial(options: RawDialOptions): Promise<RawDial> {
   const reader = await rawConnect(options.port);
   const key = secretKey(options.secret);
   const instance = options.instance ?? freshInstance();
@@ -159,6 +211,8 @@ export async function rawDial(options: RawDialOptions): Promise<{ reader: FrameR
     acceptorNonce: challenge.nonce,
     oneshot: false,
   };
+  const keys = connectionKeys(key, transcript);
+  reader.keysOnWelcome = { send: keys.dialerToAcceptor, receive: keys.acceptorToDialer };
   reader.write({ t: 'answer', proof: options.forgeAnswer ?? handshakeProof(key, 'dialer', transcript) });
   let verdict: unknown = null;
   try {
@@ -166,7 +220,7 @@ export async function rawDial(options: RawDialOptions): Promise<{ reader: FrameR
   } catch {
     verdict = null;
   }
-  return { reader, verdict, peerId: challenge.nodeId };
+  return { reader, verdict, peerId: challenge.nodeId, transcript };
 }
 
 /** A listener that completes the acceptor side of a real handshake, then stops reading (socket paused). */
@@ -190,10 +244,10 @@ export async function rawStallingAcceptor(t: Test, nodeId: number, secret: Uint8
         acceptorNonce: nonce,
         oneshot: hello.oneshot,
       };
-      reader.write({ t: 'challenge', nodeId, instance, nonce, proof: handshakeProof(key, 'acceptor', transcript) });
+      reader.write({ t: 'challenge', nodeId, instance, nonce });
       const answer = parseAnswer(await reader.next('answer'));
       if (answer === null || !proofMatches(handshakeProof(key, 'dialer', transcript), answer.proof)) return socket.destroy();
-      reader.write({ t: 'welcome' });
+      reader.write({ t: 'welcome', proof: handshakeProof(key, 'acceptor', transcript) });
       socket.pause();
     })().catch(() => socket.destroy());
   });

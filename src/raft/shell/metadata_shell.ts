@@ -22,6 +22,7 @@ import type { CommitIndexReply, PeerMessage, PeerRequest, ProposeReply } from '.
 import { ApplyWaiters } from './apply_waiters.js';
 import { Liveness } from './liveness.js';
 import { Membership } from './membership.js';
+import { PeerGate } from './peer_gate.js';
 import { applyFailure, forwardTimeoutMs, proposalTimeoutMs } from './proposal_outcomes.js';
 import { proposeReplyFromPeer, proposeReplyToPeer, forgetReplyToPeer } from './peer_replies.js';
 import type { MetadataRefusal } from '../../errors.js';
@@ -77,8 +78,11 @@ export class MetadataShell {
   private catchUpTarget: number | null = null;
   private catchUpAsking = false;
   private lastStatusJson = '';
+  /** The member ids last given to the transport, joined. */
+  private lastMembers = '';
   private lastStatusPostMs = 0;
   private readonly membership: Membership;
+  private readonly gate: PeerGate;
   private readonly onFrontMessageBound = (message: ToMetadata): void => this.onFrontMessage(message);
 
   constructor(private readonly deps: ShellDeps) {
@@ -90,6 +94,7 @@ export class MetadataShell {
     this.config = deps.config;
     this.transport = deps.transport;
     this.liveness = new Liveness(deps.config.nodeId, deps.config.deadAfterMs, Date.now());
+    this.gate = new PeerGate({ state: () => this.state, conf: () => this.core.status().confState, log: deps.log });
     this.membership = new Membership({
       core: this.core, config: this.config, transport: this.transport, liveness: this.liveness,
       state: () => this.state,
@@ -111,6 +116,7 @@ export class MetadataShell {
     // Members that joined after founding are known only from the metadata: their addresses must reach the transport
     // before anything is sent to them.
     this.membership.refreshPeers();
+    this.syncMembers();
     this.deps.front.on('message', this.onFrontMessageBound);
     // A lone voter need not wait an election timeout to lead: nobody else could win or object.
     const conf = this.core.status().confState;
@@ -151,6 +157,7 @@ export class MetadataShell {
     this.liveness.heardFrom(from, nowMs);
     switch (message?.kind) {
       case 'raft':
+        if (!this.gate.raftSenderMatches(from, message.message?.from)) return;
         this.core.step(message.message);
         if (from === this.core.status().leader) this.leaderHeardAtMs = nowMs;
         this.kick();
@@ -165,11 +172,12 @@ export class MetadataShell {
 
   /** Transport: requests from a peer; the reply travels back on the same connection. */
   async onPeerRequest(from: number, raw: unknown): Promise<unknown> {
-    this.liveness.heardFrom(from, Date.now());
     const request = raw as PeerRequest;
+    this.gate.checkRequest(from, request);
+    this.liveness.heardFrom(from, Date.now());
     switch (request?.kind) {
       case 'propose':
-        return this.proposeAsLeader(request.command).then(proposeReplyToPeer);
+        return this.proposeAsLeader(from, request.command).then(proposeReplyToPeer);
       case 'join':
         return this.membership.onJoinRequest(request);
       case 'forget':
@@ -214,6 +222,7 @@ export class MetadataShell {
       if (!(await this.persist(ready))) return;
       if (ready.snapshot !== undefined) this.installSnapshot(ready.snapshot.index, ready.snapshot.data);
       this.applyCommitted(ready.committed);
+      this.syncMembers();
       this.send(ready.messages);
       this.core.advance(ready);
       await this.maybeCompact();
@@ -234,6 +243,15 @@ export class MetadataShell {
       this.waiters.closeAll();
       return false;
     }
+  }
+
+  /** The transport serves the data channel to members only: it hears of every change of who they are. */
+  private syncMembers(): void {
+    const ids = this.gate.memberIds();
+    const joined = ids.join(',');
+    if (joined === this.lastMembers || this.transport === null) return;
+    this.lastMembers = joined;
+    this.transport.setMembers(ids);
   }
 
   private send(messages: readonly RaftMessage[]): void {
@@ -361,9 +379,12 @@ export class MetadataShell {
   }
 
   /** A peer forwarded a write: propose it if this node leads. */
-  private proposeAsLeader(command: MetadataCommand): Promise<ProposeReply> {
+  private proposeAsLeader(from: number, command: MetadataCommand): Promise<ProposeReply> {
     if (this.core.status().role !== 'leader') return Promise.resolve({ ok: false, refusal: { id: 'noLeader', args: [] } });
-    return new Promise((resolve) => this.proposeLocally(command, resolve));
+    return new Promise((resolve) => this.proposeLocally(command, (reply) => {
+      this.gate.peerProposalDecided(from, command, reply);
+      resolve(reply);
+    }));
   }
 
   private proposalApplied(reqId: number, index: number): void {
