@@ -1,6 +1,7 @@
 // Goal: both SegmentStore implementations (file: PartitionLog, memory: MemorySegmentStore) keep the same semantics:
 // offsets, high watermark after flush, synced against written, rolls at segmentBytesMax, retention of whole
-// segments by timestamp, holdsIngress and lastIngress over a restart and a crash, readMany, stats.
+// segments by timestamp, holdsIngress and lastIngress over a restart and a crash (of this node's records and of each
+// origin's that other nodes handed over, across rolls and retention), readMany, stats.
 // Method: NATS's testAllStoreAllPermutations: one suite, run by segment_store_file.test.ts and
 // segment_store_memory.test.ts with a factory each; the records are the fixtures' test stream, and sizes are
 // checked against the record codec's frame sizes, which both stores must keep.
@@ -60,6 +61,11 @@ export function segmentStoreSuite(t: Test, factory: StoreFactory): void {
   t.test('a restart restores offsets, lastIngress and holdsIngress', (t) => restart(t, factory));
   t.test('a crash keeps what was synced; a replay stores the lost tail at the same offsets', (t) => crash(t, factory));
   t.test('records of other origins: each origin\'s position survives rolls and a restart', (t) => origins(t, factory));
+  t.test('after foreign records, a roll keeps this node\'s own position for a restart', (t) => ownPositionAtRoll(t, factory));
+  t.test('a partial retention keeps every origin\'s position over a restart', (t) => originsOverRetention(t, factory));
+  t.test('local records staged before the first foreign one keep their position over a roll', (t) => localBeforeForeign(t, factory));
+  t.test('deleting every segment keeps the newest positions of every origin', (t) => originsOverRetentionOfAll(t, factory));
+  t.test('stagedSinceOpen counts the records staged since the store was opened', (t) => stagedSinceOpen(t, factory));
 }
 
 async function roundTrip(t: Test, factory: StoreFactory): Promise<void> {
@@ -236,8 +242,8 @@ async function crash(t: Test, factory: StoreFactory): Promise<void> {
 }
 
 /** Record i of the test stream as origin o handed it over (its own ingress seqs, 500 + i). */
-function foreign(i: number, origin: number): Omit<StoredRecord, 'offset'> {
-  return { ...record(i), ingressSeq: 500 + i, origin };
+function foreign(i: number, origin: number, timestampSec?: number): Omit<StoredRecord, 'offset'> {
+  return { ...record(i, timestampSec), ingressSeq: 500 + i, origin };
 }
 
 async function origins(t: Test, factory: StoreFactory): Promise<void> {
@@ -266,4 +272,72 @@ async function origins(t: Test, factory: StoreFactory): Promise<void> {
   const local = await reopened.read(3);
   t.equal(typeof local === 'object' ? local.origin : local, undefined, 'a local record has no origin');
   t.equal(reopened.stage(foreign(11, 3)), 11, 'origin 3 goes on after its last position');
+}
+
+/** Stages the records, flushes and syncs them: what a partition worker's rounds do. */
+async function stored(store: SegmentStore, records: Omit<StoredRecord, 'offset'>[]): Promise<void> {
+  for (const r of records) store.stage(r);
+  await store.flush();
+  await store.sync();
+}
+
+/** Asserts the positions a restart must restore: this node's last record, and each origin's (origin: last i). */
+function expectPositions(t: Test, store: SegmentStore, local: number, foreignLast: Record<number, number>): void {
+  t.same(store.lastIngress, { seq: 100 + local, index: 0 }, 'this node\'s position');
+  t.ok(store.holdsIngress(100 + local, 0), `holds local record ${local}`);
+  t.notOk(store.holdsIngress(100 + local + 1, 0), `not local record ${local + 1}`);
+  for (const [origin, i] of Object.entries(foreignLast)) {
+    t.ok(store.holdsIngress(500 + i, 0, Number(origin)), `origin ${origin} holds its record ${i}`);
+    t.notOk(store.holdsIngress(500 + i + 1, 0, Number(origin)), `origin ${origin} holds nothing after ${i}`);
+  }
+}
+
+async function ownPositionAtRoll(t: Test, factory: StoreFactory): Promise<void> {
+  const store = await factory.create(t, segmentBytesSmall);
+  await stored(store, [foreign(0, 2)]);
+  // One flush rolls twice, at 2 and at 4, after this node's records 1 and 2: the active segment then holds only a
+  // foreign record, so a restart takes this node's position from what the roll at 4 recorded.
+  await stored(store, [record(1), record(2), foreign(3, 3), foreign(4, 3)]);
+  t.equal(store.stats().segments, 3, 'segments 0:[0, 1] 2:[2, 3] 4:[4]');
+  expectPositions(t, await factory.restart(t, store), 2, { 2: 0, 3: 4 });
+}
+
+async function originsOverRetention(t: Test, factory: StoreFactory): Promise<void> {
+  const store = await factory.create(t, segmentBytesSmall);
+  await stored(store, [foreign(0, 2, 100)]);
+  await stored(store, [record(1, 101), record(2, 102), foreign(3, 3, 103), foreign(4, 2, 200), foreign(5, 2, 201)]);
+  t.same(await store.retain(150), { oldestOffset: 4, deletedSegments: 2 }, 'what is left holds only origin 2\'s records');
+  const reopened = await factory.restart(t, store);
+  expectPositions(t, reopened, 2, { 2: 5, 3: 3 });
+  t.equal(reopened.stage(record(3, 300)), 6, 'this node\'s next record is taken');
+}
+
+async function localBeforeForeign(t: Test, factory: StoreFactory): Promise<void> {
+  const store = await factory.create(t, segmentBytesSmall);
+  // Segments 0:[local 0, foreign 1] 2:[foreign 2]: the record before the active segment is not this node's.
+  await stored(store, [record(0), foreign(1, 2), foreign(2, 2)]);
+  expectPositions(t, await factory.restart(t, store), 0, { 2: 2 });
+}
+
+async function originsOverRetentionOfAll(t: Test, factory: StoreFactory): Promise<void> {
+  const store = await factory.create(t, segmentBytesSmall);
+  // Segments 0:[foreign 0, local 1] 2:[local 2, local 3]: the roll at 2 knew local 1, the records after it are newer.
+  await stored(store, [foreign(0, 2, 100), record(1, 101), record(2, 102)]);
+  await stored(store, [record(3, 103)]);
+  t.same(await store.retain(1_000), { oldestOffset: 4, deletedSegments: 2 });
+  const reopened = await factory.restart(t, store);
+  t.equal(reopened.nextOffset, 4);
+  expectPositions(t, reopened, 3, { 2: 0 });
+}
+
+async function stagedSinceOpen(t: Test, factory: StoreFactory): Promise<void> {
+  const store = await factory.create(t, segmentBytesSmall);
+  t.equal(store.stagedSinceOpen, 0);
+  await stored(store, [record(0), record(1), record(2)]);
+  store.stage(record(3));
+  t.equal(store.stagedSinceOpen, 4, 'staged records count before their flush');
+  const reopened = await factory.restart(t, store);
+  t.equal(reopened.stagedSinceOpen, 0, 'a restart starts the count again');
+  reopened.stage(record(3));
+  t.equal(reopened.stagedSinceOpen, 1);
 }

@@ -1,13 +1,15 @@
 // The memory implementation of SegmentStore (NATS memstore beside filestore): the same frames, offsets, high
 // watermarks, rolls at segmentBytesMax and retention by whole segments as PartitionLog, with no file. It also models
-// what a crash keeps (crash()): sealed segments (a roll syncs them) and the synced part of the active one, as the
-// file store's recovery would find them. Runs on whichever thread builds it (the partition simulation, tests);
+// what a crash keeps (crash()): sealed segments (a roll syncs them), the synced part of the active one and the marks,
+// as the file store's recovery would find them. Offsets and ingress positions are PartitionOffsets', as the file
+// store's are: this file only keeps bytes. Runs on whichever thread builds it (the partition simulation, tests);
 // nothing in a running node uses it.
 import assert from 'node:assert/strict';
 import { faultPointHit, faultPointsArmed } from './fault_points.js';
 import { indexEntryBytes } from './segment_index.js';
-import { OriginPositions } from './origin_positions.js';
-import { recordFieldsAssert, recordFrameBytesMax, recordFrameWrite, recordFromFrameAt } from './segment_record.js';
+import type { OriginMap } from './origin_positions.js';
+import { PartitionOffsets, type TailMark } from './partition_offsets.js';
+import { recordFrameBytesMax, recordFrameWrite, recordFromFrameAt } from './segment_record.js';
 import type { IngressPosition, PartitionLogStats, SegmentReadResult, SegmentStore, StoredRecord } from './segment_store.js';
 
 interface MemorySegment {
@@ -19,10 +21,12 @@ interface MemorySegment {
   logBytes: number;
 }
 
-/** What a restart finds: the kept segments and, when retention deleted every segment, the tail it marked. */
+/** What a restart finds: the kept segments and the marks the file store would keep (next_offset.mark when retention
+ *  deleted every segment, origins.mark of the last roll or full retention), each durable once written. */
 interface MemoryImage {
   segments: MemorySegment[];
-  mark: { nextOffset: number; lastIngress: IngressPosition | null } | null;
+  tailMark: TailMark | null;
+  originsMark: OriginMap | null;
 }
 
 /** A promise that never settles: what an operation in flight when its process died comes to. */
@@ -30,19 +34,10 @@ const never = new Promise<never>(() => {});
 
 export class MemorySegmentStore implements SegmentStore {
   private segments: MemorySegment[];
-  private mark: MemoryImage['mark'];
+  private tailMark: TailMark | null;
+  private originsMark: OriginMap | null;
   private staged: { frame: Uint8Array; timestampSec: number }[] = [];
-  private nextOffsetValue = 0;
-  private highWatermarkValue = 0;
-  private syncedHighWatermarkValue = 0;
-  private lastIngressValue: IngressPosition | null = null;
-  /** lastIngress of the written records, and of the synced ones alone (what a mark may promise). */
-  private writtenLastIngress: IngressPosition | null = null;
-  private storedLastIngress: IngressPosition | null = null;
-  private readonly origins = new OriginPositions();
-  private flushing = false;
-  private retaining = false;
-  private closed = false;
+  private readonly offsets = new PartitionOffsets();
   /** Set by crash(): this instance is the dead process's; what it had in flight never completes. */
   private crashed = false;
 
@@ -53,117 +48,103 @@ export class MemorySegmentStore implements SegmentStore {
   ) {
     assert(Number.isSafeInteger(segmentBytesMax) && segmentBytesMax > 0, `segmentBytesMax ${segmentBytesMax} invalid`);
     this.segments = image.segments;
-    this.mark = image.mark;
-    const last = this.segments.at(-1);
-    this.nextOffsetValue = last === undefined ? (image.mark?.nextOffset ?? 0) : last.baseOffset + last.frames.length;
-    this.highWatermarkValue = this.nextOffsetValue;
-    this.syncedHighWatermarkValue = this.nextOffsetValue;
-    this.lastIngressValue = this.lastStoredIngress();
-    this.writtenLastIngress = this.lastIngressValue;
-    this.storedLastIngress = this.lastIngressValue;
+    this.tailMark = image.tailMark;
+    this.originsMark = image.originsMark;
+    this.recover();
     this.invariantsCheck();
   }
 
   /** An empty partition; dir only names it (the cursor log of a simulated partition may live there). */
   static createEmpty(opts: { dir: string; segmentBytesMax: number }): MemorySegmentStore {
-    return new MemorySegmentStore(opts.dir, opts.segmentBytesMax, { segments: [], mark: null });
+    return new MemorySegmentStore(opts.dir, opts.segmentBytesMax, { segments: [], tailMark: null, originsMark: null });
   }
 
   get nextOffset(): number {
-    return this.nextOffsetValue;
+    return this.offsets.nextOffset;
   }
 
   get highWatermark(): number {
-    return this.highWatermarkValue;
+    return this.offsets.highWatermark;
   }
 
   get syncedHighWatermark(): number {
-    return this.syncedHighWatermarkValue;
+    return this.offsets.syncedHighWatermark;
   }
 
   get unsynced(): boolean {
-    return this.syncedHighWatermarkValue < this.highWatermarkValue;
+    return this.offsets.unsynced;
+  }
+
+  get stagedSinceOpen(): number {
+    return this.offsets.stagedSinceOpen;
   }
 
   get oldestOffset(): number {
-    return this.segments[0]?.baseOffset ?? this.highWatermarkValue;
+    return this.segments[0]?.baseOffset ?? this.offsets.highWatermark;
   }
 
   get lastIngress(): IngressPosition | null {
-    return this.lastIngressValue === null ? null : { ...this.lastIngressValue };
+    return this.offsets.lastIngress;
   }
 
   holdsIngress(seq: number, index: number, origin = 0): boolean {
-    if (origin !== 0) return this.origins.holds(origin, seq, index);
-    const last = this.lastIngressValue;
-    return last !== null && (seq < last.seq || (seq === last.seq && index <= last.index));
+    return this.offsets.holdsIngress(seq, index, origin);
   }
 
   stage(r: Omit<StoredRecord, 'offset'>): number {
-    assert(!this.closed, 'stage on a closed partition log');
-    recordFieldsAssert(r);
-    const origin = r.origin ?? 0;
-    if (this.holdsIngress(r.ingressSeq, r.ingressIndex, origin)) {
-      const last = origin === 0 ? this.lastIngressValue : null;
-      assert.fail(`ingress (${r.ingressSeq}, ${r.ingressIndex}) is not after (${last?.seq}, ${last?.index}) of origin ${origin}`);
-    }
-    const offset = this.nextOffsetValue;
+    const offset = this.offsets.stageBegin(r);
     const target = new Uint8Array(recordFrameBytesMax(offset, r));
     const frameBytes = recordFrameWrite(target, 0, offset, r);
     this.staged.push({ frame: target.subarray(0, frameBytes), timestampSec: r.timestampSec });
-    this.nextOffsetValue = offset + 1;
-    if (origin !== 0) this.origins.stage(offset, origin, r.ingressSeq, r.ingressIndex);
-    else this.lastIngressValue = { seq: r.ingressSeq, index: r.ingressIndex };
+    this.offsets.stageEnd(r);
     return offset;
   }
 
   /** Writes the staged frames after one turn of the event loop's microtasks (so records staged meanwhile wait for
    *  the next flush, as with the file store), rolling as the file store rolls. */
   async flush(): Promise<void> {
-    assert(!this.flushing, 'one flush at a time per partition log');
-    assert(!this.retaining, 'flush during a retain');
-    assert(!this.closed, 'flush on a closed partition log');
-    if (this.staged.length === 0) return;
-    this.flushing = true;
+    if (!this.offsets.flushBegin(this.staged.length)) return;
     const staged = this.staged;
     this.staged = [];
-    const lastIngress = this.lastIngress;
     try {
       await Promise.resolve();
       if (this.crashed) return await never;
       if (faultPointsArmed) faultPointHit('append', this.dir);
       for (const { frame, timestampSec } of staged) this.flushFrame(frame, timestampSec);
-      this.writtenLastIngress = lastIngress;
+      this.offsets.flushWritten();
     } finally {
-      this.flushing = false;
+      this.offsets.flushEnd();
     }
     this.invariantsCheck();
   }
 
   private flushFrame(frame: Uint8Array, timestampSec: number): void {
     let segment = this.segments.at(-1);
+    const highWatermark = this.offsets.highWatermark;
     // A record larger than segmentBytesMax still goes alone into a fresh segment.
     if (segment === undefined || (segment.logBytes > 0 && segment.logBytes + frame.byteLength > this.segmentBytesMax)) {
-      if (segment !== undefined && faultPointsArmed) faultPointHit('roll', this.dir);
-      segment = { baseOffset: this.highWatermarkValue, frames: [], timestampsSec: [], logBytes: 0 };
+      if (segment !== undefined) {
+        if (faultPointsArmed) faultPointHit('roll', this.dir);
+        // As the file store's roll: the sealed segments' positions go to the origins mark.
+        this.originsMark = this.offsets.rollOrigins(highWatermark) ?? this.originsMark;
+      }
+      segment = { baseOffset: highWatermark, frames: [], timestampsSec: [], logBytes: 0 };
       this.segments.push(segment);
     }
     segment.frames.push(frame);
     segment.timestampsSec.push(timestampSec);
     segment.logBytes += frame.byteLength;
-    this.highWatermarkValue += 1;
+    this.offsets.writtenTo(highWatermark + 1);
   }
 
   async sync(): Promise<void> {
-    assert(!this.closed, 'sync on a closed partition log');
-    if (!this.unsynced) return;
-    const highWatermark = this.highWatermarkValue;
-    const lastIngress = this.writtenLastIngress;
+    assert(!this.offsets.closed, 'sync on a closed partition log');
+    if (!this.offsets.unsynced) return;
+    const point = this.offsets.syncPoint();
     if (faultPointsArmed) faultPointHit('sync', this.dir);
     await Promise.resolve();
     if (this.crashed) return await never;
-    this.syncedHighWatermarkValue = Math.max(this.syncedHighWatermarkValue, highWatermark);
-    this.storedLastIngress = lastIngress;
+    this.offsets.syncDone(point);
   }
 
   async read(offset: number): Promise<SegmentReadResult> {
@@ -172,10 +153,10 @@ export class MemorySegmentStore implements SegmentStore {
 
   /** Each record is read from a copy of its frame, so a caller may transfer its buffer as it does the file store's. */
   async readMany(offsets: readonly number[]): Promise<SegmentReadResult[]> {
-    assert(!this.closed, 'read on a closed partition log');
+    assert(!this.offsets.closed, 'read on a closed partition log');
     return offsets.map((offset) => {
       assert(Number.isSafeInteger(offset) && offset >= 0, `offset ${offset} invalid`);
-      if (offset >= this.highWatermarkValue) return 'past_end';
+      if (offset >= this.offsets.highWatermark) return 'past_end';
       if (offset < this.oldestOffset) return 'aged_out';
       const segment = this.segments[this.segmentIndexOf(offset)]!;
       const frame = segment.frames[offset - segment.baseOffset]!.slice();
@@ -185,10 +166,7 @@ export class MemorySegmentStore implements SegmentStore {
 
   /** Spec §1.12, as PartitionLog.retain: whole segments from the oldest, the active one too when all of it is old. */
   async retain(cutoffSec: number): Promise<{ oldestOffset: number; deletedSegments: number }> {
-    assert(!this.closed, 'retain on a closed partition log');
-    assert(!this.flushing, 'retain during a flush');
-    assert(!this.retaining, 'one retain at a time per partition log');
-    assert(Number.isSafeInteger(cutoffSec), `cutoffSec ${cutoffSec} invalid`);
+    this.offsets.retainCheck(cutoffSec);
     let deletedSegments = 0;
     for (const segment of this.segments) {
       const last = segment.timestampsSec.at(-1);
@@ -196,18 +174,20 @@ export class MemorySegmentStore implements SegmentStore {
       deletedSegments += 1;
     }
     if (deletedSegments > 0) {
-      // As the file store: the mark promises lastIngress to a restart, so what it names is synced first.
-      if (deletedSegments === this.segments.length) await this.sync();
-      this.retaining = true;
+      // As the file store: the marks promise positions to a restart, so what they name is synced first.
+      const all = deletedSegments === this.segments.length;
+      if (all) await this.sync();
+      this.offsets.retainingSet(true);
       try {
         await Promise.resolve();
         if (this.crashed) return await never;
-        if (deletedSegments === this.segments.length) {
-          this.mark = { nextOffset: this.highWatermarkValue, lastIngress: this.storedLastIngress };
+        if (all) {
+          this.originsMark = this.offsets.retainOrigins() ?? this.originsMark;
+          this.tailMark = this.offsets.tailMark();
         }
         this.segments.splice(0, deletedSegments);
       } finally {
-        this.retaining = false;
+        this.offsets.retainingSet(false);
       }
     }
     this.invariantsCheck();
@@ -220,8 +200,8 @@ export class MemorySegmentStore implements SegmentStore {
     const stats: PartitionLogStats = {
       segments: this.segments.length,
       oldestOffset: this.oldestOffset,
-      nextOffset: this.nextOffsetValue,
-      highWatermark: this.highWatermarkValue,
+      nextOffset: this.offsets.nextOffset,
+      highWatermark: this.offsets.highWatermark,
       sizeBytes,
     };
     const oldestAtSec = this.segments[0]?.timestampsSec[0];
@@ -230,20 +210,21 @@ export class MemorySegmentStore implements SegmentStore {
   }
 
   async close(): Promise<void> {
-    if (this.closed) return;
+    if (this.offsets.closed) return;
     await this.sync();
-    this.closed = true;
+    this.offsets.closedSet();
   }
 
   async destroy(): Promise<void> {
-    this.closed = true;
+    this.offsets.closedSet();
     this.segments = [];
-    this.mark = null;
+    this.tailMark = null;
+    this.originsMark = null;
   }
 
   /** The store a restart finds after a clean close: everything written (close synced it). */
   reopen(): MemorySegmentStore {
-    assert(this.closed, 'reopen of an open memory store: close or crash it first');
+    assert(this.offsets.closed, 'reopen of an open memory store: close or crash it first');
     return new MemorySegmentStore(this.dir, this.segmentBytesMax, this.image(Infinity));
   }
 
@@ -251,13 +232,13 @@ export class MemorySegmentStore implements SegmentStore {
    *  finds is returned. It keeps sealed segments (their roll synced them) and the active segment's records below
    *  syncedHighWatermark; staged and written-but-unsynced records are lost, as with a power loss. */
   crash(): MemorySegmentStore {
-    const image = this.image(this.syncedHighWatermarkValue);
+    const image = this.image(this.offsets.syncedHighWatermark);
     this.crashed = true;
-    this.closed = true;
+    this.offsets.closedSet();
     return new MemorySegmentStore(this.dir, this.segmentBytesMax, image);
   }
 
-  /** A copy of the segments with the active (last) one cut at keptBelow, sealed ones whole. */
+  /** A copy of the segments with the active (last) one cut at keptBelow, sealed ones whole, and of the marks. */
   private image(keptBelow: number): MemoryImage {
     const segments = this.segments.map((s, k): MemorySegment => {
       const count = k === this.segments.length - 1 ? Math.min(s.frames.length, Math.max(0, keptBelow - s.baseOffset)) : s.frames.length;
@@ -266,22 +247,37 @@ export class MemorySegmentStore implements SegmentStore {
       for (const frame of frames) logBytes += frame.byteLength;
       return { baseOffset: s.baseOffset, frames, timestampsSec: s.timestampsSec.slice(0, count), logBytes };
     });
-    return { segments, mark: this.mark === null ? null : { ...this.mark } };
+    const tailMark = this.tailMark === null ? null : { ...this.tailMark };
+    const originsMark = this.originsMark === null ? null : new Map([...this.originsMark].map(([o, p]) => [o, { ...p }]));
+    return { segments, tailMark, originsMark };
   }
 
-  /** The ingress position of the last kept record of this node's, else the mark's; each origin's last kept record.
-   *  A whole scan: the file store reads the same from its origins mark and active segment. */
-  private lastStoredIngress(): IngressPosition | null {
-    let local: IngressPosition | null = null;
-    for (const segment of this.segments) {
-      segment.frames.forEach((frame, k) => {
-        const record = recordFromFrameAt(frame, 0, frame.byteLength, segment.baseOffset + k);
-        const position = { seq: record.ingressSeq, index: record.ingressIndex };
-        if (record.origin === undefined) local = position;
-        else this.origins.recovered(record.origin, position);
-      });
+  /** What PartitionLog.open recovers, from the same places: the origins mark, a scan of the active segment, the last
+   *  sealed record when needed, the tail mark. */
+  private recover(): void {
+    this.offsets.recoverOriginsMark(this.originsMark);
+    const active = this.segments.at(-1);
+    let activeLocal: IngressPosition | null = null;
+    active?.frames.forEach((frame, k) => {
+      const record = this.recordAt(active, k);
+      const position = { seq: record.ingressSeq, index: record.ingressIndex };
+      if (record.origin === undefined) activeLocal = position;
+      else this.offsets.recoveredForeign(record.origin, position);
+    });
+    const sealed = this.segments.at(-2);
+    const found = { activeLocal, originsMark: this.originsMark };
+    let lastSealed: IngressPosition | null = null;
+    if (sealed !== undefined && PartitionOffsets.lastSealedNeeded(found)) {
+      const record = this.recordAt(sealed, sealed.frames.length - 1);
+      lastSealed = { seq: record.ingressSeq, index: record.ingressIndex };
     }
-    return local ?? (this.mark === null ? null : this.mark.lastIngress);
+    const highWatermark = active === undefined ? (this.tailMark?.nextOffset ?? 0) : active.baseOffset + active.frames.length;
+    this.offsets.recover({ ...found, highWatermark, tailMark: this.tailMark, lastSealed });
+  }
+
+  private recordAt(segment: MemorySegment, k: number): StoredRecord {
+    const frame = segment.frames[k]!;
+    return recordFromFrameAt(frame, 0, frame.byteLength, segment.baseOffset + k);
   }
 
   private segmentIndexOf(offset: number): number {
@@ -291,10 +287,7 @@ export class MemorySegmentStore implements SegmentStore {
   }
 
   private invariantsCheck(): void {
-    assert(this.oldestOffset <= this.highWatermarkValue, 'oldestOffset above highWatermark');
-    assert(this.syncedHighWatermarkValue <= this.highWatermarkValue, 'syncedHighWatermark above highWatermark');
-    assert(this.highWatermarkValue <= this.nextOffsetValue, 'highWatermark above nextOffset');
     const last = this.segments.at(-1);
-    if (last !== undefined) assert.equal(last.baseOffset + last.frames.length, this.highWatermarkValue, 'last segment does not end at highWatermark');
+    this.offsets.invariantsCheck(this.oldestOffset, last === undefined ? null : last.baseOffset + last.frames.length);
   }
 }

@@ -1,8 +1,8 @@
 // Per-origin ingress positions of one partition's records that other nodes handed over (issue 29): an origin re-sends
 // a hand-off it has no answer for, so the partition must know, per origin, the last (seq, index) it holds. Kept three
 // ways as the local position is (staged, written by a finished flush, as of a segment roll) and persisted at each
-// roll in origins.mark; open() scans the active segment for the rest. Partition worker thread; segment_log.ts and
-// memory_segment_store.ts own one each.
+// roll (and at a retention that deletes every segment) in origins.mark; open() scans the active segment for the rest.
+// Partition worker thread; partition_offsets.ts owns one per store.
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Packr } from 'msgpackr';

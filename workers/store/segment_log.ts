@@ -27,8 +27,9 @@ import { dirCreateDurably, dirSync, fileReplaceDurably, readExact, readExactSync
 import { ZeroFill } from '../../src/util/zero_fill.js';
 import { Staging, type StagedFrames } from './staging.js';
 import { faultPointHit, faultPointsArmed } from './fault_points.js';
-import { OriginPositions, originsMarkFileName, originsMarkRead, originsMarkWrite } from './origin_positions.js';
-import { recordDecode, recordFieldsAssert, recordFrameBytesMax, recordFrameWrite, recordFromFrameAt } from './segment_record.js';
+import { originsMarkFileName, originsMarkRead, originsMarkWrite } from './origin_positions.js';
+import { PartitionOffsets, type TailMark } from './partition_offsets.js';
+import { recordDecode, recordFrameBytesMax, recordFrameWrite, recordFromFrameAt } from './segment_record.js';
 import type { IngressPosition, PartitionLogStats, SegmentReadResult, SegmentStore, StoredRecord } from './segment_store.js';
 
 export type { IngressPosition, PartitionLogStats, StoredRecord } from './segment_store.js';
@@ -53,12 +54,6 @@ const recoveryScanWindowBytes = 4 * 1024 * 1024;
  *  a restart. Replaced atomically through the .tmp name; a stale one is harmless, since segments win. */
 const markFileName = 'next_offset.mark';
 const markTmpFileName = `${markFileName}.tmp`;
-
-/** The partition's tail when retention last deleted every segment. */
-interface TailMark {
-  nextOffset: number;
-  lastIngress: IngressPosition | null;
-}
 
 // [nextOffset, ingressSeq, ingressIndex], the ingress pair null when nothing was ever stored.
 type WireMark = [number, number | null, number | null];
@@ -103,27 +98,14 @@ export class PartitionLog implements SegmentStore {
   private tail: TailChunk | null = null;
   /** Frame positions of the active segment's written records; sealed segments' live in their .idx. */
   private activePositions = new SegmentPositions();
-  private nextOffsetValue = 0;
-  private openedAtOffset = 0;
-  private highWatermarkValue = 0;
-  /** Offsets below it are fdatasynced; at most highWatermark. */
-  private syncedHighWatermarkValue = 0;
-  private lastIngressValue: IngressPosition | null = null;
-  /** lastIngress of the written records (what a sync makes durable). */
-  private writtenLastIngress: IngressPosition | null = null;
-  /** lastIngress of the synced records alone: what the mark may promise to a restart. */
-  private storedLastIngress: IngressPosition | null = null;
-  /** Positions of records other nodes handed over, per origin (issue 29). */
-  private readonly origins = new OriginPositions();
+  /** Offsets and ingress positions (the synced high watermark is what was fdatasynced). */
+  private readonly offsets = new PartitionOffsets();
   private readonly staging = new Staging();
-  private flushing = false;
   /** Settles (never rejects) when the sync in flight ends: a roll, retain or close waits for it before closing the
    *  handle it syncs. */
   private syncRun: Promise<void> | null = null;
   /** A roll, retain, close or destroy in flight (they close handles): a sync waits for it. */
   private handlesBusy: Promise<unknown> | null = null;
-  private retaining = false;
-  private closed = false;
 
   private constructor(
     readonly dir: string,
@@ -141,21 +123,16 @@ export class PartitionLog implements SegmentStore {
       log.segments.push(await sealedSegmentRecover(opts.dir, listing.bases[i]!, listing.bases[i + 1]!));
     }
     const originsMark = await originsMarkRead(opts.dir);
-    for (const [origin, position] of originsMark ?? []) if (origin !== 0) log.origins.recovered(origin, position);
+    log.offsets.recoverOriginsMark(originsMark);
     const activeBase = listing.bases.at(-1);
-    if (activeBase !== undefined) await log.openActiveRecover(activeBase);
-    const mark = listing.hasMark ? await markRead(opts.dir) : null;
-    if (mark !== null && activeBase === undefined) {
-      log.nextOffsetValue = mark.nextOffset;
-      log.highWatermarkValue = mark.nextOffset;
-    }
-    // A mark is written at the highWatermark of its time and offsets only grow: one above it is corrupt.
-    assert(mark === null || mark.nextOffset <= log.highWatermarkValue, `${markFileName} is ahead of the segments`);
-    await log.openTailRead(mark, originsMark?.get(0));
-    log.storedLastIngress = log.lastIngress;
-    log.writtenLastIngress = log.storedLastIngress;
-    log.syncedHighWatermarkValue = log.highWatermarkValue;
-    log.openedAtOffset = log.nextOffsetValue;
+    const activeLocal = activeBase === undefined ? null : await log.openActiveRecover(activeBase);
+    const tailMark = listing.hasMark ? await markRead(opts.dir) : null;
+    const last = log.segments.at(-1);
+    const highWatermark = last === undefined ? (tailMark?.nextOffset ?? 0) : last.baseOffset + last.recordCount;
+    const found = { activeLocal, originsMark };
+    const lastSealed = PartitionOffsets.lastSealedNeeded(found) ? await log.lastSealedRead() : null;
+    // A tail mark is written at the highWatermark of its time and offsets only grow: recover refuses one above it.
+    log.offsets.recover({ ...found, highWatermark, tailMark, lastSealed });
     log.invariantsCheck();
     return log;
   }
@@ -167,84 +144,65 @@ export class PartitionLog implements SegmentStore {
 
   /** The offset the next staged record gets; leads highWatermark while records are staged or flushing. */
   get nextOffset(): number {
-    return this.nextOffsetValue;
+    return this.offsets.nextOffset;
   }
 
   /** One past the last written offset: what readers may see. */
   get highWatermark(): number {
-    return this.highWatermarkValue;
+    return this.offsets.highWatermark;
   }
 
   /** One past the last fdatasynced offset. */
   get syncedHighWatermark(): number {
-    return this.syncedHighWatermarkValue;
+    return this.offsets.syncedHighWatermark;
   }
 
   /** Whether written records wait for a sync. */
   get unsynced(): boolean {
-    return this.syncedHighWatermarkValue < this.highWatermarkValue;
+    return this.offsets.unsynced;
   }
 
   /** Records staged since this log was opened or created: what this node stored in the partition since it started. */
   get stagedSinceOpen(): number {
-    return this.nextOffsetValue - this.openedAtOffset;
+    return this.offsets.stagedSinceOpen;
   }
 
   /** The first kept offset; with no segment, highWatermark (staged records are not kept yet). */
   get oldestOffset(): number {
-    return this.segments[0]?.baseOffset ?? this.highWatermarkValue;
+    return this.segments[0]?.baseOffset ?? this.offsets.highWatermark;
   }
 
   /** (seq, index) of the last staged or stored record, or null: the worker skips ingress records at or
    *  below it. Staged counts, because a staged record is stored by the next flush or the worker dies. */
   get lastIngress(): IngressPosition | null {
-    return this.lastIngressValue === null ? null : { ...this.lastIngressValue };
+    return this.offsets.lastIngress;
   }
 
   /** Whether the record at (seq, index) of the ingress log is already staged or stored here: records arrive in
    *  ingress order, so everything at or before the last one is. Asked per dispatched record; allocates nothing. */
   holdsIngress(seq: number, index: number, origin = 0): boolean {
-    if (origin !== 0) return this.origins.holds(origin, seq, index);
-    const last = this.lastIngressValue;
-    return last !== null && (seq < last.seq || (seq === last.seq && index <= last.index));
+    return this.offsets.holdsIngress(seq, index, origin);
   }
 
   /** Assigns the next offset and buffers the record's frame; no I/O. */
   stage(r: Omit<StoredRecord, 'offset'>): number {
-    // Checked per record on the hot path: the messages are built only when a check fails.
-    if (this.closed) assert.fail('stage on a closed partition log');
-    recordFieldsAssert(r);
-    const origin = r.origin ?? 0;
-    if (this.holdsIngress(r.ingressSeq, r.ingressIndex, origin)) {
-      const last = origin === 0 ? this.lastIngressValue : null;
-      assert.fail(`ingress (${r.ingressSeq}, ${r.ingressIndex}) is not after (${last?.seq}, ${last?.index}) of origin ${origin}`);
-    }
-    const offset = this.nextOffsetValue;
+    const offset = this.offsets.stageBegin(r);
     // The frame is written in place into the staging block (segment_record.ts), saving an encode and a copy per record.
     const staging = this.staging;
     staging.reserve(recordFrameBytesMax(offset, r));
     const at = staging.at;
     staging.commit(recordFrameWrite(staging.target, at, offset, r, staging.words), r.timestampSec);
-    this.nextOffsetValue = offset + 1;
-    // Once records came from elsewhere, a roll must know where each origin stood at its offset, this node's too.
-    if (origin !== 0 || this.origins.any) this.origins.stage(offset, origin, r.ingressSeq, r.ingressIndex);
-    if (origin === 0) this.lastIngressValue = { seq: r.ingressSeq, index: r.ingressIndex };
+    this.offsets.stageEnd(r);
     return offset;
   }
 
   /** Writes everything staged with its index entries (rolling segments as needed, which syncs the sealed one), then
    *  advances highWatermark to what was written. One flush at a time; records staged meanwhile wait. */
   async flush(): Promise<void> {
-    assert(!this.flushing, 'one flush at a time per partition log');
-    assert(!this.retaining, 'flush during a retain');
-    assert(!this.closed, 'flush on a closed partition log');
     const count = this.staging.count;
-    if (count === 0) return;
-    this.flushing = true;
+    if (!this.offsets.flushBegin(count)) return;
     const staged = this.staging.take();
-    const firstOffset = this.nextOffsetValue - count;
-    const lastIngress = this.lastIngress;
-    this.origins.flushBegin();
+    const firstOffset = this.offsets.nextOffset - count;
     try {
       let from = 0;
       while (from < count) {
@@ -253,10 +211,9 @@ export class PartitionLog implements SegmentStore {
         await this.flushChunk(staged, from, to);
         from = to;
       }
-      this.writtenLastIngress = lastIngress;
-      this.origins.flushEnd();
+      this.offsets.flushWritten();
     } finally {
-      this.flushing = false;
+      this.offsets.flushEnd();
     }
     // Written, and the tail kept is a copy: nothing holds a view of the blocks now. (A failed flush stops the worker.)
     staged.release();
@@ -266,19 +223,17 @@ export class PartitionLog implements SegmentStore {
    *  highWatermark of the call. May run while a flush writes (both use positional I/O on the handle); the .idx needs
    *  no sync (open rebuilds the active one from the .log; a roll syncs the sealed one). */
   async sync(): Promise<void> {
-    assert(!this.closed, 'sync on a closed partition log');
+    assert(!this.offsets.closed, 'sync on a closed partition log');
     for (let busy = this.syncRun ?? this.handlesBusy; busy !== null; busy = this.syncRun ?? this.handlesBusy) await busy;
-    if (this.closed || !this.unsynced) return;
-    const highWatermark = this.highWatermarkValue;
-    const lastIngress = this.writtenLastIngress;
+    if (this.offsets.closed || !this.offsets.unsynced) return;
+    const point = this.offsets.syncPoint();
     if (faultPointsArmed) faultPointHit('sync', this.dir);
     // Sealed segments were synced by their roll: only the active one can hold unsynced records.
     const run = this.active?.log.datasync() ?? Promise.resolve();
     this.syncRun = run.then(nothing, nothing).finally(() => (this.syncRun = null));
     // A failed sync rejects here, to the caller (the worker fail-stops); waiters only need it to have ended.
     await run;
-    this.syncedHighWatermarkValue = Math.max(this.syncedHighWatermarkValue, highWatermark);
-    this.storedLastIngress = lastIngress;
+    this.offsets.syncDone(point);
   }
 
   /** Runs work that closes handles once no sync is in flight, and keeps new syncs waiting until it is done. */
@@ -301,13 +256,13 @@ export class PartitionLog implements SegmentStore {
    * transfer each run's buffer once instead of copying every payload.
    */
   async readMany(offsets: readonly number[], opts: { fromTail?: boolean } = {}): Promise<SegmentReadResult[]> {
-    assert(!this.closed, 'read on a closed partition log');
+    assert(!this.offsets.closed, 'read on a closed partition log');
     const results: SegmentReadResult[] = new Array(offsets.length);
     const runs: { at: number; count: number }[] = [];
     for (let i = 0; i < offsets.length; i++) {
       const offset = offsets[i]!;
       assert(Number.isSafeInteger(offset) && offset >= 0, `offset ${offset} invalid`);
-      if (offset >= this.highWatermarkValue) results[i] = 'past_end';
+      if (offset >= this.offsets.highWatermark) results[i] = 'past_end';
       else if (offset < this.oldestOffset) results[i] = 'aged_out';
       else {
         const run = runs[runs.length - 1];
@@ -380,25 +335,21 @@ export class PartitionLog implements SegmentStore {
    *  The shell serializes it with flush (both move segment files). Like a failed flush, a failed retain
    *  leaves memory and disk apart, and the caller fail-stops; open() recovers from the files. */
   async retain(cutoffSec: number): Promise<{ oldestOffset: number; deletedSegments: number }> {
-    assert(!this.closed, 'retain on a closed partition log');
-    assert(!this.flushing, 'retain during a flush');
-    assert(!this.retaining, 'one retain at a time per partition log');
-    assert(Number.isSafeInteger(cutoffSec), `cutoffSec ${cutoffSec} invalid`);
+    this.offsets.retainCheck(cutoffSec);
     const deletedSegments = this.retainCount(cutoffSec);
     if (deletedSegments > 0) {
-      // The mark promises lastIngress to a restart: what it names must be synced, not only written.
-      if (deletedSegments === this.segments.length) await this.sync();
-      this.retaining = true;
+      // The marks promise positions to a restart: what they name must be synced, not only written.
+      const all = deletedSegments === this.segments.length;
+      if (all) await this.sync();
+      this.offsets.retainingSet(true);
       try {
         await this.withoutSync(async () => {
-          // The mark must be durable before the last segment, which knows the tail, is gone.
-          if (deletedSegments === this.segments.length) {
-            await markWrite(this.dir, { nextOffset: this.highWatermarkValue, lastIngress: this.storedLastIngress });
-          }
+          // The marks must be durable before the last segment, which knows the tail, is gone.
+          if (all) await this.retainMarksWrite();
           for (let k = 0; k < deletedSegments; k++) await this.retainOldestDelete();
         });
       } finally {
-        this.retaining = false;
+        this.offsets.retainingSet(false);
       }
     }
     this.invariantsCheck();
@@ -411,8 +362,8 @@ export class PartitionLog implements SegmentStore {
     const stats: PartitionLogStats = {
       segments: this.segments.length,
       oldestOffset: this.oldestOffset,
-      nextOffset: this.nextOffsetValue,
-      highWatermark: this.highWatermarkValue,
+      nextOffset: this.offsets.nextOffset,
+      highWatermark: this.offsets.highWatermark,
       sizeBytes,
     };
     const oldestTimestampsSec = this.segments[0]?.timestampsSec ?? null;
@@ -423,7 +374,7 @@ export class PartitionLog implements SegmentStore {
   /** Syncs, then closes the files, cutting the active .log's zero tail. Records still staged are dropped: the caller
    *  flushes first unless destroying. */
   async close(): Promise<void> {
-    if (!this.closed) await this.sync();
+    if (!this.offsets.closed) await this.sync();
     await this.withoutSync(() => this.closeFiles(true));
   }
 
@@ -439,11 +390,11 @@ export class PartitionLog implements SegmentStore {
   }
 
   private async closeFiles(cutZeros: boolean): Promise<void> {
-    assert(!this.flushing, 'close during a flush');
+    assert(!this.offsets.flushing, 'close during a flush');
     assert(this.syncRun === null, 'close during a sync');
-    assert(!this.retaining, 'close during a retain');
-    if (this.closed) return;
-    this.closed = true;
+    assert(!this.offsets.retaining, 'close during a retain');
+    if (this.offsets.closed) return;
+    this.offsets.closedSet();
     forgetSealedSegmentsOf(this.dir);
     // A clean close leaves whole files (open() would rebuild the .idx from the .log all the same).
     if (cutZeros) this.activeIdxComplete();
@@ -460,15 +411,12 @@ export class PartitionLog implements SegmentStore {
   }
 
   private invariantsCheck(): void {
-    assert(this.oldestOffset <= this.highWatermarkValue, 'oldestOffset above highWatermark');
-    assert(this.syncedHighWatermarkValue <= this.highWatermarkValue, 'syncedHighWatermark above highWatermark');
-    assert(this.highWatermarkValue <= this.nextOffsetValue, 'highWatermark above nextOffset');
     const last = this.segments.at(-1);
+    this.offsets.invariantsCheck(this.oldestOffset, last === undefined ? null : last.baseOffset + last.recordCount);
     if (last === undefined) {
       assert(this.active === null, 'active files without a segment');
       return;
     }
-    assert.equal(last.baseOffset + last.recordCount, this.highWatermarkValue, 'last segment does not end at highWatermark');
     if (this.active !== null) assert.equal(this.activePositions.length, last.recordCount, 'active index out of step');
   }
 
@@ -555,7 +503,7 @@ export class PartitionLog implements SegmentStore {
       first: segment.timestampsSec?.first ?? staged.timestampsSec[from]!,
       last: staged.timestampsSec[to - 1]!,
     };
-    this.highWatermarkValue = segment.baseOffset + segment.recordCount;
+    this.offsets.writtenTo(segment.baseOffset + segment.recordCount);
     if (chunkBytes <= zeroFillRoundBytesMax) zeroFill.extendIfLow(segment.logBytes);
     this.invariantsCheck();
   }
@@ -585,7 +533,8 @@ export class PartitionLog implements SegmentStore {
       // durable before the next segment exists.
       await this.activeFilesRetire(this.segments.at(-1)!.logBytes);
       // The next open finds handed-over records' origins in the active segment only: the sealed ones' go here first.
-      if (this.origins.any) await originsMarkWrite(this.dir, this.origins.writtenBelow(baseOffset, this.writtenLastIngress));
+      const origins = this.offsets.rollOrigins(baseOffset);
+      if (origins !== null) await originsMarkWrite(this.dir, origins);
       await this.segmentCreate(baseOffset);
     });
   }
@@ -619,7 +568,7 @@ export class PartitionLog implements SegmentStore {
 
   /** Scans the last segment, drops a torn or corrupt tail (and the zeros a crash left ahead of its end: a frame
    *  length of 0 ends the scan), and rebuilds its index. */
-  private async openActiveRecover(baseOffset: number): Promise<void> {
+  private async openActiveRecover(baseOffset: number): Promise<IngressPosition | null> {
     const log = await open(segmentPath(this.dir, baseOffset, 'log'), 'r+');
     const positions = new SegmentPositions();
     let first: StoredRecord | null = null;
@@ -633,7 +582,7 @@ export class PartitionLog implements SegmentStore {
       first ??= record;
       last = record;
       if (record.origin === undefined) lastLocal = record;
-      else this.origins.recovered(record.origin, { seq: record.ingressSeq, index: record.ingressIndex });
+      else this.offsets.recoveredForeign(record.origin, { seq: record.ingressSeq, index: record.ingressIndex });
     });
     if (validBytes < fileBytes) {
       if (faultPointsArmed) faultPointHit('truncate', segmentPath(this.dir, baseOffset, 'log'));
@@ -651,30 +600,27 @@ export class PartitionLog implements SegmentStore {
     this.segments.push({ baseOffset, recordCount, logBytes: validBytes, idxBytes: entries.byteLength, timestampsSec });
     this.active = { log, idx, zeroFill: null, idxEntriesWritten: positions.length };
     this.activePositions = positions;
-    this.nextOffsetValue = baseOffset + positions.length;
-    this.highWatermarkValue = this.nextOffsetValue;
     const local = lastLocal as StoredRecord | null;
-    if (local !== null) this.lastIngressValue = { seq: local.ingressSeq, index: local.ingressIndex };
+    return local === null ? null : { seq: local.ingressSeq, index: local.ingressIndex };
   }
 
-  /** Fills lastIngress when the active segment's scan found no record of this node's: from the origins mark of the
-   *  last roll (which a partition holding handed-over records wrote), else from the last sealed record (all this
-   *  node's then), or from the mark when no sealed segment holds a record. */
-  private async openTailRead(mark: TailMark | null, rolledLocal: IngressPosition | undefined): Promise<void> {
-    if (this.lastIngressValue !== null) return;
-    if (rolledLocal !== undefined) {
-      this.lastIngressValue = rolledLocal;
-      return;
-    }
-    const beforeActive = this.segments.at(-1)?.baseOffset ?? this.highWatermarkValue;
-    if (beforeActive > this.oldestOffset) {
-      const last = await this.read(beforeActive - 1);
-      assert(typeof last === 'object', 'last stored record unreadable at open');
-      this.lastIngressValue = { seq: last.ingressSeq, index: last.ingressIndex };
-      return;
-    }
-    // No record is kept, so none was synced since the mark: everything synced after it would still be here.
-    if (mark !== null) this.lastIngressValue = mark.lastIngress;
+  /** The ingress position of the last record before the active segment (recovery asks only when it is this node's:
+   *  PartitionOffsets.lastSealedNeeded), or null when no sealed segment is kept. */
+  private async lastSealedRead(): Promise<IngressPosition | null> {
+    const sealed = this.segments.at(-2);
+    if (sealed === undefined) return null;
+    const k = sealed.recordCount - 1;
+    const { frameStarts, bytes } = await segmentRunReadSealed(this.dir, sealed, k, 1);
+    const record = recordFromFrameAt(bytes, 0, frameStarts[1]! - frameStarts[0]!, sealed.baseOffset + k);
+    return { seq: record.ingressSeq, index: record.ingressIndex };
+  }
+
+  /** A retain that deletes every segment: the origins mark (when the partition took handed-over records) and the tail
+   *  mark get the synced positions, which the last roll's origins mark would otherwise give a restart stale. */
+  private async retainMarksWrite(): Promise<void> {
+    const origins = this.offsets.retainOrigins();
+    if (origins !== null) await originsMarkWrite(this.dir, origins);
+    await markWrite(this.dir, this.offsets.tailMark());
   }
 }
 

@@ -1,8 +1,8 @@
 // The segment store of one partition: what the partition worker and the read path may ask of a partition's records,
 // with two implementations (NATS server's StreamStore: filestore and memstore): PartitionLog (segment_log.ts, files)
 // and MemorySegmentStore (memory_segment_store.ts, for simulations). Runs on the partition worker thread that owns
-// the partition. Both keep the same offsets, high watermark, segment rolls and retention, so one test suite
-// (test/unit/segment_store.suite.ts) holds for both.
+// the partition. Both keep their offsets and ingress positions in a PartitionOffsets (partition_offsets.ts) and differ
+// only in how they keep bytes; one contract suite (test/unit/segment_store.suite.ts) runs the same cases against both.
 import type { PartitionStatsView, StoredRecordView } from '../../src/protocol/thread_messages.js';
 
 /** A record as answered (StoredRecordView) plus where it came from: ingress sequence of its frame and its position
@@ -49,6 +49,8 @@ export interface SegmentStore {
   readonly unsynced: boolean;
   /** The first kept offset; with no segment, highWatermark. */
   readonly oldestOffset: number;
+  /** Records staged since this store was opened or created: what this node stored in the partition since it started. */
+  readonly stagedSinceOpen: number;
   /** (seq, index) of the last staged or stored record, or null. */
   readonly lastIngress: IngressPosition | null;
   /** Whether the record at (seq, index) of the ingress log of origin (0: this node's) is already staged or stored
