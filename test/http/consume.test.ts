@@ -297,11 +297,11 @@ t.test('max_acked_ahead_per_partition: an expired lease is still redelivered (NO
   t.equal(next.message?.offset, 3, 'offset 3');
 });
 
-/** A consume (query, batch when it has max) asked until it answers 429 (held polls reached the node), up to 8 s. */
+/** A consume (query, batch when it has max) asked until it answers 429 (held polls reached the node), up to 15 s. */
 async function refusedWhileHeld(cappedClient: Client, topic: string, query = ''): Promise<ConsumeAnswer> {
   const headers = query.includes('max=') ? clientHeader : {};
   let answer = await consume(cappedClient, topic, query, headers);
-  for (const deadline = Date.now() + 8_000; answer.status !== 429 && Date.now() < deadline; answer = await consume(cappedClient, topic, query, headers)) {
+  for (const deadline = Date.now() + 15_000; answer.status !== 429 && Date.now() < deadline; answer = await consume(cappedClient, topic, query, headers)) {
     await sleep(50);
   }
   return answer;
@@ -309,32 +309,34 @@ async function refusedWhileHeld(cappedClient: Client, topic: string, query = '')
 
 t.test('429 over http.max_consume_in_flight_per_identity; long polls count while waiting', async (t) => {
   const { node: capped, client: cappedClient } = await NodeWithClient.start(t, {
-    args: ['--set', 'http.max_consume_in_flight_per_identity=2'],
+    // Held polls of 20 s (over the default 10 s maximum): on a busy machine a new connection can take seconds to be
+    // authenticated and parked, and each poll must still be held when the consumes below are refused.
+    args: ['--set', 'http.max_consume_in_flight_per_identity=2', '--set', 'http.max_consume_wait=20s'],
   });
   const topic = nextTopic();
   await createTopicWith(cappedClient, topic);
-  const polls = [abortableConsume(capped.url, capped.auth, topic, '?wait=10s'), abortableConsume(capped.url, capped.auth, topic, '?wait=10s')];
+  const polls = [abortableConsume(capped.url, capped.auth, topic, '?wait=20s'), abortableConsume(capped.url, capped.auth, topic, '?wait=20s')];
   // Until both polls reached the node a consume is within the cap (and answers 204 at once): ask until refused.
   const third = await refusedWhileHeld(cappedClient, topic);
   assertError(t, third, 429, 'consume');
   t.ok(third.headers['retry-after'] !== undefined, `Retry-After is sent (spec 7, 429 messages) (got ${third.headers['retry-after']})`);
-  t.ok(third.elapsedMs < notHeldMs, `not held until a slot frees (${third.elapsedMs} ms)`);
+  t.ok(third.elapsedMs < 15_000, `not held until a slot frees, 20 s on (${third.elapsedMs} ms)`);
   const batch = await consume(cappedClient, topic, '?max=1', clientHeader);
   t.equal(batch.status, 429, 'a batch consume also gets 429');
   const results = await Promise.all(polls.map((poll) => poll.done));
   for (const result of results) {
     t.equal(result.status, 204, 'the held long poll ends 204');
-    t.ok(result.elapsedMs >= 9_900, `after its wait (${result.elapsedMs} ms)`);
+    t.ok(result.elapsedMs >= 19_900, `after its wait (${result.elapsedMs} ms)`);
   }
   const after = await consume(cappedClient, topic);
   t.equal(after.status, 204, 'with the polls answered a consume is accepted again');
   // A batch consume counts as its max clamped to the cap (spec 8): beside one held poll, max=5 counts 2 and is over.
-  const one = abortableConsume(capped.url, capped.auth, topic, '?wait=5s');
+  const one = abortableConsume(capped.url, capped.auth, topic, '?wait=20s');
   t.equal((await refusedWhileHeld(cappedClient, topic, '?max=5')).status, 429, 'one held poll + a batch of max=5: 429');
   t.equal((await consume(cappedClient, topic)).status, 204, 'one held poll + a single consume: within the cap');
   t.equal((await one.done).status, 204, 'the held poll ends 204');
   // Aborted waits give their slots back.
-  const aborted = [abortableConsume(capped.url, capped.auth, topic, '?wait=10s'), abortableConsume(capped.url, capped.auth, topic, '?wait=10s')];
+  const aborted = [abortableConsume(capped.url, capped.auth, topic, '?wait=20s'), abortableConsume(capped.url, capped.auth, topic, '?wait=20s')];
   t.equal((await refusedWhileHeld(cappedClient, topic)).status, 429, 'two held polls again: 429');
   for (const poll of aborted) poll.abort();
   await Promise.all(aborted.map((poll) => poll.done));
