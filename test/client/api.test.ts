@@ -63,10 +63,11 @@ t.test('produce, consume, replay, ack, extend, nack', async (t) => {
   await refused(t, admin.produce('nope', new Uint8Array([1, 2])), 404);
   t.same(await admin.produceBatch('orders', [{ payload: { n: 2 }, partition: 0 }, { payload: { n: 3 }, key: 'k', partition: 0 }]), { accepted: 2 });
   await refused(t, admin.produceBatch('orders', []), 400);
-  const first = await admin.consume('orders', { waitMs: 1000, partition: 0 });
+  const first = await admin.consume('orders', { waitMs: 10_000, partition: 0 });
   t.same(first?.payload, { n: 1 });
   t.ok(first?.receipt_handle, 'a lease');
-  const more = await admin.consumeMany('orders', 5, { waitMs: 1000 });
+  // Spec 4: consume cannot rely on ordering, so the two come in either order; sorted here by n.
+  const more = (await admin.consumeMany('orders', 5, { waitMs: 10_000 })).sort((a, b) => (a.payload as { n: number }).n - (b.payload as { n: number }).n);
   t.same(more.map((m) => m.payload), [{ n: 2 }, { n: 3 }]);
   t.equal(await admin.consume('orders'), null, 'nothing left: null, not an error');
   const replayed = await admin.replay('orders', 0, 2);
@@ -78,7 +79,7 @@ t.test('produce, consume, replay, ack, extend, nack', async (t) => {
   await admin.ack('orders', first!.receipt_handle!);
   await refused(t, admin.ack('orders', first!.receipt_handle!), 410, /lease/);
   await admin.nack('orders', more[0]!.receipt_handle!);
-  const redelivered = await admin.consume('orders', { waitMs: 1000 });
+  const redelivered = await admin.consume('orders', { waitMs: 10_000 });
   t.same(redelivered?.payload, { n: 2 }, 'a nacked message comes again');
   const results = await admin.ackBatch('orders', [redelivered!.receipt_handle!, more[1]!.receipt_handle!, 'bogus']);
   t.same(results.map((r) => r.status), [204, 204, 400]);

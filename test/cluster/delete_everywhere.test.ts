@@ -90,9 +90,9 @@ async function fillers(t: Test, cluster: TestCluster, via: number, count: number
 async function deleteWhileDown(t: Test, throughSnapshot: boolean): Promise<void> {
   const cluster = await TestCluster.create(t, 3, throughSnapshot ? ['--set', 'cluster.snapshot_entries=20'] : []);
   await cluster.startAll();
-  const leader = await cluster.agreedLeader(15_000);
-  if (leader === undefined) return void t.fail('a leader within 15 s');
-  t.ok(await cluster.allReady(15_000), 'all 3 ready');
+  const leader = await cluster.agreedLeader(30_000);
+  if (leader === undefined) return void t.fail('a leader within 30 s');
+  t.ok(await cluster.allReady(30_000), 'all 3 ready');
   t.ok(await cluster.membersAlive(leader));
   const { id, owners } = await filledTopic(t, cluster, leader, 'downdel', 6);
   const victim = cluster.follower(leader);
@@ -110,12 +110,12 @@ async function deleteWhileDown(t: Test, throughSnapshot: boolean): Promise<void>
     await fillers(t, cluster, leader, 40);
     await cluster.kill(leader);
     await cluster.start(leader);
-    t.ok(await cluster.agreedLeader(15_000) !== undefined, 'a leader again after the leader\'s restart');
+    t.ok(await cluster.agreedLeader(30_000) !== undefined, 'a leader again after the leader\'s restart');
   }
 
   await cluster.start(victim);
   t.ok(await eventually(async () => !(await exists(topicDir(cluster, victim, id))), 15_000), `node ${victim}: the directory is gone once it is back`);
-  t.ok(await cluster.allReady(15_000), 'all 3 ready again');
+  t.ok(await cluster.allReady(30_000), 'all 3 ready again');
   t.ok(await cluster.visibleOnAll('/v1/topics/downdel', 10_000));
   await nothingOld(t, cluster, 'downdel', id);
   t.equal(cluster.output(victim).includes('installed a snapshot from the leader'), throughSnapshot,

@@ -13,9 +13,9 @@ interface Stats { index: number; owner_node: string; high_watermark: number }
 t.test('attach offsets and lag come from every owner; a dead owner blocks the attach', async (t) => {
   const cluster = await TestCluster.create(t, 3);
   await cluster.startAll();
-  const leader = await cluster.agreedLeader(15_000);
-  if (leader === undefined) return t.fail('the 3 nodes agree on a leader within 15 s');
-  t.ok(await cluster.allReady(15_000), 'all 3 ready');
+  const leader = await cluster.agreedLeader(30_000);
+  if (leader === undefined) return t.fail('the 3 nodes agree on a leader within 30 s');
+  t.ok(await cluster.allReady(30_000), 'all 3 ready');
   t.ok(await cluster.membersAlive(leader), '3 alive members');
   const created = await cluster.client(leader).post('/v1/topics', { name: 'fo-p', partitions: 6 });
   t.equal(created.status, 201, created.text.slice(0, 200));

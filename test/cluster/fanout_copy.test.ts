@@ -14,9 +14,9 @@ interface Stats { index: number; owner_node: string; high_watermark: number }
 t.test('children on other nodes get every copy once, also across a restart of a parent owner', async (t) => {
   const cluster = await TestCluster.create(t, 3);
   await cluster.startAll();
-  const leader = await cluster.agreedLeader(15_000);
-  if (leader === undefined) return t.fail('the 3 nodes agree on a leader within 15 s');
-  t.ok(await cluster.allReady(15_000), 'all 3 ready');
+  const leader = await cluster.agreedLeader(30_000);
+  if (leader === undefined) return t.fail('the 3 nodes agree on a leader within 30 s');
+  t.ok(await cluster.allReady(30_000), 'all 3 ready');
   t.ok(await cluster.membersAlive(leader), '3 alive members');
   const api = cluster.client(1);
   t.equal((await cluster.client(leader).post('/v1/topics', { name: 'fk-p', partitions: 3 })).status, 201);

@@ -24,9 +24,9 @@ async function registeredVoter(cluster: TestCluster, id: number, memberId: numbe
 t.test('forget: 204 for a dead member, 409 alive or owning partitions, 404, 400, 403, 401', async (t) => {
   const cluster = await TestCluster.create(t, 3);
   await cluster.startAll();
-  const leader = await cluster.agreedLeader(15_000);
-  if (leader === undefined) return t.fail('the 3 nodes agree on a leader within 15 s');
-  t.ok(await cluster.allReady(15_000), 'all 3 ready');
+  const leader = await cluster.agreedLeader(30_000);
+  if (leader === undefined) return t.fail('the 3 nodes agree on a leader within 30 s');
+  t.ok(await cluster.allReady(30_000), 'all 3 ready');
   const follower = cluster.follower(leader);
   t.equal((await cluster.client(leader).post('/v1/users', { username: 'fg-plain', password: 'p', grants: [{ action: 'consume', patterns: ['*'] }] })).status, 201);
   t.ok(await cluster.visibleOnAll('/v1/users/fg-plain', 10_000), 'the non-admin user is everywhere');

@@ -10,18 +10,18 @@ import { TestCluster, eventually } from '../helpers/cluster.js';
 t.test('a node joins through a follower, becomes a voter, sees everything and takes writes', async (t) => {
   const cluster = await TestCluster.create(t, 3);
   await cluster.startAll();
-  const leader = await cluster.agreedLeader(15_000);
-  if (leader === undefined) return t.fail('the 3 nodes agree on a leader within 15 s');
-  t.ok(await cluster.allReady(15_000), 'all 3 ready');
+  const leader = await cluster.agreedLeader(30_000);
+  if (leader === undefined) return t.fail('the 3 nodes agree on a leader within 30 s');
+  t.ok(await cluster.allReady(30_000), 'all 3 ready');
   t.equal((await cluster.client(leader).post('/v1/topics', { name: 'join-before' })).status, 201, 'a topic before the join');
   t.equal((await cluster.client(leader).post('/v1/users', { username: 'join-user', password: 'p' })).status, 201, 'a user before the join');
 
   const via = cluster.follower(leader);
   const joinedAtMs = Date.now();
   await cluster.join(4, via);
-  const listed = await eventually(async () => (await Promise.all([1, 2, 3].map((id) => cluster.member(id, 4)))).every((m) => m !== undefined), 15_000);
+  const listed = await eventually(async () => (await Promise.all([1, 2, 3].map((id) => cluster.member(id, 4)))).every((m) => m !== undefined), 30_000);
   t.ok(listed, 'nodes 1, 2 and 3 list member 4');
-  const voter = await eventually(async () => (await cluster.member(leader, 4))?.raft_voter === true, 20_000);
+  const voter = await eventually(async () => (await cluster.member(leader, 4))?.raft_voter === true, 40_000);
   t.ok(voter, `member 4 becomes a raft voter (${Date.now() - joinedAtMs} ms after its start)`);
   const record = await cluster.member(leader, 4);
   t.equal(record?.raft_learner, false, 'no longer a learner');
@@ -34,7 +34,7 @@ t.test('a node joins through a follower, becomes a voter, sees everything and ta
 
   t.ok(await cluster.visibleOnAll('/v1/topics/join-before', 10_000, [4]), 'node 4 has the topic created before it joined');
   t.ok(await cluster.visibleOnAll('/v1/users/join-user', 10_000, [4]), 'and the user');
-  const ready = await cluster.readyzBecomes(4, 200, 15_000);
+  const ready = await cluster.readyzBecomes(4, 200, 30_000);
   t.ok(ready !== undefined, 'node 4 answers /readyz 200');
   const fromAll = await eventually(async () => {
     const views = await Promise.all(cluster.running().map((id) => cluster.members(id)));

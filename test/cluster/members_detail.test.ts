@@ -20,6 +20,19 @@ async function detailed(cluster: TestCluster, via: number): Promise<Member[]> {
   return (res.json() as { members: Member[] }).members;
 }
 
+/**
+ * Asks for the detail until only the member `down` ('none': no member) lacks a report, up to 30 s. The 2 s budget is for every member's
+ * answer together (spec §4): on a busy machine a live member may miss it too and rightly get status_error, which
+ * says nothing about the member under test, so that answer is asked again rather than failed.
+ */
+async function detailedWithOnlyDown(cluster: TestCluster, via: number, down: string): Promise<Member[]> {
+  let members = await detailed(cluster, via);
+  for (const deadline = Date.now() + 30_000; Date.now() < deadline; members = await detailed(cluster, via)) {
+    if (members.every((m) => (m.id === down) === (m.status_error !== undefined))) break;
+  }
+  return members;
+}
+
 /** A produce whose headers and half of its body are sent, held open until the socket is destroyed. */
 function halfSentProduce(port: number, auth: string, path: string): Promise<Socket> {
   return new Promise((resolve, reject) => {
@@ -39,7 +52,7 @@ t.test('every member reports itself through any node; a stopped or killed member
   t.ok(await cluster.visibleOnAll('/v1/topics/md', 10_000));
 
   for (const via of [1, 2, 3]) {
-    const members = await detailed(cluster, via);
+    const members = await detailedWithOnlyDown(cluster, via, 'none');
     t.same(members.map((m) => m.id), ['1', '2', '3'], `node ${via}: every member`);
     for (const member of members) {
       t.equal(member.status_error, undefined, `node ${via}: member ${member.id} reported`);
@@ -58,7 +71,7 @@ t.test('every member reports itself through any node; a stopped or killed member
     const seen = await eventually(async () => {
       const members = await detailed(cluster, 1);
       return members.map((m) => m.produce_requests_in_flight).join() === '0,0,1';
-    }, 5_000);
+    }, 20_000);
     t.ok(seen, 'member 3 reports the produce it holds; members 1 and 2 report none');
   } finally {
     held.destroy();
@@ -76,7 +89,7 @@ t.test('every member reports itself through any node; a stopped or killed member
   let heldProduce: number;
   try {
     heldProduce = (await cluster.client(1).post(`/v1/topics/md/produce?partition=${owners.indexOf(2)}`, { held: true })).status;
-    whileStopped = await detailed(cluster, 1);
+    whileStopped = await detailedWithOnlyDown(cluster, 1, '2');
   } finally {
     stopped.kill('SIGCONT');
   }
@@ -90,7 +103,7 @@ t.test('every member reports itself through any node; a stopped or killed member
     'the others still report');
 
   await cluster.kill(3);
-  const afterKill = await detailed(cluster, 2);
+  const afterKill = await detailedWithOnlyDown(cluster, 2, '3');
   t.same(afterKill.map((m) => m.id), ['1', '2', '3'], 'a killed member is still listed');
   t.match(afterKill.find((m) => m.id === '3')?.status_error, /could not be read/, 'a SIGKILLed member: status_error');
   t.same(afterKill.filter((m) => m.id !== '3').map((m) => [m.id, m.status_error, m.draining]), [['1', undefined, false], ['2', undefined, false]],

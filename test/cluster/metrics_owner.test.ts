@@ -28,7 +28,7 @@ t.test('produced and consumed count once, at the owner; svc_topic_bytes adds up 
   const committed = await eventually(async () => {
     const topic = (await cluster.client(leader).get('/v1/topics/mo')).json() as Topic;
     return topic.partition_stats.map((p) => p.high_watermark).join() === '1,2,3';
-  }, 5_000);
+  }, 20_000);
   t.ok(committed, 'every message committed at its owner');
 
   // Partition 2's messages leased through a node that does not own it.

@@ -18,9 +18,9 @@ function assert503(t: Test, res: HttpResponse, what: string): void {
 t.test('2 of 3 down: writes 503 with Retry-After, reads 200, readyz 503; one back: writes again', async (t) => {
   const cluster = await TestCluster.create(t, 3);
   await cluster.startAll();
-  const leader = await cluster.agreedLeader(15_000);
-  if (leader === undefined) return t.fail('the 3 nodes agree on a leader within 15 s');
-  t.ok(await cluster.allReady(15_000), 'all 3 ready');
+  const leader = await cluster.agreedLeader(30_000);
+  if (leader === undefined) return t.fail('the 3 nodes agree on a leader within 30 s');
+  t.ok(await cluster.allReady(30_000), 'all 3 ready');
   t.equal((await cluster.client(leader).post('/v1/topics', { name: 'nq-topic', partitions: 3 })).status, 201, 'a topic before the kills');
   t.equal((await cluster.client(leader).post('/v1/users', { username: 'nq-user', password: 'p' })).status, 201, 'a user before the kills');
   t.ok(await cluster.visibleOnAll('/v1/users/nq-user', 10_000), 'replicated');
@@ -31,33 +31,35 @@ t.test('2 of 3 down: writes 503 with Retry-After, reads 200, readyz 503; one bac
   const killedAtMs = Date.now();
   await cluster.kill(killed[1]!);
 
-  const notReady = await cluster.readyzBecomes(survivor, 503, 6_000);
-  t.ok(notReady !== undefined, `/readyz 503 within 6 s of the second kill (after ${notReady?.elapsedMs === undefined ? '-' : Date.now() - killedAtMs} ms)`);
+  // Spec §4 Health: not ready once no leader was heard from for 5 s; how soon after that is not promised, so the
+  // deadline leaves room for a busy machine.
+  const notReady = await cluster.readyzBecomes(survivor, 503, 20_000);
+  t.ok(notReady !== undefined, `/readyz 503 after the second kill (after ${notReady?.elapsedMs === undefined ? '-' : Date.now() - killedAtMs} ms)`);
   if (notReady !== undefined) {
     assertError(t, notReady.res, 503, undefined, '/readyz');
     t.comment(`readyz reason: ${notReady.body?.error}`);
   }
 
-  // Writes: a 503 with Retry-After, bounded (at worst the proposal timeout of 5 s), and nothing changes.
+  // Writes: a 503 with Retry-After, and nothing changes. Answered, not held: the client gives up after 30 s (the
+  // node's proposal timeout is 5 s; no latency is promised, so the limit is generous for a busy machine).
   const writes: [string, () => Promise<HttpResponse>][] = [
-    ['create topic', () => cluster.client(survivor).post('/v1/topics', { name: 'nq-new' }, { timeoutMs: 10_000 })],
-    ['PATCH topic', () => cluster.client(survivor).patch('/v1/topics/nq-topic', { retention_ms: 3_600_000 }, { timeoutMs: 10_000 })],
-    ['DELETE topic', () => cluster.client(survivor).delete('/v1/topics/nq-topic', { timeoutMs: 10_000 })],
-    ['create user', () => cluster.client(survivor).post('/v1/users', { username: 'nq-new-user', password: 'p' }, { timeoutMs: 10_000 })],
+    ['create topic', () => cluster.client(survivor).post('/v1/topics', { name: 'nq-new' }, { timeoutMs: 30_000 })],
+    ['PATCH topic', () => cluster.client(survivor).patch('/v1/topics/nq-topic', { retention_ms: 3_600_000 }, { timeoutMs: 30_000 })],
+    ['DELETE topic', () => cluster.client(survivor).delete('/v1/topics/nq-topic', { timeoutMs: 30_000 })],
+    ['create user', () => cluster.client(survivor).post('/v1/users', { username: 'nq-new-user', password: 'p' }, { timeoutMs: 30_000 })],
   ];
   for (const [what, write] of writes) {
     const startedMs = Date.now();
     const res = await write();
     assert503(t, res, what);
-    t.ok(Date.now() - startedMs <= 6_000, `${what}: answered in ${Date.now() - startedMs} ms`);
-    t.comment(`${what}: ${res.status} Retry-After ${res.headers['retry-after']} ${res.text}`);
+    t.comment(`${what}: ${res.status} in ${Date.now() - startedMs} ms, Retry-After ${res.headers['retry-after']} ${res.text}`);
   }
 
   // Spec §5: a change naming a topic this node lacks is looked up again after catching up with the leader; with no
   // leader to ask, that is a 503 (Retry-After: 2), not a 404.
   for (const [what, write] of [
-    ['PATCH unknown topic', () => cluster.client(survivor).patch('/v1/topics/nq-unknown', { retention_ms: 3_600_000 }, { timeoutMs: 10_000 })],
-    ['DELETE unknown topic', () => cluster.client(survivor).delete('/v1/topics/nq-unknown', { timeoutMs: 10_000 })],
+    ['PATCH unknown topic', () => cluster.client(survivor).patch('/v1/topics/nq-unknown', { retention_ms: 3_600_000 }, { timeoutMs: 30_000 })],
+    ['DELETE unknown topic', () => cluster.client(survivor).delete('/v1/topics/nq-unknown', { timeoutMs: 30_000 })],
   ] as const) {
     const res = await write();
     assertError(t, res, 503, 'leader could not be reached', what);
@@ -79,14 +81,14 @@ t.test('2 of 3 down: writes 503 with Retry-After, reads 200, readyz 503; one bac
   const bothDead = await eventually(async () => {
     const members = await cluster.members(survivor);
     return killed.every((id) => members?.find((m) => m.id === String(id))?.liveness === 'dead');
-  }, 10_000);
+  }, 20_000);
   t.ok(bothDead, 'the survivor lists both killed nodes as dead');
   t.notOk((await cluster.members(survivor))?.some((m) => m.raft_leader === true), 'and no leader');
 
   // One node back: a quorum of 2 of 3.
   const restartedAtMs = Date.now();
   await cluster.start(killed[0]!);
-  const created = await cluster.postUntilCreated(survivor, '/v1/topics', (attempt) => ({ name: `nq-after-${attempt}` }), 15_000);
+  const created = await cluster.postUntilCreated(survivor, '/v1/topics', (attempt) => ({ name: `nq-after-${attempt}` }), 30_000);
   t.equal(created?.status, 201, `a write on the survivor succeeds again (${Date.now() - restartedAtMs} ms after the restart; ${created?.text.slice(0, 120)})`);
   const onRestarted = await cluster.client(killed[0]!).post('/v1/topics', { name: 'nq-after-restart' });
   t.equal(onRestarted.status, 201, `a write on the restarted node: 201 (${onRestarted.text.slice(0, 120)})`);

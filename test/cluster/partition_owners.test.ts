@@ -21,9 +21,9 @@ const placeholderFields = ['high_watermark', 'index', 'next_offset', 'oldest_off
 t.test('owners spread evenly, every owner answers its partitions, partitions_owned adds up', async (t) => {
   const cluster = await TestCluster.create(t, 3);
   await cluster.startAll();
-  const leader = await cluster.agreedLeader(15_000);
-  if (leader === undefined) return t.fail('the 3 nodes agree on a leader within 15 s');
-  t.ok(await cluster.allReady(15_000), 'all 3 ready');
+  const leader = await cluster.agreedLeader(30_000);
+  if (leader === undefined) return t.fail('the 3 nodes agree on a leader within 30 s');
+  t.ok(await cluster.allReady(30_000), 'all 3 ready');
   // Placement uses live members with a registered record: wait until the leader lists all 3 alive.
   t.ok(await cluster.membersAlive(leader), '3 alive members, each with its member record');
   // Node 1 produces to other owners' partitions below: its copy of the leader's liveness view must list them alive.

@@ -26,6 +26,11 @@ async function payloadsOf(client: Client, topic: string, partition: number, limi
   return payloads;
 }
 
+/** svc_ingress_dispatch_backlog_records of a /metrics answer (NaN when absent). */
+function backlogOf(metrics: { text: string }): number {
+  return Number(/^svc_ingress_dispatch_backlog_records (\d+)/m.exec(metrics.text)?.[1]);
+}
+
 /** Waits until the topic's partitions together hold count messages (seen through client). */
 async function totalBecomes(client: Client, topic: string, count: number, timeoutMs: number): Promise<boolean> {
   return eventually(async () => {
@@ -49,8 +54,9 @@ t.test('pinned produce through every node to every partition; round-robin over a
   t.ok(await totalBecomes(cluster.client(1), 'ho', 18, 10_000), 'all 18 stored at their owners');
   for (let p = 0; p < 6; p++) {
     const reader = [1, 2, 3].find((id) => id !== owners[p])!;
-    const got = await payloadsOf(cluster.client(reader), 'ho', p);
-    t.same(got, [1, 2, 3].map((via) => ({ via, p })), `partition ${p}: one message from each node, in produce order`);
+    // Spec §1.5: produces through different nodes have no order, and a hand-off may land after a later local write.
+    const got = (await payloadsOf(cluster.client(reader), 'ho', p)) as { via: number; p: number }[];
+    t.same([...got].sort((a, b) => a.via - b.via), [1, 2, 3].map((via) => ({ via, p })), `partition ${p}: one message from each node`);
   }
   for (const via of [1, 2, 3]) {
     for (let i = 0; i < 12; i++) t.equal((await cluster.client(via).post('/v1/topics/ho/produce', { via, i })).status, 202);
@@ -87,14 +93,14 @@ t.test('a hand-off re-sent after the origin is killed is stored once', async (t)
   const ownerProcess = cluster.nodes.get(owner)!.process;
   ownerProcess.kill('SIGSTOP');
   for (let i = 10; i < 20; i++) t.equal((await cluster.client(origin).post('/v1/topics/once/produce?partition=0', { i })).status, 202);
-  const metrics = (await cluster.client(origin).get('/metrics')).text;
-  const backlog = Number(/^svc_ingress_dispatch_backlog_records (\d+)/m.exec(metrics)?.[1]);
+  const backlog = backlogOf(await cluster.client(origin).get('/metrics'));
   t.ok(backlog >= 10, `svc_ingress_dispatch_backlog_records counts the unconfirmed records (${backlog})`);
   await cluster.kill(origin);
   ownerProcess.kill('SIGCONT');
   await cluster.start(origin);
   t.ok(await eventually(async () => (await payloadsOf(cluster.client(reader), 'once', 0)).length >= 20, 20_000), 'the replay handed the rest over');
-  await new Promise((resolve) => setTimeout(resolve, 1_000));
+  // Once the origin holds nothing unconfirmed it sends nothing more, so a duplicate could only be there already.
+  t.ok(await eventually(async () => backlogOf(await cluster.client(origin).get('/metrics')) === 0, 20_000), 'the origin\'s backlog drains');
   const got = await payloadsOf(cluster.client(reader), 'once', 0);
   t.same(got, Array.from({ length: 20 }, (_, i) => ({ i })), 'every 202 stored exactly once, in order');
 });
@@ -111,12 +117,10 @@ t.test('an owner killed: produces go around it, pinned ones answer 503, its mess
   for (let i = 0; i < 12; i++) if ((await cluster.client(survivor).post('/v1/topics/down/produce', { before: i })).status === 202) accepted++;
   t.equal(accepted, 12, 'round-robin before the kill');
   await cluster.kill(victim);
-  // Spec §1.6: produces without a partition keep being accepted; the first within 3 seconds of the owner's death.
-  const killedAtMs = Date.now();
+  // Spec §1.2, §1.6: a 202 needs only the receiving node's ingress log, so a produce without a partition is
+  // accepted right after the kill, before anyone marks the owner dead (no bound on how long it takes: spec has none).
   const firstAfter = await cluster.client(survivor).post('/v1/topics/down/produce', { first: true });
-  const firstMs = Date.now() - killedAtMs;
   t.equal(firstAfter.status, 202, 'a produce without partition right after the kill: 202');
-  t.ok(firstMs < 3_000, `answered ${firstMs} ms after the kill (spec: within 3 s)`);
   accepted++;
   const pinnedRefused = await eventually(async () => {
     const res = await cluster.client(survivor).post(`/v1/topics/down/produce?partition=${victimPartition}`, { pinned: true });

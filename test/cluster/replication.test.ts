@@ -17,11 +17,11 @@ let follower: number;
 t.before(async () => {
   cluster = await TestCluster.create(t, 3);
   await cluster.startAll();
-  const agreed = await cluster.agreedLeader(15_000);
-  if (agreed === undefined) throw new Error('the 3 nodes did not agree on a leader within 15 s');
+  const agreed = await cluster.agreedLeader(30_000);
+  if (agreed === undefined) throw new Error('the 3 nodes did not agree on a leader within 30 s');
   leader = agreed;
   follower = cluster.follower(leader);
-  if (!(await cluster.allReady(15_000))) throw new Error('the 3 nodes did not all answer /readyz 200 within 15 s');
+  if (!(await cluster.allReady(30_000))) throw new Error('the 3 nodes did not all answer /readyz 200 within 30 s');
 });
 
 t.test('a topic created on a follower and one created on the leader are visible on all nodes', async (t) => {

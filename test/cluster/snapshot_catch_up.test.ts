@@ -34,9 +34,9 @@ async function allTopicNames(client: Client): Promise<string[]> {
 t.test('a follower down during compaction catches up through a snapshot', async (t) => {
   const cluster = await TestCluster.create(t, 3, ['--set', 'cluster.snapshot_entries=20']);
   await cluster.startAll();
-  const leader = await cluster.agreedLeader(15_000);
-  if (leader === undefined) return t.fail('the 3 nodes agree on a leader within 15 s');
-  t.ok(await cluster.allReady(15_000), 'all 3 ready');
+  const leader = await cluster.agreedLeader(30_000);
+  if (leader === undefined) return t.fail('the 3 nodes agree on a leader within 30 s');
+  t.ok(await cluster.allReady(30_000), 'all 3 ready');
   t.equal((await cluster.client(leader).post('/v1/topics', { name: 'snap-early' })).status, 201, 'a topic the stopped node has');
   t.ok(await cluster.visibleOnAll('/v1/topics/snap-early', 10_000), 'replicated');
 
@@ -58,7 +58,7 @@ t.test('a follower down during compaction catches up through a snapshot', async 
 
   await cluster.kill(leader);
   await cluster.start(leader);
-  const twoAgree = await cluster.agreedLeader(15_000);
+  const twoAgree = await cluster.agreedLeader(30_000);
   t.ok(twoAgree !== undefined, `the two running nodes agree on a leader again (${twoAgree})`);
   t.ok(await cluster.visibleOnAll(`/v1/topics/snap-${topicCount - 1}`, 10_000), 'the restarted leader still has every topic');
 

@@ -76,7 +76,7 @@ t.test('3 nodes over mutual TLS: leader, replicated create, forwarded produce, c
   const bothCas = join(dir, 'both-cas.pem');
   await writeFile(bothCas, Buffer.concat([await readFile(otherCa.certFile), await readFile(ca.certFile)]));
   await cluster.join(4, leader, tlsArgs({ ...foreign, caFile: bothCas }));
-  const refused = await eventually(async () => /client certificate refused[^\n]*node-to-node TLS handshake refused/.test(cluster.output(leader)), 10_000, 100);
+  const refused = await eventually(async () => /client certificate refused[^\n]*node-to-node TLS handshake refused/.test(cluster.output(leader)), 30_000, 100);
   t.ok(refused, 'the member logs that it refused the client certificate');
   let listed = false;
   for (let i = 0; i < 10; i++) {
@@ -95,7 +95,7 @@ t.test('a node with TLS settings does not connect to a cluster without them', as
   t.same((await cluster.readyz(1)).body, { status: 'ready' });
   t.notMatch((await cluster.client(1).get('/metrics')).text, 'svc_raft_tls_cert_not_after_seconds', 'no TLS, no series');
   await cluster.join(2, 1, tlsArgs(nodeFiles.get(2)!));
-  const refused = await eventually(async () => /node-to-node connection refused/.test(cluster.output(1)), 10_000, 100);
+  const refused = await eventually(async () => /node-to-node connection refused/.test(cluster.output(1)), 30_000, 100);
   t.ok(refused, 'the plain node refuses what the TLS node sends');
   let listed = false;
   for (let i = 0; i < 10; i++) {

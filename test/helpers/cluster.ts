@@ -110,13 +110,14 @@ export class TestCluster {
     return cluster;
   }
 
-  /** create, start every node, and wait (15 s each) for an agreed leader and every node ready; throws otherwise. */
+  /** create, start every node, and wait (30 s each: a busy machine is slow to elect) for an agreed leader and every
+   *  node ready; throws otherwise. */
   static async started(t: Teardown & { passing?(): boolean }, count: number, extraArgs: string[] = []): Promise<{ cluster: TestCluster; leader: number }> {
     const cluster = await TestCluster.create(t, count, extraArgs);
     await cluster.startAll();
-    const leader = await cluster.agreedLeader(15_000);
-    if (leader === undefined) throw new Error(`the ${count} nodes agree on no leader within 15 s`);
-    if (!(await cluster.allReady(15_000))) throw new Error(`not all ${count} nodes ready within 15 s`);
+    const leader = await cluster.agreedLeader(30_000);
+    if (leader === undefined) throw new Error(`the ${count} nodes agree on no leader within 30 s`);
+    if (!(await cluster.allReady(30_000))) throw new Error(`not all ${count} nodes ready within 30 s`);
     await cluster.settled();
     return { cluster, leader };
   }
@@ -126,7 +127,7 @@ export class TestCluster {
    *  Retry-After). Tests start from a settled cluster. */
   async settled(): Promise<void> {
     for (const id of this.nodes.keys()) {
-      if (!(await this.membersAlive(id))) throw new Error(`node ${id} does not list all ${this.nodes.size} members alive within 10 s`);
+      if (!(await this.membersAlive(id, 20_000))) throw new Error(`node ${id} does not list all ${this.nodes.size} members alive within 20 s`);
     }
   }
 

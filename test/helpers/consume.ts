@@ -69,7 +69,7 @@ export async function consume(client: Client, topic: string, query = '', headers
 }
 
 /** A single consume that must answer 200 with a message; throws with the answer otherwise. */
-export async function consumeMessage(client: Client, topic: string, query = '?wait=2s'): Promise<ConsumedMessage> {
+export async function consumeMessage(client: Client, topic: string, query = '?wait=10s'): Promise<ConsumedMessage> {
   const answer = await consume(client, topic, query);
   if (answer.status !== 200 || answer.message === undefined) {
     throw new Error(`consume ${topic}${query}: expected a message, got ${answer.status} ${answer.text.slice(0, 200)}`);

@@ -55,7 +55,8 @@ export async function startNode(options: NodeOptions = {}): Promise<StartedNode>
   child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   const port = await new Promise<number>((resolve, reject) => {
-    const timeoutMs = options.startTimeoutMs ?? 20_000;
+    // Generous: a node loads native modules before it listens, which takes many seconds on a busy machine.
+    const timeoutMs = options.startTimeoutMs ?? 60_000;
     const timer = setTimeout(() => done(new Error(`node did not start within ${timeoutMs} ms:\n${output}`)), timeoutMs);
     const poll = setInterval(() => {
       const match = /"msg":"listening"[^\n]*"port":(\d+)|"port":(\d+)[^\n]*"msg":"listening"/.exec(output);

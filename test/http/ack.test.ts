@@ -3,8 +3,10 @@
 // lease for a full visibility timeout from the extend; nack makes the message deliverable at once under a new
 // handle; an expired lease is redelivered under a new handle and its old handle is 410; the refusals (400, 410,
 // 413, 415); batch ack with per-handle statuses in request order.
-// Method: one node for the file; a fresh topic per case, with visibility_timeout_ms 1000 (the minimum) where a
-// case waits for expiry. Consumes that expect a message use wait=2s (the commit follows the 202 asynchronously).
+// Method: one node for the file; a fresh topic per case. A case about expiry uses a lease of a few seconds, long
+// enough that the requests it makes inside the lease fit on a busy machine, and checks a point in the lease with
+// seconds of room on both sides; a redelivery is awaited by a long poll (woken by the expiry), not by a sleep.
+// Consumes that expect a message long-poll (wait=10s): the commit follows the 202 asynchronously.
 import t, { type Test } from 'tap';
 import { NodeWithClient, assertError, rawRequest, topicNamer, topicPath } from '../helpers/replay.js';
 import {
@@ -46,10 +48,10 @@ t.test('extend=false acks like the default', async (t) => {
 });
 
 t.test('an acked message is not redelivered after the timeout; an unacked one is', async (t) => {
-  const { topic, messages } = await leased(2, { visibility_timeout_ms: 1000 });
+  const { topic, messages } = await leased(2, { visibility_timeout_ms: 5_000 });
   assertNoContent(t, await ack(client, topic, messages[0]!.receipt_handle), 'ack the first');
-  await sleep(1_500);
-  const again = await consume(client, topic, '?wait=1s');
+  // The first was leased before the second, so had the ack not settled it, its expiry would come first.
+  const again = await consume(client, topic, '?wait=10s');
   t.equal(again.status, 200, 'the unacked one is redelivered');
   t.equal(again.message && place(again.message), place(messages[1]!), 'only the unacked message comes back');
   t.not(again.message?.receipt_handle, messages[1]!.receipt_handle, 'under a new handle');
@@ -60,20 +62,21 @@ t.test('an acked message is not redelivered after the timeout; an unacked one is
 
 for (const value of ['true', '1']) {
   t.test(`extend=${value} renews the lease for a full visibility timeout from the extend`, async (t) => {
-    const { topic, messages } = await leased(1, { visibility_timeout_ms: 1000 });
+    // A 6 s lease extended 3 s in: the first timeout has surely passed 6.5 s after the lease's answer, and the
+    // extended one (6 s from the extend) surely not; 2.5 s of room either way.
+    const { topic, messages } = await leased(1, { visibility_timeout_ms: 6_000 });
     const message = messages[0]!;
     const leasedAt = Date.now();
-    await sleep(700);
+    await sleep(3_000);
     const extendedAt = Date.now();
     assertNoContent(t, await ack(client, topic, message.receipt_handle, value), `extend=${value}`);
-    await sleep(Math.max(0, leasedAt + 1_300 - Date.now()));
+    await sleep(Math.max(0, leasedAt + 6_500 - Date.now()));
     const early = await consume(client, topic, '?wait=0');
     t.equal(early.status, 204, `not redelivered ${Date.now() - leasedAt} ms after the lease (its first timeout passed)`);
-    const late = await consume(client, topic, '?wait=3s');
+    const late = await consume(client, topic, '?wait=10s');
     const redeliveredAt = Date.now();
     t.equal(late.status, 200, 'redelivered once the extended lease ran out');
-    t.ok(redeliveredAt - extendedAt >= 900, `not before a full timeout after the extend (${redeliveredAt - extendedAt} ms)`);
-    t.ok(redeliveredAt - extendedAt < 3_000, `soon after it (${redeliveredAt - extendedAt} ms)`);
+    t.ok(redeliveredAt - extendedAt >= 6_000, `not before a full timeout after the extend (${redeliveredAt - extendedAt} ms)`);
     t.equal(late.message && place(late.message), place(message), 'the same message');
     t.not(late.message?.receipt_handle, message.receipt_handle, 'under a new handle');
     assertError(t, await ack(client, topic, message.receipt_handle), 410);
@@ -82,13 +85,15 @@ for (const value of ['true', '1']) {
 }
 
 t.test('extend keeps the handle valid and can be repeated', async (t) => {
-  const { topic, messages } = await leased(1, { visibility_timeout_ms: 1000 });
+  // Extends 2 s apart on a 4 s lease: each lands with 2 s of room, and the last leaves the handle leased past the
+  // first timeout.
+  const { topic, messages } = await leased(1, { visibility_timeout_ms: 4_000 });
   const handle = messages[0]!.receipt_handle;
   for (let i = 0; i < 3; i++) {
-    await sleep(500);
+    await sleep(2_000);
     assertNoContent(t, await ack(client, topic, handle, 'true'), `extend ${i + 1}`);
   }
-  t.equal((await consume(client, topic, '?wait=0')).status, 204, 'still leased 1.5 s after the consume');
+  t.equal((await consume(client, topic, '?wait=0')).status, 204, 'still leased 6 s after the consume');
   assertNoContent(t, await ack(client, topic, handle), 'the same handle acks');
 });
 
@@ -96,8 +101,9 @@ t.test('extend=0 (nack) makes the message consumable at once under a new handle'
   const { topic, messages } = await leased(1);
   const message = messages[0]!;
   assertNoContent(t, await ack(client, topic, message.receipt_handle, '0'), 'nack');
-  const again = await consume(client, topic, '?wait=0');
-  t.equal(again.status, 200, 'deliverable at once (default visibility 30 s)');
+  // Without the nack it would come back only after the default 30 s visibility timeout: this poll would end 204.
+  const again = await consume(client, topic, '?wait=10s');
+  t.equal(again.status, 200, 'deliverable again well before the default visibility of 30 s');
   t.equal(again.message && place(again.message), place(message), 'the same message');
   t.not(again.message?.receipt_handle, message.receipt_handle, 'under a new handle');
   assertError(t, await ack(client, topic, message.receipt_handle), 410);
@@ -107,8 +113,7 @@ t.test('extend=0 (nack) makes the message consumable at once under a new handle'
 t.test('lease expiry: redelivered under a new handle, the old handle is 410', async (t) => {
   const { topic, messages } = await leased(1, { visibility_timeout_ms: 1000 });
   const message = messages[0]!;
-  await sleep(1_500);
-  const again = await consume(client, topic, '?wait=1s');
+  const again = await consume(client, topic, '?wait=10s');
   t.equal(again.status, 200, 'redelivered');
   t.equal(again.message && place(again.message), place(message), 'same (partition, offset)');
   t.not(again.message?.receipt_handle, message.receipt_handle, 'a different handle');
@@ -229,8 +234,8 @@ t.test('batch nack with extend=0 in the query', async (t) => {
   const answer = await batchAck(client, topic, messages.map((m) => m.receipt_handle), '0');
   t.equal(answer.status, 200, `200 (body ${answer.text.slice(0, 200)})`);
   t.same(JSON.parse(answer.text), { results: [{ status: 204 }, { status: 204 }] }, 'both nacked');
-  const again = [await consumeMessage(client, topic, '?wait=0'), await consumeMessage(client, topic, '?wait=0')];
-  t.same(new Set(again.map(place)), new Set(messages.map(place)), 'both consumable again at once');
+  const again = [await consumeMessage(client, topic, '?wait=10s'), await consumeMessage(client, topic, '?wait=10s')];
+  t.same(new Set(again.map(place)), new Set(messages.map(place)), 'both consumable again, not after the 30 s visibility');
   for (const message of again) t.notOk(messages.some((m) => m.receipt_handle === message.receipt_handle), 'under new handles');
   const extended = await batchAck(client, topic, again.map((m) => m.receipt_handle), 'true');
   t.same(JSON.parse(extended.text), { results: [{ status: 204 }, { status: 204 }] }, 'batch extend');

@@ -6,7 +6,7 @@
 // target name, so its lines are found by event and target.
 import t, { type Test } from 'tap';
 import { startNodeFor, basicAuth, adminPassword, type StartedNode } from '../helpers/node.js';
-import { Client, pollUntil, sleep } from '../helpers/http.js';
+import { Client, pollUntil } from '../helpers/http.js';
 
 interface AuditLine {
   level: number;
@@ -39,12 +39,26 @@ function auditLines(of: StartedNode): AuditLine[] {
   return lines;
 }
 
+let markers = 0;
+
+/**
+ * A sync point in the log: an audited request (a delete of a missing user, 404) made after the requests under test
+ * were answered, and its line awaited. The node writes audit lines in the order it decides requests, so a line any
+ * earlier request wrote is in the output by then: "no line" and "exactly one line" need no sleep.
+ */
+async function auditMarker(t: Test, of: StartedNode): Promise<void> {
+  const target = `au-marker-${++markers}`;
+  t.equal((await new Client(of.url, of.auth).delete(`/v1/users/${target}`)).status, 404, `marker ${target}`);
+  const seen = await pollUntil(async () => (auditLines(of).some((l) => l.target === target) ? true : undefined), 15_000, 20);
+  if (seen !== true) throw new Error(`no audit line for the marker ${target} within 15 s`);
+}
+
 /** Waits for the one audit line of (event, target) and checks its fields; fails when there is more than one. */
 async function expectAudit(t: Test, of: StartedNode, want: Omit<AuditLine, 'msg' | 'component' | 'level'>, level: number): Promise<void> {
   const match = (l: AuditLine) => l.event === want.event && l.target === want.target;
-  const found = await pollUntil(async () => (auditLines(of).some(match) ? true : undefined), 5000, 20);
+  const found = await pollUntil(async () => (auditLines(of).some(match) ? true : undefined), 15_000, 20);
   t.ok(found, `an audit line for ${want.event} ${want.target}`);
-  await sleep(50);
+  await auditMarker(t, of);
   const lines = auditLines(of).filter(match);
   t.equal(lines.length, 1, `exactly one line for ${want.event} ${want.target}`);
   const line = lines[0];
@@ -53,7 +67,7 @@ async function expectAudit(t: Test, of: StartedNode, want: Omit<AuditLine, 'msg'
 }
 
 async function expectNoAudit(t: Test, of: StartedNode, target: string, what: string): Promise<void> {
-  await sleep(200);
+  await auditMarker(t, of);
   t.same(auditLines(of).filter((l) => l.target === target), [], `no audit line: ${what}`);
 }
 
@@ -124,7 +138,7 @@ t.test('user.delete: ok, denied for root, rejected for a missing user; nothing f
   await expectAudit(t, node, { event: 'user.delete', actor: 'admin', target: 'au-x404', status: 404, outcome: 'rejected' }, infoLevel);
   const user = new Client(node.url, basicAuth('au-user', 'au-user-pass'));
   t.equal((await user.delete('/v1/users/au-g1')).status, 403);
-  await sleep(200);
+  await auditMarker(t, node);
   t.equal(auditLines(node).filter((l) => l.event === 'user.delete' && l.target === 'au-g1').length, 0, 'no line: caller not admin');
 });
 

@@ -3,9 +3,9 @@
 // connection closes, so a proxy and the node can never split the same bytes into different requests (issue 27
 // point 3). A length repeated with the same value is one length.
 // Method: black box with a raw socket (a client library would never send these bytes): each request is a single
-// produce pinned to partition 0 of its own topic; afterwards replay of offset 0 shows whether anything was stored.
+// produce pinned to partition 0 of its own topic; afterwards a sentinel produce shows what was stored before it.
 import t from 'tap';
-import { Client, rawRequest, sleep } from '../helpers/http.js';
+import { Client, rawExchange, rawRequest, storedBeforeSentinel } from '../helpers/http.js';
 import { startNodeFor } from '../helpers/node.js';
 
 const node = await startNodeFor(t);
@@ -16,11 +16,6 @@ function produceRequest(topic: string, headerLines: string[], body: string): str
     'Content-Type: application/json', ...headerLines, '', body].join('\r\n');
 }
 
-async function storedAtOffset0(topic: string): Promise<number> {
-  // The hand-off to the partition follows the 202 asynchronously; a refused request has nothing to wait for.
-  await sleep(300);
-  return (await client.get(`/v1/topics/${topic}/consume?partition=0&offset=0`)).status;
-}
 
 t.test('conflicting lengths: 400 naming the header, nothing stored, connection closed', async (t) => {
   t.equal((await client.post('/v1/topics', { name: 'framing-conflict' })).status, 201);
@@ -30,7 +25,7 @@ t.test('conflicting lengths: 400 naming the header, nothing stored, connection c
   t.match(answer.headers['content-type'] ?? '', /^application\/json/);
   t.same(JSON.parse(answer.body), { error: 'Content-Length: given twice with different values' });
   t.equal(answer.raw.match(/HTTP\/1\.1 /g)?.length, 1, 'one answer, and the connection closed after it');
-  t.equal(await storedAtOffset0('framing-conflict'), 204, 'nothing stored');
+  t.same(await storedBeforeSentinel(client, 'framing-conflict'), [], 'nothing stored');
 });
 
 // uWebSockets.js 20.30 refuses these in its parser: the connection closes at once with no answer (issue 27 point 8
@@ -43,10 +38,11 @@ closedByParser.forEach(([what, headerLines, body], i) => {
   t.test(`${what}: closed at once by the parser, nothing stored`, async (t) => {
     const topic = `framing-parser-${i}`;
     t.equal((await client.post('/v1/topics', { name: topic })).status, 201);
-    const startedMs = Date.now();
-    await t.rejects(rawRequest(node.port, produceRequest(topic, headerLines, body), 5000, true), /no HTTP answer; got ""/);
-    t.ok(Date.now() - startedMs < 2000, 'closed at once, not after a timeout');
-    t.equal(await storedAtOffset0(topic), 204, 'nothing stored');
+    // No latency is promised: closed within 8 s, where uWS holds a request it waits on for about 11 s.
+    const outcome = await rawExchange(node.port, [produceRequest(topic, headerLines, body)], { timeoutMs: 8_000 });
+    t.equal(outcome.bytes, '', 'no answer');
+    t.not(outcome.closedAfterMs, null, `closed by the node, not held (${outcome.closedAfterMs} ms)`);
+    t.same(await storedBeforeSentinel(client, topic), [], 'nothing stored');
   });
 });
 
@@ -54,5 +50,5 @@ t.test('the same length given twice is one length: 202 and stored once', async (
   t.equal((await client.post('/v1/topics', { name: 'framing-same' })).status, 201);
   const answer = await rawRequest(node.port, produceRequest('framing-same', ['Content-Length: 7', 'Content-Length: 7'], '{"a":1}'));
   t.equal(answer.status, 202);
-  t.equal(await storedAtOffset0('framing-same'), 200, 'stored at offset 0');
+  t.same(await storedBeforeSentinel(client, 'framing-same'), [{ a: 1 }], 'stored once, at offset 0');
 });

@@ -3,18 +3,20 @@
 // once, or held unanswered, and in every case nothing stored; a malformed last chunk is accepted and stores the bytes
 // the parser framed; a byte at or above 0x80 ending a header value is dropped. A change of uWS build that answers
 // any of these fails here, and the table and README's proxy section must follow.
-// Method: black box with raw sockets; each produce is pinned to partition 0 of its own topic, and replay of offset 0
-// shows what was stored. Held requests are watched for 1.5 s (uWS closes them after about 11 s).
+// Method: black box with raw sockets; each produce is pinned to partition 0 of its own topic, and a sentinel produced
+// after it shows what was stored. Held requests are watched for 1.5 s (uWS closes them after about 11 s); a request
+// closed at once must be closed within 8 s, well before that, whatever the machine's load.
 import t, { type Test } from 'tap';
-import { Client, rawExchange, sleep, type RawExchange } from '../helpers/http.js';
+import { Client, rawExchange, storedBeforeSentinel, type RawExchange } from '../helpers/http.js';
 import { startNodeFor } from '../helpers/node.js';
 
 const node = await startNodeFor(t);
 const client = new Client(node.url, node.auth);
 
 /** Writes the parts (then half-closes, if asked) and reports what came back within watchMs, and when the node
- *  closed, if it did. The answers expected here have empty bodies: the header block's end is the answer's end. */
-function watch(parts: (string | Buffer)[], watchMs = 1500, halfClose = false): Promise<RawExchange> {
+ *  closed, if it did. The answers expected here have empty bodies: the header block's end is the answer's end, so
+ *  an answered request returns at once and only a held one takes the whole watchMs. */
+function watch(parts: (string | Buffer)[], watchMs = 10_000, halfClose = false): Promise<RawExchange> {
   return rawExchange(node.port, parts, { timeoutMs: watchMs, halfClose, done: (bytes) => bytes.endsWith('\r\n\r\n') });
 }
 
@@ -25,11 +27,6 @@ function produce(topic: string, headerLines: string[], body: string, requestLine
 
 const json = ['Content-Type: application/json', 'Content-Length: 7'];
 
-async function replayOffset0(topic: string): Promise<{ status: number; payload?: unknown }> {
-  await sleep(300);
-  const res = await client.get(`/v1/topics/${topic}/consume?partition=0&offset=0`);
-  return res.status === 200 ? { status: 200, payload: (res.json() as { payload: unknown }).payload } : { status: res.status };
-}
 
 let topics = 0;
 async function freshTopic(t: Test): Promise<string> {
@@ -53,10 +50,11 @@ const closedAtOnce: [string, (topic: string) => (string | Buffer)[]][] = [
 for (const [what, build] of closedAtOnce) {
   t.test(`${what}: closed at once, no answer, nothing stored`, async (t) => {
     const topic = await freshTopic(t);
-    const outcome = await watch(build(topic), 1500, what === 'chunked body cut off');
+    // Closed by the node, where the held requests below stay open: no latency is promised, so the watch is long.
+    const outcome = await watch(build(topic), 8_000, what === 'chunked body cut off');
     t.equal(outcome.bytes, '', 'no answer');
-    t.ok(outcome.closedAfterMs !== null && outcome.closedAfterMs < 1000, `closed at once (${outcome.closedAfterMs} ms)`);
-    t.equal((await replayOffset0(topic)).status, 204, 'nothing stored');
+    t.not(outcome.closedAfterMs, null, `closed by the node, not held (${outcome.closedAfterMs} ms)`);
+    t.same(await storedBeforeSentinel(client, topic), [], 'nothing stored');
   });
 }
 
@@ -69,26 +67,26 @@ const held: [string, (topic: string) => string][] = [
 for (const [what, build] of held) {
   t.test(`${what}: held with no answer, nothing stored`, async (t) => {
     const topic = await freshTopic(t);
-    const outcome = await watch([build(topic)]);
+    const outcome = await watch([build(topic)], 1_500);
     t.equal(outcome.bytes, '', 'no answer');
     t.equal(outcome.closedAfterMs, null, 'still open after 1.5 s');
-    t.equal((await replayOffset0(topic)).status, 204, 'nothing stored');
+    t.same(await storedBeforeSentinel(client, topic), [], 'nothing stored');
   });
 }
 
 t.test('48 header fields are served', async (t) => {
   const topic = await freshTopic(t);
   // Host, Authorization, Content-Type, Content-Length and 44 more.
-  const outcome = await watch([produce(topic, [...json, ...Array.from({ length: 44 }, (_, i) => `X-F${i}: ${i}`)], '{"a":1}')], 3000);
+  const outcome = await watch([produce(topic, [...json, ...Array.from({ length: 44 }, (_, i) => `X-F${i}: ${i}`)], '{"a":1}')]);
   t.match(outcome.bytes, /^HTTP\/1\.1 202 /);
-  t.same(await replayOffset0(topic), { status: 200, payload: { a: 1 } });
+  t.same(await storedBeforeSentinel(client, topic), [{ a: 1 }]);
 });
 
 t.test('a malformed last chunk: 202, and the parser\'s framing is what is stored', async (t) => {
   const topic = await freshTopic(t);
   const outcome = await watch([produce(topic, ['Content-Type: application/octet-stream', 'Transfer-Encoding: chunked'], '5\r\nab\r\n0\r\n\r\n')]);
   t.match(outcome.bytes, /^HTTP\/1\.1 202 /);
-  t.same(await replayOffset0(topic), { status: 200, payload: 'ab\r\n0' });
+  t.same(await storedBeforeSentinel(client, topic), ['ab\r\n0']);
 });
 
 t.test('a byte at or above 0x80 ending Content-Type is dropped: read as application/json', async (t) => {
@@ -96,5 +94,5 @@ t.test('a byte at or above 0x80 ending Content-Type is dropped: read as applicat
   const head = produce(topic, ['Content-Length: 7'], '').replace('\r\n\r\n', '\r\nContent-Type: application/json');
   const outcome = await watch([Buffer.concat([Buffer.from(head, 'latin1'), Buffer.from([0x80]), Buffer.from('\r\n\r\n{"a":1}')])]);
   t.match(outcome.bytes, /^HTTP\/1\.1 202 /, 'not 415');
-  t.same(await replayOffset0(topic), { status: 200, payload: { a: 1 } }, 'stored as JSON');
+  t.same(await storedBeforeSentinel(client, topic), [{ a: 1 }], 'stored as JSON');
 });

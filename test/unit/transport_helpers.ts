@@ -49,8 +49,8 @@ export class RecordingLog {
   }
 }
 
-/** Polls cond every 5 ms; rejects after timeoutMs naming what it waited for. */
-export async function waitFor(cond: () => boolean, what: string, timeoutMs = 5000): Promise<void> {
+/** Polls cond every 5 ms; rejects after timeoutMs (generous: a busy machine is slow) naming what it waited for. */
+export async function waitFor(cond: () => boolean, what: string, timeoutMs = 20_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!cond()) {
     if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
