@@ -35,14 +35,22 @@ import { BrokerError, refusalText } from './errors.js';
 import type { ApplyResult } from './raft/metadata/state.js';
 import type { MetadataCommand } from './protocol/metadata_types.js';
 
+/** Owner-only modes for everything the node creates (docs/decisions.md "File modes"): sqlite gives its -wal and -shm
+ *  files the database file's mode, and partition workers create files on their own threads, so one process-wide mask
+ *  set before anything is created covers every file; a mode named below says the same again. */
+const createdModeMask = 0o077;
+const dataDirMode = 0o700;
+const dataFileMode = 0o600;
+
 async function main(): Promise<void> {
+  process.umask(createdModeMask);
   const loaded = await configOrExit();
   if (loaded.help !== undefined) {
     process.stdout.write(loaded.help);
     return;
   }
   const config = loaded.config;
-  const log = createLogger(config['log.level']);
+  const log = startLog(loaded);
   const { dataDir, lock, cluster, clusterTls } = await claimNode(config);
   const nodeId = cluster.nodeId;
   const uws = (await import('uWebSockets.js')).default;
@@ -108,11 +116,21 @@ async function main(): Promise<void> {
  *  problem with any ends the process (1: the dir is locked, 2: a bad id or TLS file). */
 async function claimNode(config: Config) {
   const dataDir = resolve(config['node.data_dir']);
-  await mkdir(dataDir, { recursive: true });
+  // A directory that exists keeps its mode: an operator or a volume mount may have set it on purpose.
+  await mkdir(dataDir, { recursive: true, mode: dataDirMode });
   const lock = await exitUnless(() => lockDataDir(dataDir), (error) => error instanceof DataDirLockedError, 1);
   const cluster = await exitUnless(async () => clusterThreadConfig(config, await loadNodeId(dataDir, config['cluster.node_id'])), () => true, 2);
   const clusterTls = await exitUnless(() => readClusterTlsSettings(config), () => true, 2);
   return { dataDir, lock, cluster, clusterTls };
+}
+
+/** The node's logger; its first line warns of a password given on the command line. */
+function startLog(loaded: LoadedConfig): Logger {
+  const log = createLogger(loaded.config['log.level']);
+  if (loaded.adminPasswordSource === 'flag') {
+    log.warn('--admin-password shows in ps and shell history: give the password with --admin-password-file FILE or SVC_ADMIN_PASSWORD instead');
+  }
+  return log;
 }
 
 /** The loaded config; a ConfigError ends the process with status 2 and its message on stderr. */
@@ -261,7 +279,7 @@ async function loadNodeId(dataDir: string, configured: number): Promise<number> 
     return stored;
   }
   const id = configured === 0 ? 1 : configured;
-  await writeFile(path, `${id}\n`, { mode: 0o644 });
+  await writeFile(path, `${id}\n`, { mode: dataFileMode });
   return id;
 }
 
@@ -325,7 +343,7 @@ async function ensureRootAdmin(services: FrontServices, authPool: Piscina, loade
   const password = loaded.adminPassword ?? randomBytes(18).toString('base64url');
   if (generated) {
     // Saved before the user is committed, so a crash in between never leaves a root nobody can log in as.
-    await writeFile(passwordFile, `${password}\n`, { mode: 0o600 });
+    await writeFile(passwordFile, `${password}\n`, { mode: dataFileMode });
   }
   const task: BcryptTask = { op: 'hash', password, cost: services.config['auth.bcrypt_cost'] };
   const passwordHash = (await authPool.run(task)) as string;

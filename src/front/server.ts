@@ -8,7 +8,7 @@ import type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket } from '
 import { limits, parseListenAddress } from '../config.js';
 import { BrokerError, errors } from '../errors.js';
 import { requireAdmin, requireTopic } from './access.js';
-import { Authenticator } from './auth.js';
+import { Authenticator, parseBasic } from './auth.js';
 import { BodyReader } from './body.js';
 import { LoginThrottle } from './login_throttle.js';
 import { ConsumeState } from './handlers/consume.js';
@@ -180,7 +180,7 @@ export class FrontServer {
     ctx.deferTo(this.deferredAnswers, res, route.pattern);
     let reply: HandlerResult;
     try {
-      reply = this.handle(route, ctx);
+      reply = this.handle(route, ctx, res);
     } catch (error) {
       reply = this.failureReply(error, route.pattern);
     }
@@ -201,7 +201,7 @@ export class FrontServer {
 
   /** Authentication, the content-type rule and the route's grant, then the handler; synchronous while nothing needs
    *  to wait. */
-  private handle(route: RouteEntry, ctx: RequestContext): HandlerResult {
+  private handle(route: RouteEntry, ctx: RequestContext, res: HttpResponse): HandlerResult {
     if (!this.security || route.grant === 'public' || (route.grant === 'metrics' && this.metricsPublic)) {
       ctx.identity = ctx.remoteIp;
       return this.afterAuth(route, ctx);
@@ -209,15 +209,27 @@ export class FrontServer {
     if (ctx.headers.authorization === '') throw errors.unauthorized();
     const user = this.authenticator.check(ctx.headers.authorization);
     if (user instanceof Promise) {
+      // Only a check that runs bcrypt can fail; the peer is read now, while uWS still holds the request.
+      const peer = Buffer.from(res.getRemoteAddressAsText()).toString();
       return user.then((u) => {
         ctx.user = u;
         ctx.identity = u.username;
         return this.afterAuth(route, ctx);
+      }, (error: unknown) => {
+        if (error instanceof BrokerError && error.status === 401) this.logFailedLogin(ctx.headers.authorization, peer);
+        throw error;
       });
     }
     ctx.user = user;
     ctx.identity = user.username;
     return this.afterAuth(route, ctx);
+  }
+
+  /** A warn line per refused credential, for operators and intrusion detection: the username as sent (cut to the
+   *  longest valid name, so a flood of long names cannot fill the log) and the peer address, never the password. */
+  private logFailedLogin(authorization: string, peer: string): void {
+    const username = parseBasic(authorization)?.username.slice(0, limits.username_chars_max) ?? null;
+    this.services.log.warn({ component: 'auth', username, peer }, 'login failed');
   }
 
   private afterAuth(route: RouteEntry, ctx: RequestContext): HandlerResult {
