@@ -1,9 +1,10 @@
-// The console's one way to the HTTP API: Basic credentials built in the browser and kept in sessionStorage (gone
-// when the tab closes), JSON in and out, and an ApiError carrying the status and the API's error text. A 401
-// anywhere clears the credentials and sends the user back to the login form.
+// The console's one way to the HTTP API: Basic credentials built in the browser and kept only in this page's memory
+// (never in sessionStorage or any other storage a script or a disk could read back: a reload or a closed tab logs
+// out), JSON in and out, and an ApiError carrying the status and the API's error text. A 401 anywhere clears the
+// credentials and sends the user back to the login form.
 
-const authKey = 'svc-console.auth';
-const userKey = 'svc-console.user';
+/** The Authorization value and its user while logged in, else null. */
+let session = null;
 
 export class ApiError extends Error {
   constructor(status, text) {
@@ -23,24 +24,21 @@ export function login(username, password) {
   const bytes = new TextEncoder().encode(`${username}:${password}`);
   let binary = '';
   for (const b of bytes) binary += String.fromCharCode(b);
-  sessionStorage.setItem(authKey, `Basic ${btoa(binary)}`);
-  sessionStorage.setItem(userKey, username);
+  session = { authorization: `Basic ${btoa(binary)}`, username };
 }
 
 export function logout() {
-  sessionStorage.removeItem(authKey);
-  sessionStorage.removeItem(userKey);
+  session = null;
 }
 
 export function currentUser() {
-  return sessionStorage.getItem(authKey) === null ? null : sessionStorage.getItem(userKey);
+  return session === null ? null : session.username;
 }
 
 /** One API call. body: an object sent as JSON, or { raw, contentType } sent as is. Resolves to { status, data }. */
 export async function api(method, path, body) {
   const headers = { 'X-Svc-Client': 'svc-console' };
-  const auth = sessionStorage.getItem(authKey);
-  if (auth !== null) headers.Authorization = auth;
+  if (session !== null) headers.Authorization = session.authorization;
   let payload;
   if (body !== undefined && body.raw !== undefined) {
     payload = body.raw;

@@ -24,7 +24,8 @@ const below = (...folders: string[]): string[] => [...folders, 'src/protocol', .
 /** Each folder (or file directly under src/) and what it may import besides itself. */
 export const folderMap: Record<string, FolderRule> = {
   'src/util': { imports: [] },
-  'src/config.ts': { imports: [] },
+  /** The password-file rule lives in the client (a leaf) so the CLI and the node read one file alike. */
+  'src/config.ts': { imports: ['src/client'] },
   'src/errors.ts': { imports: [] },
   'src/client': { imports: [] },
   'src/protocol': { imports: ['src/util'], types: ['src/errors.ts'] },

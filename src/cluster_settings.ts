@@ -17,7 +17,7 @@ export async function loadNodeId(dataDir: string, configured: number): Promise<n
     return stored;
   }
   const id = configured === 0 ? 1 : configured;
-  await writeFile(path, `${id}\n`, { mode: 0o644 });
+  await writeFile(path, `${id}\n`, { mode: 0o600 });
   return id;
 }
 

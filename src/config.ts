@@ -7,6 +7,7 @@ import { readFile } from 'node:fs/promises';
 import { availableParallelism } from 'node:os';
 import { Command, CommanderError, Option } from 'commander';
 import { parse as parseYaml } from 'yaml';
+import { passwordOfFileText } from './client/password_file.js';
 
 const KiB = 1024;
 const MiB = 1024 * KiB;
@@ -704,7 +705,7 @@ async function resolveAdminPassword(
   const password =
     chosen.source === 'flag' ? flags.adminPassword
       : chosen.source === 'env' ? env[adminPasswordEnvVar]
-        : (await readTextFile(flags.adminPasswordFile ?? '', '--admin-password-file')).replace(/[\r\n]+$/, '');
+        : passwordOfFileText(await readTextFile(flags.adminPasswordFile ?? '', '--admin-password-file'));
   const bytes = Buffer.byteLength(password ?? '', 'utf8');
   if (!inRange(bytes, 1, limits.password_bytes_max)) {
     const rule = `must be 1 to ${limits.password_bytes_max} bytes`;

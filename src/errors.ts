@@ -65,6 +65,9 @@ export const errors = {
   rootNotDeletable: () => new BrokerError(403, 'the root admin cannot be deleted'),
   /** 403: the root admin's grants never change (spec §5, NOTES 9; the front and the apply both refuse). */
   rootGrantsFixed: () => new BrokerError(403, "the root admin's grants cannot change"),
+  /** 403: a browser marked the request as sent from another origin (docs/decisions.md "Cross-origin requests");
+   *  answered before credentials, body or work. */
+  crossOrigin: (rule: string) => new BrokerError(403, `cross-origin request refused: ${rule}`),
   /** 403: remote routes with security off (NOTES 8, spec §7 403). */
   remotesNeedSecurity: () => new BrokerError(403, 'remotes need security on'),
   // 404, 405 ------------------------------------------------------------------------------------------------

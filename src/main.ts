@@ -18,14 +18,21 @@ import { readClusterTlsSettings } from './transport/cluster_tls.js';
 import { DataDirLockedError, lockDataDir } from './util/data_dir_lock.js';
 import { createLogger, type Logger } from './util/log.js';
 
+/** Owner-only modes for everything the node creates (docs/decisions.md "File modes"): sqlite gives its -wal and -shm
+ *  files the database file's mode, and partition workers create files on their own threads, so one process-wide mask
+ *  set before anything is created covers every file; a mode named where a file is made says the same again. */
+const createdModeMask = 0o077;
+const dataDirMode = 0o700;
+
 async function main(): Promise<void> {
+  process.umask(createdModeMask);
   const loaded = await configOrExit();
   if (loaded.help !== undefined) {
     process.stdout.write(loaded.help);
     return;
   }
   const config = loaded.config;
-  const log = createLogger(config['log.level']);
+  const log = startLog(loaded);
   const { dataDir, lock, cluster, clusterTls } = await claimNode(config);
   const lifecycle: NodeLifecycle = { startupDone: false, shuttingDown: false };
   // The internal listener binds before anything else starts, so a taken port ends the start at once (issue 27).
@@ -52,11 +59,21 @@ async function main(): Promise<void> {
  *  problem with any ends the process (1: the dir is locked, 2: a bad id or TLS file). */
 async function claimNode(config: Config) {
   const dataDir = resolve(config['node.data_dir']);
-  await mkdir(dataDir, { recursive: true });
+  // A directory that exists keeps its mode: an operator or a volume mount may have set it on purpose.
+  await mkdir(dataDir, { recursive: true, mode: dataDirMode });
   const lock = await exitUnless(() => lockDataDir(dataDir), (error) => error instanceof DataDirLockedError, 1);
   const cluster = await exitUnless(async () => clusterThreadConfig(config, await loadNodeId(dataDir, config['cluster.node_id'])), () => true, 2);
   const clusterTls = await exitUnless(() => readClusterTlsSettings(config), () => true, 2);
   return { dataDir, lock, cluster, clusterTls };
+}
+
+/** The node's logger; its first line warns of a password given on the command line. */
+function startLog(loaded: LoadedConfig): Logger {
+  const log = createLogger(loaded.config['log.level']);
+  if (loaded.adminPasswordSource === 'flag') {
+    log.warn('--admin-password shows in ps and shell history: give the password with --admin-password-file FILE or SVC_ADMIN_PASSWORD instead');
+  }
+  return log;
 }
 
 /** The loaded config; a ConfigError ends the process with status 2 and its message on stderr. */

@@ -7,6 +7,7 @@ import { readFile } from 'node:fs/promises';
 import { createInterface } from 'node:readline';
 import { Command, InvalidArgumentError } from 'commander';
 import { SvcClient, SvcError, SvcNoAnswerError, type Grant, type Message, type TopicCreate, type TopicPatch } from './api.js';
+import { passwordOfFileText } from './password_file.js';
 import { Producer } from './producer.js';
 
 interface GlobalOptions { url: string; user?: string; passwordFile?: string; json?: boolean }
@@ -15,7 +16,7 @@ const program = new Command('svc')
   .description('command line for the svc-broker HTTP API')
   .option('--url <url>', 'node API URL', process.env.SVC_URL ?? 'http://127.0.0.1:7942')
   .option('--user <name>', 'user name (password from SVC_PASSWORD or --password-file)', process.env.SVC_USER)
-  .option('--password-file <path>', 'read the password from this file (first line)')
+  .option('--password-file <path>', 'read the password from this file (without its closing line ends)')
   .option('--json', 'print JSON for scripts instead of tables')
   .showHelpAfterError();
 
@@ -28,7 +29,7 @@ async function client(): Promise<SvcClient> {
   const o = program.opts<GlobalOptions>();
   if (o.user === undefined) return new SvcClient({ url: o.url, clientName: 'svc-cli' });
   let password = process.env.SVC_PASSWORD;
-  if (o.passwordFile !== undefined) password = (await readFile(o.passwordFile, 'utf8')).split('\n')[0];
+  if (o.passwordFile !== undefined) password = passwordOfFileText(await readFile(o.passwordFile, 'utf8'));
   if (password === undefined) throw new Error('no password: set SVC_PASSWORD or give --password-file');
   return new SvcClient({ url: o.url, user: o.user, password, clientName: 'svc-cli' });
 }
@@ -257,7 +258,7 @@ function grantOf(value: string, previous: Grant[] = []): Grant[] {
 }
 
 async function secret(variable: string, file: string | undefined): Promise<string> {
-  if (file !== undefined) return (await readFile(file, 'utf8')).split('\n')[0]!;
+  if (file !== undefined) return passwordOfFileText(await readFile(file, 'utf8'));
   const value = process.env[variable];
   if (value === undefined) throw new Error(`no password: set ${variable} or give the file option`);
   return value;

@@ -49,6 +49,9 @@ export function plainReply(status: number, text: string, headers?: Record<string
  *  parser frames a HEAD's body by its own length whether or not it is read. */
 export function writeReply(res: HttpResponse, reply: Reply, closeConnection = false, head = false): void {
   res.writeStatus(statusLine(reply.status));
+  // On every answer, error and empty ones too: a browser must never run or style an answer by guessing its type
+  // (a message payload read back as text/html, say).
+  res.writeHeader('X-Content-Type-Options', 'nosniff');
   if (reply.contentType !== undefined && reply.body !== undefined) res.writeHeader('Content-Type', reply.contentType);
   if (reply.headers !== undefined) {
     for (const name in reply.headers) res.writeHeader(name, reply.headers[name]!);

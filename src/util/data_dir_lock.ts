@@ -17,7 +17,7 @@ export async function lockDataDir(dataDir: string): Promise<DataDirLock> {
     // The pid is written to a file of our own first and then linked in as LOCK, so LOCK never exists without its
     // pid: another node reading it in between would otherwise take an empty lock for a stale one.
     const mine = `${path}.${process.pid}`;
-    const handle = await open(mine, 'w', 0o644);
+    const handle = await open(mine, 'w', 0o600);
     await handle.writeFile(`${process.pid}\n`);
     await handle.sync();
     await handle.close();

@@ -1,7 +1,8 @@
 // Goal: the svc CLI (issue 32 point 3) drives every command against a real node: topics, produce (argument and stdin
 // in batches), consume (--max, --wait, --no-ack, --follow acking after printing, --partition --offset replay), ack,
 // children, schema, users and cluster members; tables by default, JSON with --json; the password only from
-// SVC_PASSWORD or --password-file; a failure prints the API's error text and exits non-zero.
+// SVC_PASSWORD or --password-file (its closing LF or CRLF dropped, as the node does); a failure prints the API's
+// error text and exits non-zero.
 // Method: black box. The built CLI runs as a child process (node dist/src/client/cli.js) against one secured node.
 import t from 'tap';
 import { spawn } from 'node:child_process';
@@ -135,6 +136,10 @@ t.test('users and cluster members; the password comes from the environment or a 
   const passwordFile = join(dir, 'bob');
   await writeFile(passwordFile, 'bob-password\n');
   t.equal((await svc(['--password-file', passwordFile, 'topics', 'get', 'orders'], { user: 'bob', env: { SVC_PASSWORD: 'wrong' } })).code, 0, 'the file wins');
+  // Issue 40 point 4: a file a Windows editor saved (CRLF) works as it does for the node's --admin-password-file.
+  await writeFile(passwordFile, 'bob-password\r\n');
+  const crlf = await svc(['--password-file', passwordFile, 'topics', 'get', 'orders'], { user: 'bob', env: { SVC_PASSWORD: 'wrong' } });
+  t.equal(crlf.code, 0, `a password file ending in CRLF logs in (${crlf.stderr.trim()})`);
   const denied = await svc(['users', 'list'], { user: 'bob', env: { SVC_PASSWORD: 'bob-password' } });
   t.equal(denied.code, 1);
   t.match(denied.stderr, /403/);

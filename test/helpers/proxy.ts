@@ -452,6 +452,7 @@ export async function clusterCases(t: Test, cluster: TestCluster, leader: number
   await produceCases(t, proxy, main);
   await headerLimitsUnderLoad(t, proxy, main, lineKiB);
   await edgeCases(t, proxy, main, expectations);
+  await browserMarkCases(t, proxy, main);
   const [poll, idle] = [`${prefix}-poll`, `${prefix}-idle`];
   await createTopicThrough(t, proxy, poll);
   await createTopicThrough(t, proxy, idle);
@@ -459,6 +460,23 @@ export async function clusterCases(t: Test, cluster: TestCluster, leader: number
   const pollOwner = await ownerOfPartition0(cluster, leader, poll);
   await longPollCases(t, proxy, poll, idle,
     async (body) => (await cluster.client(pollOwner).post(`/v1/topics/${poll}/produce?partition=0`, JSON.parse(body))).status);
+}
+
+/** The proxy passes on Host, Origin and Sec-Fetch-Site as the browser sent them (docs/decisions.md "Cross-origin
+ *  requests"): the console's own requests are served, a request another origin's page made is the node's 403. */
+async function browserMarkCases(t: Test, proxy: RunningProxy, topic: string): Promise<void> {
+  const path = `/v1/topics/${topic}`;
+  const own = { origin: `https://127.0.0.1:${proxy.port}`, 'sec-fetch-site': 'same-origin' };
+  t.equal((await httpsSend(proxy, 'GET', path, { headers: adminHeaders(own) })).status, 200, 'through the proxy: the own Origin is served');
+  const foreign: Array<[string, Record<string, string>]> = [
+    ['Sec-Fetch-Site: cross-site', { 'sec-fetch-site': 'cross-site' }],
+    ['a foreign Origin', { origin: 'https://evil.example' }],
+  ];
+  for (const [what, headers] of foreign) {
+    const res = await httpsSend(proxy, 'GET', path, { headers: adminHeaders(headers) });
+    t.equal(res.status, 403, `through the proxy, ${what}: 403`);
+    t.match(res.text, /cross-origin request refused/, `through the proxy, ${what}: the node's answer`);
+  }
 }
 
 /** Creates a topic of 3 partitions through the proxy; fails the test unless 201. */

@@ -16,10 +16,9 @@ const contentTypes: Readonly<Record<string, string>> = {
 };
 
 /** default-src 'self' with no inline script or style: data the console draws cannot run, and no page may frame it
- *  (clickjacking of the admin forms). */
+ *  (clickjacking of the admin forms). nosniff comes with every answer (respond.ts). */
 const securityHeaders: Readonly<Record<string, string>> = {
   'Content-Security-Policy': "default-src 'self'; base-uri 'none'; object-src 'none'; form-action 'self'; frame-ancestors 'none'",
-  'X-Content-Type-Options': 'nosniff',
   'Referrer-Policy': 'no-referrer',
   // Asset names carry no version: no-cache makes the browser revalidate, so an upgraded node never pairs a new page
   // with old modules. The whole console is under 30 KB.

@@ -1,13 +1,14 @@
 // The front thread's HTTP server on uWebSockets.js: one catch-all handler runs every request through the
 // spec's checks in a fixed order (docs/decisions.md, "Check order"): header block size (431), route (404),
-// method (405), shutdown (503), credentials (401), content type (415), the route's grant (admin; or the path's topic,
-// 404 then 403), then the route's handler. The routes and what each needs are data in routes.ts. Created by main.ts
-// after startup; shutdown() refuses new requests and waits for in-flight ones.
+// method (405), shutdown (503), a browser's cross-origin mark (403), credentials (401), content type (415), the
+// route's grant (admin; or the path's topic, 404 then 403), then the route's handler. The routes and what each
+// needs are data in routes.ts. Created by front_start.ts after startup; shutdown() refuses new requests and waits for
+// in-flight ones.
 import type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket } from 'uWebSockets.js';
 import { limits, parseListenAddress } from '../../config.js';
 import { BrokerError, errors } from '../../errors.js';
 import { requireAdmin, requireTopic } from '../access.js';
-import { Authenticator } from '../auth.js';
+import { Authenticator, parseBasic } from '../auth.js';
 import { BodyReader } from '../body.js';
 import { LoginThrottle } from '../login_throttle.js';
 import { ConsumeState } from '../consume_state.js';
@@ -160,6 +161,13 @@ export class FrontServer {
       this.writeEarly(res, errors.shuttingDown(), route.pattern, method, hasBody);
       return;
     }
+    // Before credentials, body or work: a browser sends the credentials it cached for this origin with a request
+    // any other page makes (docs/decisions.md "Cross-origin requests"). Public routes do nothing and hold no secret.
+    const crossOrigin = route.grant === 'public' ? null : scan.crossOriginFault();
+    if (crossOrigin !== null) {
+      this.writeEarly(res, errors.crossOrigin(crossOrigin), route.pattern, method, hasBody);
+      return;
+    }
     const remoteIp = this.security ? '' : Buffer.from(res.getRemoteAddressAsText()).toString();
     const ctx = new RequestContext(method, path, match.params, rawQuery === '' ? Query.empty : new Query(rawQuery),
       headers, remoteIp);
@@ -172,7 +180,7 @@ export class FrontServer {
     ctx.deferTo(this.deferredAnswers, res, route.pattern);
     let reply: HandlerResult;
     try {
-      reply = this.handle(route, ctx);
+      reply = this.handle(route, ctx, res);
     } catch (error) {
       reply = this.failureReply(error, route.pattern);
     }
@@ -193,7 +201,7 @@ export class FrontServer {
 
   /** Authentication, the content-type rule and the route's grant, then the handler; synchronous while nothing needs
    *  to wait. */
-  private handle(route: RouteEntry, ctx: RequestContext): HandlerResult {
+  private handle(route: RouteEntry, ctx: RequestContext, res: HttpResponse): HandlerResult {
     if (!this.security || route.grant === 'public' || (route.grant === 'metrics' && this.metricsPublic)) {
       ctx.identity = ctx.remoteIp;
       return this.afterAuth(route, ctx);
@@ -201,15 +209,27 @@ export class FrontServer {
     if (ctx.headers.authorization === '') throw errors.unauthorized();
     const user = this.authenticator.check(ctx.headers.authorization);
     if (user instanceof Promise) {
+      // Only a check that runs bcrypt can fail; the peer is read now, while uWS still holds the request.
+      const peer = Buffer.from(res.getRemoteAddressAsText()).toString();
       return user.then((u) => {
         ctx.user = u;
         ctx.identity = u.username;
         return this.afterAuth(route, ctx);
+      }, (error: unknown) => {
+        if (error instanceof BrokerError && error.status === 401) this.logFailedLogin(ctx.headers.authorization, peer);
+        throw error;
       });
     }
     ctx.user = user;
     ctx.identity = user.username;
     return this.afterAuth(route, ctx);
+  }
+
+  /** A warn line per refused credential, for operators and intrusion detection: the username as sent (cut to the
+   *  longest valid name, so a flood of long names cannot fill the log) and the peer address, never the password. */
+  private logFailedLogin(authorization: string, peer: string): void {
+    const username = parseBasic(authorization)?.username.slice(0, limits.username_chars_max) ?? null;
+    this.services.log.warn({ component: 'auth', username, peer }, 'login failed');
   }
 
   private afterAuth(route: RouteEntry, ctx: RequestContext): HandlerResult {
@@ -284,7 +304,7 @@ export class FrontServer {
     this.corkedWriter.write(res, reply, ctx.bodyReader?.receiving === true, false);
   }
 
-  /** Answers before any handler ran (431, 404, 405, 503 shutting down). */
+  /** Answers before any handler ran (431, 404, 405, 503 shutting down, 403 cross-origin). */
   private writeEarly(res: HttpResponse, error: BrokerError, route: string, method: string, hasBody: boolean): void {
     this.services.metrics.countRequest(route, method, error.status);
     // A body we never read must not be taken for the next request: close after answering.
@@ -325,6 +345,10 @@ class HeaderScan {
   private contentType = '';
   private contentEncoding = '';
   private svcClient: string | null = null;
+  /** What a browser says of where a request comes from (Fetch Metadata, RFC 6454); '' when not sent. */
+  private host = '';
+  private origin = '';
+  private secFetchSite = '';
 
   readonly visit = (name: string, value: string): void => {
     this.bytes += name.length + value.length + 4;
@@ -335,6 +359,9 @@ class HeaderScan {
       case 'content-encoding': this.contentEncoding = value; break;
       case 'x-svc-client': this.svcClient = value; break;
       case 'transfer-encoding': this.chunked = true; break;
+      case 'host': this.host = value; break;
+      case 'origin': this.origin = value; break;
+      case 'sec-fetch-site': this.secFetchSite = value; break;
     }
   };
 
@@ -366,6 +393,24 @@ class HeaderScan {
     this.contentLengthSeen = false;
     this.headerFault = null;
     this.authorizationSeen = false;
+    this.host = '';
+    this.origin = '';
+    this.secFetchSite = '';
+  }
+
+  /** Why a browser's marks say another origin sent the request, or null: Sec-Fetch-Site other than same-origin or
+   *  none (a same-site page on another port is another origin too), or an Origin other than this request's own
+   *  scheme and Host (`null` included; either scheme, since TLS ends in a proxy). Clients that are not browsers send
+   *  neither header. */
+  crossOriginFault(): string | null {
+    const site = this.secFetchSite;
+    if (site !== '' && site !== 'same-origin' && site !== 'none') return 'Sec-Fetch-Site must be same-origin or none';
+    const origin = this.origin;
+    if (origin === '') return null;
+    const host = this.host.toLowerCase();
+    const lower = origin.toLowerCase();
+    if (host !== '' && (lower === `http://${host}` || lower === `https://${host}`)) return null;
+    return "Origin must be this node's own (the scheme and Host of the request)";
   }
 
 
