@@ -35,3 +35,15 @@ export function metricSample(text: string, name: string, labels: Record<string, 
   });
   return found?.value;
 }
+
+/** svc_consumer_lag_messages of topic by partition, over the scrapes of several nodes (each owner exports its own
+ *  partitions): messages committed and not yet acked, as each owner counts them. */
+export function consumerLag(scrapes: readonly string[], topic: string): Map<number, number> {
+  const lag = new Map<number, number>();
+  for (const text of scrapes) {
+    for (const { labels, value } of metricSamples(text, 'svc_consumer_lag_messages')) {
+      if (labels['topic'] === topic) lag.set(Number(labels['partition']), Math.max(value, lag.get(Number(labels['partition'])) ?? 0));
+    }
+  }
+  return lag;
+}
