@@ -2,21 +2,25 @@
 // node, a replay of every partition answers its record, get-topic answers every partition's real statistics with no
 // placeholder and no `partial`, a consume pinned to a partition owned elsewhere leases its message, an ack of that
 // lease through a third node answers 204 (and the message is not delivered again), a batch ack of handles of several
-// owners answers each 204 in request order, and a long poll pinned to a partition owned elsewhere wakes when the
-// owner commits a message; with the owner killed, the forwarded requests answer 503 with Retry-After, and get-topic
-// answers 200 with the owner's partitions as placeholders and `partial: true`; an owner stopped (holding its
-// connections, answering nothing) makes a forwarded request answer 502 in plain text.
+// owners answers each 204 in request order and settles them on their owners (each owner's consumer lag reads 0),
+// and a long poll pinned to a partition owned elsewhere wakes when the owner commits a message, not at its
+// deadline; with the owner killed, the forwarded requests answer 503 with Retry-After, and get-topic answers 200
+// with the owner's partitions as placeholders and `partial: true`; an owner stopped (holding its connections,
+// answering nothing) makes a forwarded request answer 502 in plain text.
 // Method: black box on 3 real node processes on loopback; produce goes to each partition's owner (produce
-// forwarding is the next step of issue 29), everything else through the other nodes.
+// forwarding is the next step of issue 29), everything else through the other nodes. The long poll waits 30 s
+// (http.max_consume_wait raised) and must answer within half of that, a margin no loaded machine eats.
 import t from 'tap';
 import { TestCluster, eventually } from '../helpers/cluster.js';
+import { consumerLag } from '../helpers/metric_sample.js';
 
 interface Stats { index: number; owner_node: string; status: string; next_offset: number }
 
 const consumer = { 'x-svc-client': 'fwd-tests' };
+const waitMs = 30_000;
 
 t.test('forwarded replay, stats, consume, ack, batch ack and long poll; 503 with the owner dead', async (t) => {
-  const { cluster, leader } = await TestCluster.started(t, 3);
+  const { cluster, leader } = await TestCluster.started(t, 3, ['--set', `http.max_consume_wait=${waitMs / 1000}s`]);
   t.ok(await cluster.membersAlive(leader));
   t.equal((await cluster.client(leader).post('/v1/topics', { name: 'fwd', partitions: 6 })).status, 201);
   t.ok(await cluster.visibleOnAll('/v1/topics/fwd', 10_000));
@@ -58,6 +62,12 @@ t.test('forwarded replay, stats, consume, ack, batch ack and long poll; 503 with
   const batch = await cluster.client(leader).post('/v1/topics/fwd/ack', { receipt_handles: handles }, { headers: consumer });
   t.equal(batch.status, 200, batch.text);
   t.same(batch.json(), { results: [{ status: 204 }, { status: 204 }, { status: 204 }, { status: 204 }] });
+  // Answered is not settled: the owners of partitions 0 to 4 hold every message of theirs acked.
+  const settled = await eventually(async () => {
+    const lag = consumerLag(await Promise.all([1, 2, 3].map(async (id) => (await cluster.client(id).get('/metrics')).text)), 'fwd');
+    return [0, 1, 2, 3, 4].every((p) => lag.get(p) === 0);
+  }, 10_000);
+  t.ok(settled, 'the owners of partitions 0 to 4 count their messages acked (svc_consumer_lag_messages 0)');
 
   const p5 = 5;
   const waiting = cluster.client(other(p5)).get(`/v1/topics/fwd/consume?partition=${p5}&offset=1`);
@@ -65,11 +75,15 @@ t.test('forwarded replay, stats, consume, ack, batch ack and long poll; 503 with
   const polled = cluster.client(other(p5)).get(`/v1/topics/fwd/consume?partition=${p5}&wait=8s`, { headers: consumer });
   const first = (await polled).json() as { payload: unknown };
   t.same(first.payload, { p: 5 }, 'the stored message first');
-  const longPoll = cluster.client(other(p5)).get(`/v1/topics/fwd/consume?partition=${p5}&wait=8s`, { headers: consumer });
+  const pollStartMs = Date.now();
+  const longPoll = cluster.client(other(p5)).get(`/v1/topics/fwd/consume?partition=${p5}&wait=30s`, { headers: consumer, timeoutMs: waitMs + 15_000 });
+  // A moment to park on the owner; a poll not parked yet finds the message at once (shows less, still passes).
   await new Promise((resolve) => setTimeout(resolve, 500));
   t.equal((await cluster.client(owners[p5]!).post(`/v1/topics/fwd/produce?partition=${p5}`, { late: true })).status, 202);
   const woke = await longPoll;
+  const wokeMs = Date.now() - pollStartMs;
   t.equal(woke.status, 200, 'the long poll on a non-owner woke with the owner\'s commit');
+  t.ok(wokeMs < waitMs / 2, `it answered when the message came (${wokeMs} ms), not at its ${waitMs / 1000} s deadline`);
   t.same((woke.json() as { payload: unknown }).payload, { late: true });
 
   const victim = owners[p0]!;

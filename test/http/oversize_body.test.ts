@@ -4,6 +4,7 @@
 // Method: black box with Node's fetch (undici), bodies just over the caps and well over them.
 import t from 'tap';
 import { startNodeFor } from '../helpers/node.js';
+import { storedTotal } from '../helpers/stored.js';
 
 const node = await startNodeFor(t);
 const headers = { authorization: node.auth, 'content-type': 'application/json', 'x-svc-client': 't' };
@@ -19,12 +20,13 @@ t.test('batch produce over 16 MiB: 413 the client reads, nothing stored', async 
     const answer = await post('/v1/topics/big/produce/batch', Buffer.alloc(bytes, 0x20));
     t.same(answer, { status: 413, json: { error: 'body: larger than 16777216 bytes' } }, `${bytes} bytes`);
   }
-  const replay = await fetch(`${node.url}/v1/topics/big/consume?partition=0&offset=0`, { headers });
-  t.equal(replay.status, 204, 'nothing stored');
+  t.equal(await storedTotal(node, 'big'), 0, 'nothing stored');
 });
 
-t.test('single produce and user create over 1 MiB: 413 and 400 the client reads', async (t) => {
+t.test('single produce and user create over 1 MiB: 413 and 400 the client reads, nothing stored', async (t) => {
+  t.equal((await fetch(`${node.url}/v1/topics`, { method: 'POST', headers, body: '{"name":"big-single"}' })).status, 201);
   const over = Buffer.alloc(1024 * 1024 + 1, 0x20);
-  t.same(await post('/v1/topics/big/produce', over), { status: 413, json: { error: 'body: larger than 1048576 bytes' } });
+  t.same(await post('/v1/topics/big-single/produce', over), { status: 413, json: { error: 'body: larger than 1048576 bytes' } });
+  t.equal(await storedTotal(node, 'big-single'), 0, 'nothing stored');
   t.same(await post('/v1/users', over), { status: 400, json: { error: 'body: larger than 1048576 bytes' } });
 });

@@ -2,11 +2,13 @@
 // "Produce and replay") end to end: the 202 answer, every payload and key kind read back by replay exactly as
 // stored, partition choice (pin, key, spread) and every refusal (400, 401, 404, 413, 415) with its error shape.
 // Method: one node for the file, a fresh topic per case; each accepted message is read back by replay
-// (GET .../consume?partition&offset) with polling, since a commit follows the 202 asynchronously.
+// (GET .../consume?partition&offset) with polling, since a commit follows the 202 asynchronously; after refusals the
+// topic is read back whole (test/helpers/stored.ts) to show they stored nothing.
 import t from 'tap';
 import {
   NodeWithClient, assertError, createTopic, rawRefusedRequest, readAllUntil, topicNamer, topicPath, waitReplay, type Answer,
 } from '../helpers/replay.js';
+import { storedCounts, storedTotal } from '../helpers/stored.js';
 
 const MiB = 1024 * 1024;
 const { node, client } = await NodeWithClient.start(t);
@@ -95,6 +97,7 @@ t.test('payload_encoding=base64 with a body that is not base64 is 400', async (t
   const topic = nextTopic();
   await createTopic(client, topic);
   assertError(t, await produce(topic, '%%% not base64 %%%', '?payload_encoding=base64'), 400, 'payload');
+  t.equal(await storedTotal(node, topic), 0, 'nothing stored');
 });
 
 t.test('an encoding other than base64, or a key that is not base64 under key_encoding, is 400', async (t) => {
@@ -103,6 +106,7 @@ t.test('an encoding other than base64, or a key that is not base64 under key_enc
   assertError(t, await produce(topic, '{"a":1}', '?payload_encoding=hex'), 400, 'payload_encoding');
   assertError(t, await produce(topic, '{"a":1}', '?key=k&key_encoding=hex'), 400, 'key_encoding');
   assertError(t, await produce(topic, '{"a":1}', '?key=%25%25&key_encoding=base64'), 400, 'key');
+  t.equal(await storedTotal(node, topic), 0, 'nothing stored');
 });
 
 t.test('key is stored and returned; no key means no key field', async (t) => {
@@ -180,6 +184,7 @@ t.test('bad partition values are 400', async (t) => {
   for (const value of ['3', '-1', 'abc', '1.5']) {
     assertError(t, await produce(topic, '{}', `?partition=${value}`), 400, 'partition');
   }
+  t.equal(await storedTotal(node, topic), 0, 'nothing stored');
 });
 
 t.test('a parameter given twice is 400 (NOTES 5)', async (t) => {
@@ -188,6 +193,7 @@ t.test('a parameter given twice is 400 (NOTES 5)', async (t) => {
   assertError(t, await produce(topic, '{}', '?key=a&key=b'), 400, 'key');
   assertError(t, await produce(topic, '{}', '?partition=0&partition=1'), 400, 'partition');
   assertError(t, await produce(topic, '{}', '?partition=1&partition=1'), 400, 'partition');
+  t.equal(await storedTotal(node, topic), 0, 'nothing stored');
 });
 
 t.test('empty body is 400, body over 1 MiB is 413, exactly 1 MiB is accepted', async (t) => {
@@ -206,6 +212,7 @@ t.test('empty body is 400, body over 1 MiB is 413, exactly 1 MiB is accepted', a
   const replay = await waitReplay(client, topic, 0, 0);
   t.equal(typeof replay.message?.payload, 'string');
   t.equal(String(replay.message?.payload).length, MiB, 'the whole 1 MiB payload read back');
+  t.same(await storedCounts(node, topic), [1, 0, 0], 'the refused bodies stored nothing');
 });
 
 t.test('binary payloads come back byte for byte whether they arrive in one chunk or in many', async (t) => {
@@ -232,6 +239,7 @@ t.test('415 without an accepted content type; X-Svc-Client or a charset paramete
   assertError(t, await produce(topic, Buffer.from('{}'), '', { 'content-type': 'text/plain' }), 415);
   t.equal((await produce(topic, Buffer.from('{}'), '', { 'x-svc-client': 'produce-test' })).status, 202, 'X-Svc-Client');
   t.equal((await produce(topic, '{}', '', { 'content-type': 'application/json; charset=utf-8' })).status, 202, 'charset');
+  t.equal(await storedTotal(node, topic), 2, 'the two accepted stored, the two refused not');
 });
 
 t.test('401 without or with wrong credentials, with the Basic realm', async (t) => {
@@ -248,4 +256,5 @@ t.test('401 without or with wrong credentials, with the Basic realm', async (t) 
   assertError(t, wrong, 401);
   const noType = await client.req(path, { method: 'POST', noAuth: true, body: Buffer.from('{}') });
   t.equal(noType.status, 401, 'credentials are checked before the content type (spec 5.6)');
+  t.equal(await storedTotal(node, topic), 0, 'nothing stored');
 });

@@ -3,11 +3,13 @@
 // per-identity produce cap (429 with Retry-After), and the ingress log failure latch (500 for every produce until
 // restart, consume and /readyz unaffected, svc_ingress_wal_failed 1).
 // Method: black box; requests held half-sent on raw sockets keep work in flight; the latch uses the node's named
-// fault point test.fault_points=ingress.write.
+// fault point test.fault_points=ingress.write. After the refusals each topic is read back (test/helpers/stored.ts;
+// under the latch nothing can be produced, so the partition statistics): only the accepted requests are stored.
 import t from 'tap';
 import { connect, type Socket } from 'node:net';
 import { startNodeFor, type StartedNode } from '../helpers/node.js';
 import { assertError, Client, pollUntil } from '../helpers/http.js';
+import { storedTotal } from '../helpers/stored.js';
 
 const MiB = 1024 * 1024;
 
@@ -61,6 +63,7 @@ t.test('batch body budget: 503 with Retry-After 1 while full; small bodies pass;
   }, 3000);
   t.ok(accepted, 'after the client went away its share is back and a big body is accepted');
   if (accepted) t.same(accepted.json(), { accepted: 6 });
+  t.equal(await storedTotal(node, 'budget'), 7, 'the small body and the big one stored; the refused and the abandoned not');
 });
 
 t.test('per-identity produce cap: 429 with Retry-After while at the cap', async (t) => {
@@ -82,6 +85,7 @@ t.test('per-identity produce cap: 429 with Retry-After while at the cap', async 
   t.match(answer, /^HTTP\/1\.1 202/, 'the held produce completes with 202');
   const after = await api.post('/v1/topics/capped/produce', { c: 1 });
   t.equal(after.status, 202, 'below the cap again');
+  t.equal(await storedTotal(node, 'capped'), 2, 'the held produce and the last one stored; the refused not');
 });
 
 t.test('an ingress log write failure latches 500 for produces; consume and readiness go on', async (t) => {
@@ -95,4 +99,6 @@ t.test('an ingress log write failure latches 500 for produces; consume and readi
   t.equal((await api.get('/readyz', { auth: null })).status, 200, '/readyz is unaffected');
   const metrics = await api.get('/metrics');
   t.match(metrics.text, /\nsvc_ingress_wal_failed 1\n/);
+  const stats = (await api.get('/v1/topics/latched')).json() as { partition_stats: { next_offset: number }[] };
+  t.same(stats.partition_stats.map((p) => p.next_offset), stats.partition_stats.map(() => 0), 'nothing stored');
 });
