@@ -32,8 +32,9 @@ async function main(): Promise<void> {
     return;
   }
   const config = loaded.config;
-  const log = startLog(loaded);
+  const log = createLogger(config['log.level']);
   const { dataDir, lock, cluster, clusterTls } = await claimNode(config);
+  warnOfPasswordFlag(loaded, log);
   const lifecycle: NodeLifecycle = { startupDone: false, shuttingDown: false };
   // The internal listener binds before anything else starts, so a taken port ends the start at once (issue 27).
   const nodeLink = isMultiNode(cluster)
@@ -67,13 +68,12 @@ async function claimNode(config: Config) {
   return { dataDir, lock, cluster, clusterTls };
 }
 
-/** The node's logger; its first line warns of a password given on the command line. */
-function startLog(loaded: LoadedConfig): Logger {
-  const log = createLogger(loaded.config['log.level']);
+/** A password given on the command line shows in ps and shell history: said once the data dir is claimed, so a start
+ *  that fails earlier shows only its reason. */
+function warnOfPasswordFlag(loaded: LoadedConfig, log: Logger): void {
   if (loaded.adminPasswordSource === 'flag') {
     log.warn('--admin-password shows in ps and shell history: give the password with --admin-password-file FILE or SVC_ADMIN_PASSWORD instead');
   }
-  return log;
 }
 
 /** The loaded config; a ConfigError ends the process with status 2 and its message on stderr. */
