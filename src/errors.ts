@@ -97,6 +97,21 @@ export const errors = {
   userExists: (username: string) => new BrokerError(409, `user ${username} already exists`),
   /** 409: forget of a member that still owns partitions (spec §7 409). */
   memberOwnsPartitions: (id: number, owned: number) => new BrokerError(409, `member ${id} owns ${owned} partitions`),
+  /** 409: forget of a member a partition move still reads from or writes to (spec §7 409: move target). */
+  memberInMove: (id: number, moves: number) => new BrokerError(409, `member ${id} is the source or destination of ${moves} partition moves`),
+  /** 409: a move of a partition that is moving already (NOTES 16). */
+  moveExists: (topic: string, partition: number) => new BrokerError(409, `partition ${partition} of topic ${topic} is already moving`),
+  /** 409: abort, freeze or flip of a move that does not run (spec §7 409: move abort with no matching move). */
+  moveNotFound: (topic: string, partition: number) => new BrokerError(409, `no matching move: partition ${partition} of topic ${topic} is not moving`),
+  /** 409: abort of a move whose partition already changed owner; it finishes instead. */
+  moveFlipped: (topic: string, partition: number) =>
+    new BrokerError(409, `the move of partition ${partition} of topic ${topic} has already given it to its destination; it can only finish`),
+  /** 409: a move whose source is not the partition's owner, or whose destination cannot take it. */
+  moveRefused: (topic: string, partition: number, why: string) => new BrokerError(409, `partition ${partition} of topic ${topic} cannot move: ${why}`),
+  /** 409: cancel of a decommission that does not run (NOTES 16). */
+  decommissionNotRunning: (id: number) => new BrokerError(409, `member ${id} is not being decommissioned`),
+  /** 409: a decommission that is running already. */
+  decommissionRunning: (id: number) => new BrokerError(409, `member ${id} is being decommissioned already`),
   /** 409: forget of a member the leader sees alive (spec §4 forget: only a dead member). */
   memberAlive: (id: number) => new BrokerError(409, `member ${id} is alive: only a dead member can be forgotten`),
   /** 409: forget whose removal from the voters could break quorum (spec §7 409). */
@@ -257,7 +272,8 @@ export type Refusal<K extends ErrorId = ErrorId> = K extends ErrorId ? { id: K; 
 /** The ids the metadata thread (its shell and the state machine's apply) refuses with. */
 export const metadataRefusalIds = [
   'topicExists', 'topicNameConflict', 'topicNotFound', 'partitionsNotGrown', 'partitionsNotPlaced', 'ownerNotMember',
-  'memberNotFound', 'memberOwnsPartitions', 'memberAlive', 'forgetBreaksQuorum', 'userExists', 'userNotFound',
+  'memberNotFound', 'memberOwnsPartitions', 'memberInMove', 'moveExists', 'moveNotFound', 'moveFlipped', 'moveRefused',
+  'decommissionNotRunning', 'decommissionRunning', 'memberAlive', 'forgetBreaksQuorum', 'userExists', 'userNotFound',
   'rootNotDeletable', 'rootGrantsFixed', 'schemaBaseVersionMismatch', 'schemaVersionsFull', 'schemaTopicBudget',
   'schemaClusterBudget', 'schemaChangedUnderRequest', 'notLinked', 'fanoutHasParent', 'fanoutChildIsParent',
   'fanoutParentIsChild', 'fanoutSelf', 'fanoutChildrenFull', 'fanoutSchemaMismatch', 'fanoutDelayRetention',

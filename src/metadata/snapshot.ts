@@ -6,7 +6,8 @@
 
 import { Packr } from 'msgpackr';
 import { limits } from '../config.js';
-import type { FanoutLink, FanoutParent, Grant, GrantAction, MemberRecord, MetadataState, SchemaHistory, TopicRecord, UserRecord } from '../protocol/metadata_types.js';
+import { moveKey, type FanoutLink, type FanoutParent, type Grant, type GrantAction, type MemberRecord, type MetadataState, type MovePhase,
+  type MoveReason, type PartitionMoveRecord, type SchemaHistory, type TopicRecord, type UserRecord } from '../protocol/metadata_types.js';
 
 /** Bumped on any change to the encoded shape; decode refuses every other value. A topic's targetOwners did not
  *  bump it: it is left out while equal to owners (always, until partition moves exist), so the bytes stay those of
@@ -15,11 +16,15 @@ export const metadataSnapshotFormat = 1;
 
 const packr = new Packr({ useRecords: false, moreTypes: false });
 
-const topicKeys = ['name', 'id', 'partitions', 'retentionMs', 'visibilityTimeoutMs', 'maxInFlightPerPartition', 'maxAckedAheadPerPartition', 'createdAtSec', 'owner', 'owners', 'targetOwners'] as const;
+const topicKeys = ['name', 'id', 'partitions', 'retentionMs', 'visibilityTimeoutMs', 'maxInFlightPerPartition', 'maxAckedAheadPerPartition', 'createdAtSec', 'owner', 'owners', 'targetOwners', 'startOffsets'] as const;
 const userKeys = ['username', 'passwordHash', 'credentialVersion', 'grants', 'root', 'createdAtMs', 'updatedAtMs'] as const;
-const memberKeys = ['id', 'apiAddress', 'internalAddress', 'addedAtMs'] as const;
+const memberKeys = ['id', 'apiAddress', 'internalAddress', 'addedAtMs', 'decommission'] as const;
+const decommissionKeys = ['startedAtMs', 'acceptDataLoss'] as const;
+const moveKeys = ['topicId', 'topic', 'partition', 'source', 'destination', 'startedAtMs', 'reason', 'phase'] as const;
+const moveReasons: readonly MoveReason[] = ['decommission', 'operator', 'rebalance'];
+const movePhases: readonly MovePhase[] = ['copying', 'frozen', 'flipped'];
 const grantKeys = ['action', 'patterns'] as const;
-const topLevelKeys = ['format', 'credentialVersionLast', 'members', 'topics', 'users', 'schemas', 'fanout'] as const;
+const topLevelKeys = ['format', 'credentialVersionLast', 'members', 'topics', 'users', 'schemas', 'fanout', 'moves'] as const;
 const fanoutParentKeys = ['parentId', 'parent', 'children'] as const;
 const fanoutLinkKeys = ['child', 'childId', 'epoch', 'attachOffsets', 'delayMs'] as const;
 const schemaHistoryKeys = ['topicId', 'documents'] as const;
@@ -28,7 +33,7 @@ const grantActions: readonly GrantAction[] = ['produce', 'consume', 'create', 'a
 /** Encodes the whole state. Throws when a record holds a field this format does not know, so a field added to a
  *  record type without a snapshot format change fails in tests instead of vanishing from snapshots. */
 export function encodeMetadataSnapshot(state: MetadataState): Uint8Array {
-  const members = [...state.members.values()].sort((a, b) => a.id - b.id).map((m) => ordered('member', m, memberKeys));
+  const members = [...state.members.values()].sort((a, b) => a.id - b.id).map(encodeMember);
   const topics = [...state.topics.values()].sort((a, b) => byCodeUnit(a.name, b.name)).map(encodeTopic);
   const users = [...state.users.values()]
     .sort((a, b) => byCodeUnit(a.username, b.username))
@@ -38,6 +43,10 @@ export function encodeMetadataSnapshot(state: MetadataState): Uint8Array {
   if (state.schemas.size > 0) body.schemas = encodeSchemas(state.schemas);
   // The same for fan-out links; children keep their attach order (spec §2 Topic children).
   if (state.fanout.size > 0) body.fanout = encodeFanout(state.fanout);
+  // And for partition moves and decommissions (issue 41): a cluster that never moved keeps the older bytes.
+  if (state.moves.size > 0) {
+    body.moves = [...state.moves.entries()].sort(([a], [b]) => byCodeUnit(a, b)).map(([, move]) => ordered('move', move, moveKeys));
+  }
   // pack's answer may share the packr's buffer; the snapshot outlives the next pack, so it gets its own bytes.
   return new Uint8Array(packr.pack(body));
 }
@@ -54,6 +63,13 @@ function encodeFanout(fanout: ReadonlyMap<string, FanoutParent>): Record<string,
 function encodeTopic(topic: TopicRecord): Record<string, unknown> {
   const fields = ordered('topic', topic, topicKeys);
   if (sameOwners(topic.targetOwners, topic.owners)) delete fields.targetOwners;
+  if (topic.startOffsets?.every((offset) => offset === 0) === true) delete fields.startOffsets;
+  return fields;
+}
+
+function encodeMember(member: MemberRecord): Record<string, unknown> {
+  const fields = ordered('member', member, memberKeys);
+  if (member.decommission !== undefined) fields.decommission = ordered('decommission', member.decommission, decommissionKeys);
   return fields;
 }
 
@@ -80,6 +96,7 @@ export function decodeMetadataSnapshot(bytes: Uint8Array): MetadataState {
     schemas: new Map(),
     fanout: new Map(),
     fanoutParentOf: new Map(),
+    moves: new Map(),
   };
   for (const [i, raw] of array(top.members, 'members').entries()) {
     const member = decodeMember(raw, `members[${i}]`);
@@ -104,7 +121,39 @@ export function decodeMetadataSnapshot(bytes: Uint8Array): MetadataState {
   }
   decodeSchemas(top.schemas, state);
   decodeFanout(top.fanout, state);
+  decodeMoves(top.moves, state);
   return state;
+}
+
+/** Moves name topics of the snapshot and members; at most one per partition. */
+function decodeMoves(raw: unknown, state: MetadataState): void {
+  if (raw === undefined) return;
+  const byId = new Map([...state.topics.values()].map((topic) => [topic.id, topic]));
+  for (const [i, entry] of array(raw, 'moves').entries()) {
+    const where = `moves[${i}]`;
+    const m = object(entry, where, moveKeys);
+    const move: PartitionMoveRecord = {
+      topicId: topicId(m.topicId, `${where}.topicId`),
+      topic: string(m.topic, `${where}.topic`),
+      partition: integer(m.partition, `${where}.partition`, 0),
+      source: integer(m.source, `${where}.source`, 1),
+      destination: integer(m.destination, `${where}.destination`, 1),
+      startedAtMs: integer(m.startedAtMs, `${where}.startedAtMs`, 0),
+      reason: oneOf(m.reason, moveReasons, `${where}.reason`),
+      phase: oneOf(m.phase, movePhases, `${where}.phase`),
+    };
+    const topic = byId.get(move.topicId);
+    if (topic === undefined || move.partition >= topic.partitions) throw problem(`${where}: partition ${move.partition} of topic ${move.topicId} is not in the snapshot`);
+    if (!state.members.has(move.source) || !state.members.has(move.destination)) throw problem(`${where}: source or destination is not a member`);
+    const key = moveKey(move.topicId, move.partition);
+    if (state.moves.has(key)) throw problem(`${where}: partition ${key} moves twice`);
+    state.moves.set(key, move);
+  }
+}
+
+function oneOf<T extends string>(raw: unknown, values: readonly T[], where: string): T {
+  if (!values.includes(raw as T)) throw problem(`${where}: ${String(raw)} is not one of ${values.join(', ')}`);
+  return raw as T;
 }
 
 /** Fan-out links, checked against the rules every apply keeps (spec §3): known topics, one parent per child, no
@@ -167,7 +216,14 @@ function decodeMember(raw: unknown, where: string): MemberRecord {
     apiAddress: string(m.apiAddress, `${where}.apiAddress`),
     internalAddress: string(m.internalAddress, `${where}.internalAddress`),
     addedAtMs: integer(m.addedAtMs, `${where}.addedAtMs`, 0),
+    ...(m.decommission === undefined ? {} : { decommission: decodeDecommission(m.decommission, `${where}.decommission`) }),
   };
+}
+
+function decodeDecommission(raw: unknown, where: string): NonNullable<MemberRecord['decommission']> {
+  const d = object(raw, where, decommissionKeys);
+  if (typeof d.acceptDataLoss !== 'boolean') throw problem(`${where}.acceptDataLoss: not a boolean`);
+  return { startedAtMs: integer(d.startedAtMs, `${where}.startedAtMs`, 0), acceptDataLoss: d.acceptDataLoss };
 }
 
 function decodeTopic(raw: unknown, where: string, members: ReadonlyMap<number, MemberRecord>): TopicRecord {
@@ -190,6 +246,10 @@ function decodeTopic(raw: unknown, where: string, members: ReadonlyMap<number, M
   if (topic.owners.length !== topic.partitions) throw problem(`${where}: ${topic.owners.length} owners for ${topic.partitions} partitions`);
   if (topic.targetOwners.length !== topic.partitions) {
     throw problem(`${where}: ${topic.targetOwners.length} target owners for ${topic.partitions} partitions`);
+  }
+  if (t.startOffsets !== undefined) {
+    topic.startOffsets = array(t.startOffsets, `${where}.startOffsets`).map((o, p) => integer(o, `${where}.startOffsets[${p}]`, 0));
+    if (topic.startOffsets.length > topic.partitions) throw problem(`${where}: ${topic.startOffsets.length} start offsets for ${topic.partitions} partitions`);
   }
   return topic;
 }

@@ -1,5 +1,5 @@
 // The metadata state machine's one entry: applyCommand switches on the command and delegates to the module of its
-// resource (topics.ts, users.ts, members.ts; placement.ts for partition owners, schemas.ts for schema histories,
+// resource (topics.ts, users.ts, members.ts, moves.ts for partition moves and decommission; placement.ts for partition owners, schemas.ts for schema histories,
 // fanout.ts for fan-out links). Pure: no I/O, no clock, no
 // randomness. Every id and timestamp arrives inside the command, so the metadata thread, the front thread and every
 // partition worker reach the same state from the same log.
@@ -9,6 +9,8 @@ import type { MetadataRefusal } from '../errors.js';
 import type { MemberRecord, MetadataCommand, MetadataState, TopicRecord, UserRecord } from '../protocol/metadata_types.js';
 import { applyFanoutAttach, applyFanoutDetach } from './fanout.js';
 import { applyMemberAdd, applyMemberForget } from './members.js';
+import { applyDecommission, applyDecommissionCancel, applyMoveAbort, applyMoveFinish, applyMoveFlip, applyMoveFreeze, applyMoveStart,
+  applyPartitionReassign } from './moves.js';
 import { applyTopicCreate, applyTopicDelete, applyTopicUpdate } from './topics.js';
 import { applyUserCreate, applyUserDelete, applyUserGrants, applyUserPassword } from './users.js';
 
@@ -21,7 +23,7 @@ export type ApplyResult =
 
 export function emptyMetadataState(): MetadataState {
   return { topics: new Map(), topicNamesLower: new Map(), users: new Map(), credentialVersionLast: 0, members: new Map(), schemas: new Map(),
-    fanout: new Map(), fanoutParentOf: new Map() };
+    fanout: new Map(), fanoutParentOf: new Map(), moves: new Map() };
 }
 
 /** Applies one committed command. Mutates state; the result is what the proposer answers. */
@@ -49,6 +51,22 @@ export function applyCommand(state: MetadataState, command: MetadataCommand): Ap
       return applyFanoutAttach(state, command.child, command.childId, command.attach);
     case 'fanout.detach':
       return applyFanoutDetach(state, command.parent, command.parentId, command.child, command.childId);
+    case 'member.decommission':
+      return applyDecommission(state, command.id, command.startedAtMs, command.acceptDataLoss);
+    case 'member.decommissionCancel':
+      return applyDecommissionCancel(state, command.id);
+    case 'move.start':
+      return applyMoveStart(state, command.moves);
+    case 'move.freeze':
+      return applyMoveFreeze(state, command.topicId, command.partition, command.destination, command.frozen);
+    case 'move.flip':
+      return applyMoveFlip(state, command.topicId, command.partition, command.destination);
+    case 'move.finish':
+      return applyMoveFinish(state, command.topicId, command.partition, command.destination);
+    case 'move.abort':
+      return applyMoveAbort(state, command.topicId, command.partition);
+    case 'partition.reassign':
+      return applyPartitionReassign(state, command.topicId, command.partition, command.from, command.to, command.startOffset);
     // Seam (issue 26): remotes (remotes.ts) add their cases here when their commands join MetadataCommand
     // (src/protocol/metadata_types.ts). Schemas ride on the topic commands.
     default:

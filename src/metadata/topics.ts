@@ -5,6 +5,7 @@
 import type { MetadataRefusal } from '../errors.js';
 import type { FanoutAttach, MetadataState, TopicChanges, TopicCreateRecord, TopicRecord } from '../protocol/metadata_types.js';
 import { childIdsOf, childSchemaRefusal, createAttachRefusal, linkCreated, parentGrown, retentionRefusal, unlinkDeleted } from './fanout.js';
+import { dropTopicMoves } from './moves.js';
 import { addPartitionOwners, assertOwners, ownerNotMember, targetOwnersOf } from './placement.js';
 import { applySchemaChange, deleteSchemaHistory, firstSchemaRefusal, registerFirstSchema } from './schemas.js';
 import type { ApplyResult } from './state.js';
@@ -86,9 +87,12 @@ export function applyTopicDelete(state: MetadataState, name: string, id: string)
   state.topicNamesLower.delete(name.toLowerCase());
   deleteSchemaHistory(state, topic.id);
   unlinkDeleted(state, topic.id);
+  dropTopicMoves(state, topic.id);
   return { ok: true, deletedTopicId: topic.id };
 }
 
 function copyTopic(topic: TopicRecord): TopicRecord {
-  return { ...topic, owners: [...topic.owners], targetOwners: [...topic.targetOwners] };
+  const copy: TopicRecord = { ...topic, owners: [...topic.owners], targetOwners: [...topic.targetOwners] };
+  if (topic.startOffsets !== undefined) copy.startOffsets = [...topic.startOffsets];
+  return copy;
 }

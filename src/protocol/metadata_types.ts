@@ -25,6 +25,10 @@ export interface TopicRecord {
    *  target first and the current owner once the copy is done. Set by applyCommand (= owners) on create and growth;
    *  never routed on. */
   targetOwners: number[];
+  /** Per partition, the offset an empty partition starts at when its files are created: set when a partition of a
+   *  member lost for good is given to another (partition.reassign), so its offsets never go back. Absent (or 0 for
+   *  a partition) means 0. */
+  startOffsets?: number[];
 }
 
 /** A topic as topic.create carries it. targetOwners is absent in every entry written so far (the release before
@@ -42,6 +46,42 @@ export interface MemberRecord {
   internalAddress: string;
   /** When the member was first added; an upsert of a known member keeps it. */
   addedAtMs: number;
+  /** Present while the member is being decommissioned (spec §3 Node liveness and decommission): it drains, its
+   *  partitions move off, and it takes no new partitions. */
+  decommission?: DecommissionRecord;
+}
+
+export interface DecommissionRecord {
+  startedAtMs: number;
+  /** The member is lost for good: its partitions are given to live members, starting empty (NOTES 16, issue 41). */
+  acceptDataLoss: boolean;
+}
+
+/** Why a move was started (shown in GET /v1/cluster/moves). */
+export type MoveReason = 'decommission' | 'operator' | 'rebalance';
+
+/** The phase the metadata records for a move; the destination's worker states (spec §3) are finer and live on the
+ *  destination. copying: the destination fetches while the source serves; frozen: the source stages nothing more
+ *  for the partition (its workers hold such records until the flip or an unfreeze); flipped: owners[p] is the
+ *  destination, the source is asked to set its copy aside, then move.finish removes the record. */
+export type MovePhase = 'copying' | 'frozen' | 'flipped';
+
+/** One partition move (spec §2 Cluster member, moves). Keyed in MetadataState.moves by moveKey(topicId, partition). */
+export interface PartitionMoveRecord {
+  topicId: string;
+  /** The topic's name when the move started (names never change under an id). */
+  topic: string;
+  partition: number;
+  source: number;
+  destination: number;
+  startedAtMs: number;
+  reason: MoveReason;
+  phase: MovePhase;
+}
+
+/** The key of a move in MetadataState.moves. */
+export function moveKey(topicId: string, partition: number): string {
+  return `${topicId}/${partition}`;
 }
 
 export type GrantAction = 'produce' | 'consume' | 'create' | 'admin';
@@ -83,6 +123,9 @@ export interface MetadataState {
   /** Child topic id -> parent topic id: derived from fanout (rebuilt by the snapshot decode, never encoded), so a
    *  produce or a topic view learns a topic's parent without a scan. */
   fanoutParentOf: Map<string, string>;
+  /** Partition moves under way, keyed by moveKey(topicId, partition); at most one per partition. Applied by
+   *  src/metadata/moves.ts. */
+  moves: Map<string, PartitionMoveRecord>;
   // Seam (issue 26): remotes add their map here, applied by its own module under src/metadata and encoded by
   // snapshot.ts.
 }
@@ -180,6 +223,22 @@ export type MetadataCommand =
   /** POST /v1/topics/{parent}/children: links an existing topic under a parent (spec §3 attach rules). */
   | { type: 'fanout.attach'; child: string; childId: string; attach: FanoutAttach }
   /** DELETE /v1/topics/{parent}/children/{child}: the child becomes standalone, keeping messages and history. */
-  | { type: 'fanout.detach'; parent: string; parentId: string; child: string; childId: string };
+  | { type: 'fanout.detach'; parent: string; parentId: string; child: string; childId: string }
+  /** POST /v1/cluster/members/{id}/decommission: the member drains and its partitions move off (NOTES 16). */
+  | { type: 'member.decommission'; id: number; startedAtMs: number; acceptDataLoss: boolean }
+  /** POST .../decommission/cancel: moves not flipped yet are aborted with it (their targets go back). */
+  | { type: 'member.decommissionCancel'; id: number }
+  /** Moves planned by the leader's controller or asked by an operator: each sets targetOwners[p] = destination. */
+  | { type: 'move.start'; moves: PartitionMoveRecord[] }
+  /** The destination caught up: the source stages nothing more for the partition (frozen), or again (copying). */
+  | { type: 'move.freeze'; topicId: string; partition: number; destination: number; frozen: boolean }
+  /** The destination holds the frozen source's every record: owners[p] = destination. */
+  | { type: 'move.flip'; topicId: string; partition: number; destination: number }
+  /** The source set its copy aside: the move ends. */
+  | { type: 'move.finish'; topicId: string; partition: number; destination: number }
+  /** A move not yet flipped ends; the partition stays with its source, untouched. */
+  | { type: 'move.abort'; topicId: string; partition: number }
+  /** A partition of a member lost for good (accept_data_loss) goes to a live member, empty from startOffset. */
+  | { type: 'partition.reassign'; topicId: string; partition: number; from: number; to: number; startOffset: number };
 // Seam (issue 26): the commands of remotes ('remote.*') join this union, and applyCommand's switch delegates each
 // prefix to its module. Schemas ride on topic.create and topic.update; fan-out links are fanout.ts's.

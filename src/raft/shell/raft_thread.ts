@@ -31,6 +31,14 @@ const metadataCommandTypes: Record<MetadataCommand['type'], true> = {
   'member.forget': true,
   'fanout.attach': true,
   'fanout.detach': true,
+  'member.decommission': true,
+  'member.decommissionCancel': true,
+  'move.start': true,
+  'move.freeze': true,
+  'move.flip': true,
+  'move.finish': true,
+  'move.abort': true,
+  'partition.reassign': true,
 };
 
 function storedEntry(entry: LogEntry): LogEntry<MetadataCommand> {
