@@ -195,6 +195,12 @@ export const errors = {
   internal: (message = 'internal error') => new BrokerError(500, message),
   /** 500: a partition worker could not read a record it holds (a read or a consume; the worker logs why). */
   partitionUnreadable: () => new BrokerError(500, 'partition unreadable'),
+  /** 421: the partition moved to another node while the request was on its way (spec §7 421); retry. */
+  partitionMoved: (topicId: string, partition: number) =>
+    new BrokerError(421, `partition ${partition} of topic ${topicId} moved to another node; retry`),
+  /** 500: a moved partition's copy did not match what its source sent (issue 41: copy_unverifiable). */
+  copyUnverifiable: (topicId: string, partition: number, detail: string) =>
+    new BrokerError(500, `the copy of partition ${partition} of topic ${topicId} could not be verified: ${detail}`),
   /** 501: a route whose work comes in a later release of this codebase. */
   notImplemented: () => new BrokerError(501, 'not implemented'),
   // 503 -----------------------------------------------------------------------------------------------------
@@ -284,7 +290,7 @@ export const metadataRefusalIds = [
 export type MetadataRefusal = Refusal<(typeof metadataRefusalIds)[number]>;
 
 /** The ids a partition worker refuses a request with (its 'failed' answer, thread_messages.ts). */
-export const workerRefusalIds = ['partitionUnreadable', 'partitionWorkerShuttingDown'] as const satisfies readonly ErrorId[];
+export const workerRefusalIds = ['partitionUnreadable', 'partitionWorkerShuttingDown', 'partitionMoved', 'copyUnverifiable'] as const satisfies readonly ErrorId[];
 export type WorkerRefusal = Refusal<(typeof workerRefusalIds)[number]>;
 
 /** The ids a batch produce body is refused with, on the front thread or a pool thread (BatchParse). */

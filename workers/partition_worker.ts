@@ -134,6 +134,12 @@ class PartitionWorker implements ConsumeHost {
         return this.routes.onCounters(msg.reqId);
       case 'fanoutCopied':
         return this.copier.copied(msg);
+      case 'moveRead':
+      case 'moveRelease':
+      case 'moveWrite':
+      case 'moveDiscard':
+        // The worker side of partition moves lands next (issue 41); until then a move cannot copy.
+        return this.post({ kind: 'failed', reqId: msg.reqId, refusal: { id: 'partitionUnreadable', args: [] } });
       case 'shutdown':
         if (this.shuttingDownFlag) return;
         this.shuttingDownFlag = true;
@@ -219,13 +225,13 @@ class PartitionWorker implements ConsumeHost {
       case 'sync':
         return this.complete('sync', Promise.all(effect.logs.map((log) => log.sync())), () => ({ kind: 'syncDone', logs: positionsOf(effect.logs) }));
       case 'durable':
-        return this.post({ kind: 'durable', seqUpTo: effect.seqUpTo });
+        return this.post({ kind: 'durable', seqUpTo: effect.seqUpTo, metaIndex: this.table.appliedIndex });
       case 'synced':
         for (const waiter of effect.waiters) this.syncWaiterWake(waiter);
         return;
       case 'handedOff':
         for (const waiter of effect.waiters) {
-          if (!this.copyRoute.handedOff(waiter)) this.data.linkPort!.postMessage({ kind: 'handedOff', reqId: waiter } satisfies FromWorker);
+          if (!this.copyRoute.handedOff(waiter)) this.data.linkPort!.postMessage({ kind: 'handedOff', reqId: waiter, metaIndex: this.table.appliedIndex } satisfies FromWorker);
         }
         return;
       case 'retain':

@@ -31,7 +31,19 @@ export class DataServer {
         return this.handoff(from, body);
       case 'memberReport':
         return this.front.memberReport().then((report) => ({ kind: 'memberReportResult', report }));
+      case 'moveRead':
+      case 'moveRelease':
+        return this.moveRequest(body);
     }
+  }
+
+  /** A move's destination asks the partition's worker here (its source). */
+  private async moveRequest(body: Extract<DataRequest, { kind: 'moveRead' | 'moveRelease' }>): Promise<DataReply> {
+    const answer = await this.workers.request(this.workers.ownerOf(body.topicId, body.partition), body).answer;
+    if (answer.kind === 'failed') return { kind: 'failed', refusal: answer.refusal };
+    if (answer.kind === 'moveChunk') return { kind: 'moveChunk', chunk: answer.chunk };
+    if (answer.kind === 'moveReleased') return { kind: 'moveReleased' };
+    throw new Error(`worker answered ${answer.kind} to ${body.kind}`);
   }
 
   onMessage(from: number, message: DataMessage): void {
@@ -125,9 +137,12 @@ export class DataServer {
   private async handoff(origin: number, body: Extract<DataRequest, { kind: 'handoff' }>): Promise<DataReply> {
     const answers = await Promise.all(this.workers.all().map((worker) =>
       this.workers.request(worker, { kind: 'handoff', origin, metaIndex: body.metaIndex, frames: body.frames }).answer));
-    const failed = answers.find((answer) => answer.kind !== 'handedOff');
-    if (failed !== undefined) throw new Error(`worker answered ${failed.kind} to a hand-off`);
-    return { kind: 'handedOff' };
+    let metaIndex = 0;
+    for (const answer of answers) {
+      if (answer.kind !== 'handedOff') throw new Error(`worker answered ${answer.kind} to a hand-off`);
+      metaIndex = Math.max(metaIndex, answer.metaIndex);
+    }
+    return { kind: 'handedOff', metaIndex };
   }
 
   private async settle(body: Extract<DataRequest, { kind: 'settle' }>): Promise<DataReply> {

@@ -3,7 +3,7 @@
 // partition workers that own them (its own worker split, which the asking node does not know), answering with the
 // workers' own FromWorker answers. Plain data only. Shared by the front (asking) and the node-link thread (serving).
 import type { WorkerRefusal } from '../errors.js';
-import type { PartitionStatsView, SettleMode, StoredRecordView } from './thread_messages.js';
+import type { MoveChunk, PartitionStatsView, SettleMode, StoredRecordView } from './thread_messages.js';
 
 export type DataRequest =
   /** A replay of one record. Answered by the worker's 'readResult' or 'failed'. */
@@ -23,7 +23,12 @@ export type DataRequest =
   | { kind: 'handoff'; metaIndex: number; frames: Uint8Array }
   /** The node's own report for GET /v1/cluster/members?detail=true, read from its front. Answered by
    *  'memberReportResult'. */
-  | { kind: 'memberReport' };
+  | { kind: 'memberReport' }
+  /** Issue 41: the destination of a move reads the partition from its source. Answered by 'moveChunk' or 'failed'. */
+  | { kind: 'moveRead'; topicId: string; partition: number; fromOffset: number; maxBytes: number }
+  /** Issue 41: after the flip the destination asks the source to confirm it let the partition go (its replica at
+   *  metaIndex or past, its copy set aside). Answered by 'moveReleased' or 'failed'. */
+  | { kind: 'moveRelease'; topicId: string; partition: number; metaIndex: number };
 
 /** One-way messages of the data channel. */
 export type DataMessage =
@@ -38,7 +43,11 @@ export type DataReply =
   | { kind: 'statsResult'; stats: PartitionStatsView[] }
   | { kind: 'taken'; count: number; messagesJson: string; handles: string }
   | { kind: 'settledResult'; statuses: number[] }
-  | { kind: 'handedOff' }
+  /** metaIndex: the highest applied metadata index among the owner's workers that answered (thread_messages.ts
+   *  'durable'). */
+  | { kind: 'handedOff'; metaIndex: number }
+  | { kind: 'moveChunk'; chunk: MoveChunk }
+  | { kind: 'moveReleased' }
   | { kind: 'failed'; refusal: WorkerRefusal }
   | { kind: 'memberReportResult'; report: MemberReportView };
 

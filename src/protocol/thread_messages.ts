@@ -191,17 +191,74 @@ export type ToWorker =
    *  log (the copy cursor moves there); null: nothing was appended (link gone on the front's replica, ingress failed,
    *  node stopping), and the worker tries again later if the link still exists. */
   | { kind: 'fanoutCopied'; parentTopicId: string; partition: number; childId: string; epoch: string; upToOffset: number | null }
+  /** Node-link -> source worker (issue 41, partition moves): up to maxBytes of the partition's synced records from
+   *  fromOffset (from its oldest retained offset when fromOffset is below it). Answered by 'moveChunk' or 'failed'
+   *  (partitionMoved when this node does not own it). */
+  | { kind: 'moveRead'; reqId: number; topicId: string; partition: number; fromOffset: number; maxBytes: number }
+  /** Node-link -> source worker, once the flip applied there: the partition is no longer served here and its files
+   *  are set aside. Answered by 'moveReleased' once this worker's replica reached metaIndex and the copy is aside. */
+  | { kind: 'moveRelease'; reqId: number; topicId: string; partition: number; metaIndex: number }
+  /** Front -> destination worker: store a chunk read from the source in the partition's incoming copy (created on
+   *  the first chunk, at chunk.fromOffset); answered by 'moveWritten' once synced and read back, or 'failed'
+   *  (copyUnverifiable when the bytes do not match chunk.crc32). */
+  | { kind: 'moveWrite'; reqId: number; topicId: string; partition: number; chunk: MoveChunk }
+  /** Front -> destination worker: the move ended without a flip; the incoming copy is set aside. Answered by
+   *  'moveReleased'. */
+  | { kind: 'moveDiscard'; reqId: number; topicId: string; partition: number }
   /** Front -> worker: finish what was dispatched, sync, close files; answered by 'closed'. */
   | { kind: 'shutdown' };
+
+/** A run of a moving partition's records, as the source's worker read them (issue 41). Offsets, keys, timestamps and
+ *  payload bytes are the source's; every record carries an origin (the source's own records name the source), so
+ *  the destination knows what each origin already delivered and skips it when hand-offs send it again. */
+export interface MoveChunk {
+  /** The source's oldest retained offset when read. */
+  firstOffset: number;
+  /** Offset of the first record in records (max(asked fromOffset, firstOffset)). */
+  fromOffset: number;
+  /** The offset after the last record in records (== fromOffset when empty). */
+  nextOffset: number;
+  /** The source's synced end when read: nextOffset == syncedEnd means caught up. */
+  syncedEnd: number;
+  count: number;
+  /** The records, encoded by workers/store/segment_record.ts (origin always set); a transferred buffer. */
+  records: Uint8Array;
+  /** crc32 of records: the destination checks it before and after writing (copy_unverifiable). */
+  crc32: number;
+  /** The source's replica holds the move frozen and every record it staged for the partition is in this read: the
+   *  chunk ends the copy. Only then is cursors set. */
+  final: boolean;
+  /** With final: the partition's named cursors (the ack state "ack", fan-out copy cursors), as its cursor log holds
+   *  them; open leases are not carried (they are delivered again after the flip). */
+  cursors?: MoveCursor[];
+}
+
+/** One named cursor of a partition's cursor log, as a move carries it. */
+export interface MoveCursor {
+  name: string;
+  offset: number;
+  /** The cursor's own state bytes (the ack state's acked offsets, a fan-out cursor's extra), as stored. */
+  state?: Uint8Array;
+}
 
 export type SettleMode = 'ack' | 'extend' | 'nack';
 
 export type FromWorker =
   /** Worker -> front: every record of every dispatch up to lastSeq that this worker owns is synced.
    *  The ingress log may drop segments once every worker has reported past them. */
-  | { kind: 'durable'; seqUpTo: number }
-  /** Worker -> node-link: the hand-off's records of this worker's partitions are synced (or were already held). */
-  | { kind: 'handedOff'; reqId: number }
+  /** metaIndex: the worker's applied metadata index when it reported; the front counts the report only once its
+   *  own replica applied that far, so an ownership change the worker skipped records under is known to the front
+   *  (which then sends them to the new owner) before the ingress log may drop them (issue 41). */
+  | { kind: 'durable'; seqUpTo: number; metaIndex: number }
+  /** Worker -> node-link: the hand-off's records of this worker's partitions are synced (or were already held).
+   *  metaIndex: as for 'durable'. */
+  | { kind: 'handedOff'; reqId: number; metaIndex: number }
+  /** Worker -> front or node-link: a chunk of a moving partition (answers 'moveRead'). */
+  | { kind: 'moveChunk'; reqId: number; chunk: MoveChunk }
+  /** Destination worker -> front: the chunk is synced; the incoming copy now ends at nextOffset. */
+  | { kind: 'moveWritten'; reqId: number; nextOffset: number; bytes: number }
+  /** Worker: the copy is set aside ('moveRelease', 'moveDiscard'). */
+  | { kind: 'moveReleased'; reqId: number }
   | { kind: 'readResult'; reqId: number; status: 'ok' | 'past_end' | 'aged_out'; record?: StoredRecordView }
   | { kind: 'statsResult'; reqId: number; stats: PartitionStatsView[] }
   /** count leases taken; messagesJson: their spec §2 Messages (each with its receipt_handle) joined by ',', built

@@ -142,6 +142,9 @@ export class PartitionWorkers {
       case 'taken':
       case 'settledResult':
       case 'countersResult':
+      case 'moveChunk':
+      case 'moveWritten':
+      case 'moveReleased':
       case 'failed': {
         const resolve = this.pending.get(message.reqId);
         this.pending.delete(message.reqId);
