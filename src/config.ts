@@ -322,6 +322,8 @@ export const settings = {
   /** Bytes of synced ingress groups held in memory for one other owner until it confirms them; past it, that
    *  owner's backlog is read back from the ingress log's files (issue 29). */
   'cluster.handoff_queue_bytes': sizeSetting(64 * MiB, 64 * KiB, 16 * GiB),
+  /** Partition moves a node runs at once as their destination (issue 41); the others wait their turn. */
+  'cluster.moves_max_per_node': intSetting(2, 1, 64),
   /** Named fault points switched on for tests only (STYLE §6): a comma list of ingress.write, ingress.sync.
    *  Each makes that step of the ingress log fail, so tests can see the 500 latch of spec §7. Empty in service. */
   'test.fault_points': stringSetting('', 'a comma list of ingress.write, ingress.sync', (text) =>

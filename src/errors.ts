@@ -110,10 +110,12 @@ export const errors = {
   moveRefused: (topic: string, partition: number, why: string) => new BrokerError(409, `partition ${partition} of topic ${topic} cannot move: ${why}`),
   /** 409: cancel of a decommission that does not run (NOTES 16). */
   decommissionNotRunning: (id: number) => new BrokerError(409, `member ${id} is not being decommissioned`),
+  /** 409: a decommission that could never complete safely; the answer lists the reasons (spec §7 409, NOTES 16). */
+  decommissionNeverCompletes: (id: number, codes: string) => new BrokerError(409, `decommission of member ${id} could never complete safely: ${codes}`),
   /** 409: a decommission that is running already. */
   decommissionRunning: (id: number) => new BrokerError(409, `member ${id} is being decommissioned already`),
   /** 409: forget of a member the leader sees alive (spec §4 forget: only a dead member). */
-  memberAlive: (id: number) => new BrokerError(409, `member ${id} is alive: only a dead member can be forgotten`),
+  memberAlive: (id: number) => new BrokerError(409, `member ${id} is alive: only a dead member, or a decommissioned one that holds nothing more, can be forgotten`),
   /** 409: forget whose removal from the voters could break quorum (spec §7 409). */
   forgetBreaksQuorum: (id: number, aliveCount: number, remainingCount: number) =>
     new BrokerError(409, `forgetting member ${id} could break quorum: ${aliveCount} of the remaining ${remainingCount} voters are alive`),
@@ -211,6 +213,8 @@ export const errors = {
     new BrokerError(503, `schema validation slots all busy for ${waitMs} ms: nothing was checked or stored, retry`, retryAfter1),
   /** 503: graceful shutdown under way. */
   shuttingDown: () => new BrokerError(503, 'node shutting down', retryAfter1),
+  /** 503: this node is being decommissioned and admits no new produce (spec §3, §7: Retry-After: 1). */
+  nodeDecommissioning: () => new BrokerError(503, 'node being decommissioned: it admits no new produce; produce through another node', retryAfter1),
   /** 503 without Retry-After: the partition worker is shutting down (its logs closed, or a parked take ended). */
   partitionWorkerShuttingDown: () => new BrokerError(503, 'partition worker shutting down'),
   /** 503 without Retry-After: /healthz or /readyz not ready; the reason says why (spec §4 Health and metrics). */
@@ -246,7 +250,7 @@ export const errors = {
   leaderUnreachableMaybeCommitted: () =>
     new BrokerError(503, 'leader unreachable: the change may have been committed; read back, do not resend', retryAfter2),
   /** 503: no live node can take new partitions (spec §7 503, v3.1.0). */
-  noLiveNode: () => new BrokerError(503, 'no live node can take new partitions', retryAfter1),
+  noLiveNode: () => new BrokerError(503, 'no live node can take new partitions (every live node is down or being decommissioned)', retryAfter1),
   /** 503: leadership changed before the entry committed; it never will. */
   leadershipChanged: () => new BrokerError(503, 'leadership changed before the change committed; nothing changed', retryAfter1),
   /** 503: the entry was not applied within the proposal timeout; it may still commit. */

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import type { Logger } from 'pino';
 import { messageJsonPrefix, messageJsonText } from '../src/body/message_json.js';
 import { forEachJoinedHandle, formatReceiptHandle, handleSeparator } from '../src/protocol/receipt_handle.js';
-import type { FanoutCounterView, FanoutCursorView, FromWorker, PartitionCountersView, PartitionStatsView, SettleMode, StoredRecordView, ToWorker } from '../src/protocol/thread_messages.js';
+import type { FanoutCounterView, FanoutCursorView, FromWorker, PartitionCountersView, PartitionEndView, PartitionStatsView, SettleMode, StoredRecordView, ToWorker } from '../src/protocol/thread_messages.js';
 import type { TopicRecord } from '../src/protocol/metadata_types.js';
 import type { RestoredAcks } from './store/ack_log.js';
 import type { ActorConfig, HeldLease, Lease } from './core/partition_actor.js';
@@ -210,9 +210,14 @@ export class ConsumeRoutes {
     }
     // Every open log counts here, consumed or not: svc_topic_bytes is what the node holds.
     const bytesByTopic = new Map<string, number>();
-    for (const [log, key] of this.host.table.entries()) bytesByTopic.set(key.topicId, (bytesByTopic.get(key.topicId) ?? 0) + log.stats().sizeBytes);
+    const ends: PartitionEndView[] = [];
+    for (const [log, key] of this.host.table.entries()) {
+      const stats = log.stats();
+      bytesByTopic.set(key.topicId, (bytesByTopic.get(key.topicId) ?? 0) + stats.sizeBytes);
+      ends.push({ topicId: key.topicId, partition: key.partition, oldestOffset: stats.oldestOffset, nextOffset: stats.nextOffset });
+    }
     const topicBytes = [...bytesByTopic].map(([topicId, bytes]) => ({ topicId, bytes }));
-    this.host.post({ kind: 'countersResult', reqId, counters, topicBytes, fanout: this.host.copier.counters() });
+    this.host.post({ kind: 'countersResult', reqId, counters, topicBytes, fanout: this.host.copier.counters(), ends });
   }
 
   onRelease(msg: ReleaseRequest): void {

@@ -9,7 +9,8 @@ import type { Logger } from '../util/log.js';
 import type { Reply } from './respond.js';
 import type { RequestContext } from './request_context.js';
 
-export type AuditEvent = 'user.create' | 'user.delete' | 'user.password' | 'user.grants' | 'cluster.forget';
+export type AuditEvent = 'user.create' | 'user.delete' | 'user.password' | 'user.grants' | 'cluster.forget' | 'cluster.decommission'
+  | 'cluster.decommission.cancel';
 
 /** Spec §6 outcome: ok applied; denied 403; rejected another 4xx; failed a 5xx; unknown no known decision. */
 export type AuditOutcome = 'ok' | 'denied' | 'rejected' | 'failed' | 'unknown';

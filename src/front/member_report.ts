@@ -3,17 +3,15 @@
 // total, and one that is not read in time becomes a status_error. Front thread; handlers/cluster.ts calls it for the
 // answer, and main.ts hands localMemberReport to the node-link thread for other nodes' asks.
 import type { MemberReportView } from '../protocol/data_messages.js';
-import type { RemotePartitions } from './remote_partitions.js';
 import type { RouteServices } from './services.js';
 
-/** Spec §4 GET /v1/cluster/members: every member's report within 2 seconds in total. */
-const reportBudgetMs = 2_000;
 /** Spec §2: the first 100 set-aside copies are listed. */
 const setAsideListedMax = 100;
 
-export function localMemberReport(s: Pick<RouteServices, 'lifecycle' | 'produce' | 'handoff'>): MemberReportView {
+export function localMemberReport(s: Pick<RouteServices, 'lifecycle' | 'produce' | 'handoff' | 'cluster' | 'replica' | 'nodeId'>): MemberReportView {
   return {
-    draining: s.lifecycle.shuttingDown,
+    // Spec §3: a member being decommissioned drains as a stopping one does.
+    draining: s.lifecycle.shuttingDown || s.replica.state.members.get(s.nodeId)?.decommission !== undefined,
     produceRequestsInFlight: s.produce.admitted,
     // The same count as svc_ingress_dispatch_backlog_records: records accepted here that their owner has not confirmed.
     ingressRecordsNotHandedOff: s.handoff.backlogRecords(),
@@ -22,25 +20,13 @@ export function localMemberReport(s: Pick<RouteServices, 'lifecycle' | 'produce'
     setAsideBytes: 0,
     setAside: [],
     movesAsDestination: [],
+    partitionEnds: s.cluster.localEnds(),
   };
 }
 
 /** Each member's report (or why it could not be read), by member id; ids other than self are asked at once. */
-export async function memberReports(s: RouteServices, ids: readonly number[]): Promise<Map<number, MemberReportView | string>> {
-  const deadline = Date.now() + reportBudgetMs;
-  const answers = await Promise.all(ids.map(async (id): Promise<[number, MemberReportView | string]> => {
-    if (id === s.nodeId) return [id, localMemberReport(s)];
-    return [id, await remoteReport(s.remote, id, deadline)];
-  }));
-  return new Map(answers);
-}
-
-async function remoteReport(remote: RemotePartitions, id: number, deadline: number): Promise<MemberReportView | string> {
-  try {
-    return await remote.memberReport(id, Math.max(1, deadline - Date.now()));
-  } catch (error) {
-    return `its report could not be read within ${reportBudgetMs / 1000} seconds: ${error instanceof Error ? error.message : String(error)}`;
-  }
+export function memberReports(s: RouteServices, ids: readonly number[]): Promise<Map<number, MemberReportView | string>> {
+  return s.cluster.reportsOf(ids);
 }
 
 /** The report's fields as a member entry carries them (names: docs/decisions.md "Member routes"). */

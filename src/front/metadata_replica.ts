@@ -118,6 +118,11 @@ export class MetadataReplica {
     throw errors.topicNotFound(name);
   }
 
+  /** Asks the metadata thread to hand its leadership away (a decommissioned leader, issue 41). */
+  transferLeadership(): void {
+    this.thread.postMessage({ kind: 'transferLeadership' } satisfies ToMetadata);
+  }
+
   /** POST /v1/cluster/members/{id}/forget; the metadata thread runs it on the leader. */
   forget(id: number): Promise<ForgetReply> {
     const reqId = this.nextReqId++;

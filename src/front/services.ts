@@ -8,6 +8,7 @@ import type { ByteBudget } from './body.js';
 import type { RemotePartitions } from './remote_partitions.js';
 import type { Handoff } from './ingress/handoff.js';
 import type { PartitionWorkers } from './ingress/dispatch.js';
+import type { ClusterControl } from './cluster_control.js';
 import type { ConsumeState } from './consume_state.js';
 import type { ProduceState } from './produce_state.js';
 import type { IngressLog } from './ingress/ingress_log.js';
@@ -50,4 +51,6 @@ export interface RouteServices extends FrontServices {
   separateMetrics: boolean;
   produce: ProduceState;
   consume: ConsumeState;
+  /** Decommission driving (on the leader), partition ends and members' last reports (issue 41). */
+  cluster: ClusterControl;
 }

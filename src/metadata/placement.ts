@@ -25,14 +25,15 @@ function targetCounts(state: MetadataState): Map<number, number> {
 /**
  * Owners for `count` new partitions. Each goes to the live member that is the target of the fewest partitions
  * cluster-wide (counting the ones placed by this call), ties to the lowest id. Members in `avoid` (a replica
- * child's parent nodes, spec 1.9) are skipped while another live member exists. Live ids without a member record
- * are ignored.
+ * child's parent nodes, spec 1.9) are skipped while another live member exists. Live ids without a member record,
+ * and members being decommissioned, are ignored.
  * Throws PlacementError when no live member is left.
  */
 export function placePartitions(state: MetadataState, liveMemberIds: readonly number[], count: number, avoid: readonly number[] = []): number[] {
   if (!Number.isSafeInteger(count) || count < 0) throw new Error(`placePartitions: count ${count} is not a non-negative integer`);
   if (count === 0) return [];
-  const live = [...new Set(liveMemberIds)].filter((id) => state.members.has(id)).sort((a, b) => a - b);
+  // A member being decommissioned takes no new partition (spec §7 503: every live node being decommissioned).
+  const live = [...new Set(liveMemberIds)].filter((id) => state.members.has(id) && state.members.get(id)!.decommission === undefined).sort((a, b) => a - b);
   if (live.length === 0) {
     throw new PlacementError(`no live cluster member to place ${count} partitions on (live: [${liveMemberIds.join(', ')}], members: [${[...state.members.keys()].join(', ')}])`);
   }

@@ -3,7 +3,7 @@
 // partition workers that own them (its own worker split, which the asking node does not know), answering with the
 // workers' own FromWorker answers. Plain data only. Shared by the front (asking) and the node-link thread (serving).
 import type { WorkerRefusal } from '../errors.js';
-import type { MoveChunk, PartitionStatsView, SettleMode, StoredRecordView } from './thread_messages.js';
+import type { MoveChunk, PartitionEndView, PartitionStatsView, SettleMode, StoredRecordView } from './thread_messages.js';
 
 export type DataRequest =
   /** A replay of one record. Answered by the worker's 'readResult' or 'failed'. */
@@ -91,4 +91,7 @@ export interface MemberReportView {
   /** The first 100 set-aside copies. */
   setAside: SetAsideCopyView[];
   movesAsDestination: DestinationMoveView[];
+  /** Where the partitions this member holds start and end (not shown in the answer): a lost member's partitions
+   *  restart elsewhere at the highest end the cluster knew (issue 41). */
+  partitionEnds: PartitionEndView[];
 }

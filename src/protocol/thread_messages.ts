@@ -23,6 +23,9 @@ export type ToMetadata =
   | { kind: 'catchUp'; reqId: number }
   /** Front -> metadata: the API listener's address once known (it was started on port 0 with no --advertise). */
   | { kind: 'apiAddress'; address: string }
+  /** Front -> metadata (issue 41): this node leads and is being decommissioned with nothing left to move: hand the
+   *  leadership to the most caught-up live voter not being decommissioned. No answer; the status shows the change. */
+  | { kind: 'transferLeadership' }
   /** Front -> metadata: close the log cleanly; answered by 'closed'. */
   | { kind: 'shutdown' };
 
@@ -144,6 +147,15 @@ export interface PartitionCountersView {
   consumed: number;
   /** Records stored (or staged) in the partition since the worker opened it (svc_messages_produced_total). */
   produced: number;
+}
+
+/** Where an open partition's records start and end (issue 41): a lost owner's partition restarts elsewhere at the
+ *  highest end the cluster knew, so offsets never go back. */
+export interface PartitionEndView {
+  topicId: string;
+  partition: number;
+  oldestOffset: number;
+  nextOffset: number;
 }
 
 /** Bytes a worker holds on disk for one topic (its partitions' segments): svc_topic_bytes. */
@@ -269,7 +281,8 @@ export type FromWorker =
   | { kind: 'settledResult'; reqId: number; statuses: Uint16Array }
   /** lag = high watermark - frontier (spec §4 metrics svc_consumer_lag_messages); fanout: the copy cursors of the
    *  fan-out parents' partitions this worker owns. */
-  | { kind: 'countersResult'; reqId: number; counters: PartitionCountersView[]; topicBytes: TopicBytesView[]; fanout?: FanoutCounterView[] }
+  | { kind: 'countersResult'; reqId: number; counters: PartitionCountersView[]; topicBytes: TopicBytesView[]; fanout?: FanoutCounterView[];
+    ends: PartitionEndView[] }
   /** Worker -> front, unasked (issue 30): committed parent records for a child, from fromOffset on, to append to the
    *  ingress log as one entry of the child topic. records: msgpack of [key, payload, payloadKind][] (one transferred
    *  buffer: read records are views of shared buffers, which a port would clone whole). At most one per (parent

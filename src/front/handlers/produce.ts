@@ -181,7 +181,13 @@ function produceKey(keyText: string | undefined, keyEncoding: string | undefined
   return key.byteLength === 0 ? null : key;
 }
 
+/** Spec §3: a member being decommissioned drains: no new produce. */
+function refuseWhileDecommissioning(s: RouteServices): void {
+  if (s.replica.state.members.get(s.nodeId)?.decommission !== undefined) throw errors.nodeDecommissioning();
+}
+
 export function onProduce(ctx: RequestContext, s: RouteServices): typeof deferred {
+  refuseWhileDecommissioning(s);
   const topic = routeTopic(ctx);
   const delayChild = directProduceRefusal(s, topic);
   if (delayChild !== null) throw delayChild;
@@ -199,6 +205,7 @@ export function onProduce(ctx: RequestContext, s: RouteServices): typeof deferre
 }
 
 export async function onProduceBatch(ctx: RequestContext, s: RouteServices): Promise<Reply> {
+  refuseWhileDecommissioning(s);
   const topic = routeTopic(ctx);
   const delayChild = directProduceRefusal(s, topic);
   if (delayChild !== null) throw delayChild;

@@ -11,6 +11,7 @@ import { requireAdmin, requireTopic } from '../access.js';
 import { Authenticator, parseBasic } from '../auth.js';
 import { BodyReader } from '../body.js';
 import { LoginThrottle } from '../login_throttle.js';
+import { ClusterControl } from '../cluster_control.js';
 import { ConsumeState } from '../consume_state.js';
 import { ProduceState } from '../produce_state.js';
 import { Query } from '../query.js';
@@ -72,8 +73,9 @@ export class FrontServer {
       checkRefillPerSecond: config['auth.login_check_refill_per_second'],
     }, Date.now());
     this.authenticator = new Authenticator(services.replica, authPool, throttle, config['auth.bcrypt_cost']);
+    const cluster = new ClusterControl(services, () => localMemberReport(this.routeServices));
     this.routeServices = {
-      ...services, lifecycle, separateMetrics, produce: new ProduceState(services), consume: new ConsumeState(services),
+      ...services, lifecycle, separateMetrics, produce: new ProduceState(services), consume: new ConsumeState(services), cluster,
     };
   }
 
@@ -84,6 +86,7 @@ export class FrontServer {
 
   /** Listens on the API address (and the metrics address when set); resolves to the API port. */
   async listen(host: string, port: number): Promise<number> {
+    this.routeServices.cluster.start();
     const apiPort = await this.listenApp(this.uws.App().any('/*', (res, req) => this.onRequest(this.routes, res, req)), host, port);
     const metricsAddr = this.services.config['http.metrics_addr'];
     if (metricsAddr !== '') {
@@ -114,6 +117,7 @@ export class FrontServer {
   /** Refuses new requests (503), waits for in-flight ones (bounded), then stops listening. */
   async shutdown(): Promise<void> {
     this.lifecycle.shuttingDown = true;
+    this.routeServices.cluster.stop();
     this.routeServices.consume.closeWaiters();
     const deadline = Date.now() + limits.shutdown_drain_ms_max;
     while (this.inFlight > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));

@@ -8,6 +8,7 @@ import { isMember, members } from '../core/conf.js';
 import { quorumActive } from '../core/quorum.js';
 import type { RaftNode } from '../core/raft.js';
 import type { MetadataCommand, MetadataState } from '../../protocol/metadata_types.js';
+import { movesOf } from '../../metadata/moves.js';
 import { partitionsOwnedBy } from '../../metadata/placement.js';
 import type { ClusterThreadConfig, MemberView } from '../../protocol/thread_messages.js';
 import type { ForgetReply, JoinReply, PeerMessage, PeerRequest, ProposeReply } from '../../protocol/peer_messages.js';
@@ -194,9 +195,14 @@ export class Membership {
     const inConf = isMember(conf, id);
     if (!inConf && !this.host.state().members.has(id)) return refused({ id: 'memberNotFound', args: [id] });
     const nowMs = Date.now();
-    if (this.host.liveness.alive(id, true, nowMs)) return refused({ id: 'memberAlive', args: [id] });
+    // A decommissioned member that holds nothing more is removable while it still runs (issue 41).
+    const drained = this.host.state().members.get(id)?.decommission !== undefined;
+    if (!drained && this.host.liveness.alive(id, true, nowMs)) return refused({ id: 'memberAlive', args: [id] });
     const owned = partitionsOwnedBy(this.host.state(), id);
     if (owned > 0) return refused({ id: 'memberOwnsPartitions', args: [id, owned] });
+    const moving = movesOf(this.host.state(), id);
+    if (moving > 0) return refused({ id: 'memberInMove', args: [id, moving] });
+    if (id === this.host.config.nodeId) return refused({ id: 'memberAlive', args: [id] });
     if (conf.voters.includes(id)) {
       const remaining = conf.voters.filter((voter) => voter !== id);
       const alive = (voter: number): boolean => this.host.liveness.alive(voter, true, nowMs);

@@ -143,6 +143,8 @@ export class MetadataShell {
       case 'apiAddress':
         this.config.advertiseApi = message.address;
         return;
+      case 'transferLeadership':
+        return this.handLeadershipAway();
       case 'shutdown':
         return this.onShutdown();
       default:
@@ -494,17 +496,27 @@ export class MetadataShell {
     if (!this.pumping) void this.close();
   }
 
+  /** A decommissioned leader (issue 41) hands over to a voter that stays; nothing happens when none is live. */
+  private handLeadershipAway(): void {
+    if (this.core.status().role !== 'leader') return;
+    const successor = this.transferTarget((id) => this.state.members.get(id)?.decommission === undefined);
+    if (successor !== null && this.core.transferLeadership(successor)) {
+      this.deps.log('info', { to: successor }, 'metadata: handing leadership over (this node is being decommissioned)');
+      this.kick();
+    }
+  }
+
   private transferring(): boolean {
     return this.core.status().transferee !== undefined && this.core.status().role === 'leader';
   }
 
-  private transferTarget(): number | null {
+  private transferTarget(eligible: (id: number) => boolean = () => true): number | null {
     const status = this.core.status();
     let best: number | null = null;
     let bestMatch = -1;
     for (const voter of status.confState.voters) {
       const match = status.progress?.[voter]?.match ?? -1;
-      if (voter !== this.config.nodeId && match > bestMatch && this.liveness.alive(voter, true, Date.now())) {
+      if (voter !== this.config.nodeId && match > bestMatch && this.liveness.alive(voter, true, Date.now()) && eligible(voter)) {
         best = voter;
         bestMatch = match;
       }
