@@ -50,7 +50,7 @@ export class DispatchStaging {
       const touched = new Set<PartitionLog>();
       if (dispatch.kind === 'handoff') this.dispatchStage(dispatch, dispatch.origin, touched);
       else this.copyStage(dispatch, touched);
-      handoffs.push({ waiter: dispatch.kind === 'handoff' ? dispatch.reqId : dispatch.waiter, ends: [...touched].map((log) => [log, log.nextOffset]) });
+      handoffs.push({ waiter: dispatch.kind === 'handoff' ? dispatch.reqId : dispatch.waiter, ends: [...touched].map((log) => [log, log.offsets.nextOffset]) });
     }
     return { logs: this.stagedLogs, handoffs };
   }
@@ -68,7 +68,7 @@ export class DispatchStaging {
     let staged = 0;
     for (let i = 0; i < records.length; i++) {
       const seq = copy.firstSeq + i;
-      if (log.holdsIngress(seq, 0, copy.origin)) continue;
+      if (log.offsets.holdsIngress(seq, 0, copy.origin)) continue;
       const record = records[i]!;
       fields.key = record.key;
       fields.payload = record.payload;
@@ -121,7 +121,7 @@ export class DispatchStaging {
       const seq = source === undefined ? entry.seq : source.firstSeq + index;
       const seqIndex = source === undefined ? index : 0;
       // Already staged or stored: a replay after a crash or a re-sent hand-off stores nothing twice.
-      if (log.holdsIngress(seq, seqIndex, recordOrigin)) continue;
+      if (log.offsets.holdsIngress(seq, seqIndex, recordOrigin)) continue;
       const fields = stageFields;
       fields.timestampSec = entry.timestampSec;
       fields.key = record.key;

@@ -206,7 +206,7 @@ export class ConsumeRoutes {
     const counters: PartitionCountersView[] = [];
     for (const [log, path] of this.readPaths) {
       const key = this.host.table.keyOf(log);
-      if (key !== undefined) counters.push({ topicId: key.topicId, partition: key.partition, lag: path.lag(), consumed: path.consumed, produced: log.stagedSinceOpen });
+      if (key !== undefined) counters.push({ topicId: key.topicId, partition: key.partition, lag: path.lag(), consumed: path.consumed, produced: log.offsets.stagedSinceOpen });
     }
     // Every open log counts here, consumed or not: svc_topic_bytes is what the node holds.
     const bytesByTopic = new Map<string, number>();

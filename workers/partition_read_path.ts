@@ -59,7 +59,7 @@ export class PartitionReadPath {
   ) {
     this.actor = new PartitionActor({
       oldestOffset: log.oldestOffset,
-      highWatermark: log.highWatermark,
+      highWatermark: log.offsets.highWatermark,
       frontier: restored?.frontier,
       acked: restored?.acked,
       config,

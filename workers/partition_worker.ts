@@ -100,8 +100,8 @@ class PartitionWorker implements ConsumeHost {
         const restored = await this.cursorLogs.restore(log);
         this.routes.restore(log, restored.acks);
         this.table.logSet(job.topicId, job.partition, log);
-        this.run({ kind: 'opened', log, highWatermark: log.highWatermark, cursors: restored.cursors });
-        this.copier.opened(log, log.highWatermark);
+        this.run({ kind: 'opened', log, highWatermark: log.offsets.highWatermark, cursors: restored.cursors });
+        this.copier.opened(log, log.offsets.highWatermark);
       }
     };
     await Promise.all(Array.from({ length: startOpenConcurrency }, opener));
@@ -299,7 +299,7 @@ class PartitionWorker implements ConsumeHost {
   private async retentionRound(nowMs: number): Promise<void> {
     for (const [log, key] of this.table.entries()) {
       const topic = this.table.topicOf(key.topicId);
-      if (topic === undefined || topic.retentionMs === 0 || log.highWatermark === log.oldestOffset) continue;
+      if (topic === undefined || topic.retentionMs === 0 || log.offsets.highWatermark === log.oldestOffset) continue;
       const cutoffSec = Math.floor((nowMs - topic.retentionMs) / 1000);
       const before = log.oldestOffset;
       const { oldestOffset } = await log.retain(cutoffSec);
@@ -362,7 +362,7 @@ class PartitionWorker implements ConsumeHost {
 }
 
 function positionsOf(logs: readonly PartitionLog[]): LogPosition<PartitionLog>[] {
-  return logs.map((log) => ({ log, highWatermark: log.highWatermark, syncedOffset: log.syncedHighWatermark }));
+  return logs.map((log) => ({ log, highWatermark: log.offsets.highWatermark, syncedOffset: log.offsets.syncedHighWatermark }));
 }
 
 assert(parentPort !== null, 'partition_worker.ts runs only as a worker thread');

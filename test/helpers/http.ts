@@ -256,28 +256,3 @@ export async function pollUntil<T>(probe: () => Promise<T | undefined>, timeoutM
 export function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
-
-/**
- * The payloads partition 0 of `topic` holds before a sentinel produced now (through `client`, after the requests
- * under test were answered or their connections closed): a single node stores a partition's records in the order it
- * accepted them, so once the sentinel is there, anything those requests stored is before it. [] means they stored
- * nothing. This waits on the sentinel (up to timeoutMs) instead of sleeping and hoping the hand-off was quick.
- */
-export async function storedBeforeSentinel(client: Client, topic: string, timeoutMs = 15_000): Promise<unknown[]> {
-  const sentinel = { sentinel: `${topic}-${Date.now()}` };
-  const produced = await client.post(`/v1/topics/${topic}/produce?partition=0`, sentinel);
-  if (produced.status !== 202) throw new Error(`sentinel produce to ${topic}: ${produced.status} ${produced.text}`);
-  const payloads: unknown[] = [];
-  const found = await pollUntil(async () => {
-    for (let offset = payloads.length; offset < 100; offset++) {
-      const res = await client.get(`/v1/topics/${topic}/consume?partition=0&offset=${offset}`);
-      if (res.status !== 200) return undefined;
-      const payload = (res.json() as { payload: unknown }).payload;
-      if (JSON.stringify(payload) === JSON.stringify(sentinel)) return true;
-      payloads.push(payload);
-    }
-    throw new Error(`${topic}: no sentinel in the first 100 offsets`);
-  }, timeoutMs);
-  if (found !== true) throw new Error(`${topic}: the sentinel was not stored within ${timeoutMs} ms`);
-  return payloads;
-}

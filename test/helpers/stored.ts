@@ -2,7 +2,8 @@
 // §8), which a test shows only by reading the topic once whatever the node might still commit is committed. A 202
 // comes before the commit (spec §1.2), so an immediate read proves little; instead each partition gets a marker
 // message pinned to it, and once every marker is readable the offset it got is the count of records stored before it
-// in that partition. Test process only; imports nothing from src/.
+// in that partition (a single node stores a partition's records in the order it accepted them). Test process only;
+// imports nothing from src/.
 
 interface Node {
   url: string;
@@ -60,4 +61,20 @@ export async function storedCounts(node: Node, topic: string, timeoutMs = 15_000
 /** The sum of storedCounts: records stored in the whole topic before the markers. */
 export async function storedTotal(node: Node, topic: string, timeoutMs?: number): Promise<number> {
   return (await storedCounts(node, topic, timeoutMs)).reduce((sum, n) => sum + n, 0);
+}
+
+/**
+ * The payloads partition p of topic stored before the markers (see storedCounts), in offset order: [] when the
+ * requests under test stored nothing there.
+ */
+export async function storedPayloads(node: Node, topic: string, p = 0, timeoutMs?: number): Promise<unknown[]> {
+  const count = (await storedCounts(node, topic, timeoutMs))[p];
+  if (count === undefined) throw new Error(`${topic} has no partition ${p}`);
+  const payloads: unknown[] = [];
+  for (let offset = 0; offset < count; offset++) {
+    const res = await getJson(node, `/v1/topics/${encodeURIComponent(topic)}/consume?partition=${p}&offset=${offset}`);
+    if (res.status !== 200) throw new Error(`consume ${topic}/${p} at ${offset}: ${res.status} ${String(res.body)}`);
+    payloads.push(res.body.payload);
+  }
+  return payloads;
 }

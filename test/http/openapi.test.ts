@@ -1,6 +1,7 @@
-// Goal: docs/openapi.yaml (issue 32 point 1) lints clean with @redocly/cli, names exactly the node's route table, is
-// served as JSON at GET /openapi.json without credentials, and tells the truth: a valid request for each operation,
-// sent to a real node, gets a status the document lists for it and a JSON body its schema accepts.
+// Goal: docs/openapi.yaml (issue 32 point 1) lints clean with @redocly/cli, names exactly the node's route table, lists
+// the cross-origin 403 on every route that is not public (issue 39 point 3), is served as JSON at GET /openapi.json
+// without credentials, and tells the truth: a valid request for each operation, sent to a real node, gets a status
+// the document lists for it and a JSON body its schema accepts.
 // Method: lint runs the local redocly binary with redocly.yaml; the route table is imported from the build; the
 // black-box part resolves the document's response $refs by hand and compiles the body schemas with ajv (2020-12, the
 // dialect of OpenAPI 3.1), then checks every operation of the document was exercised.
@@ -52,6 +53,18 @@ t.test("the document's paths and methods equal the route table", async (t) => {
   t.same(doc.components.securitySchemes.basic, { ...doc.components.securitySchemes.basic, type: 'http', scheme: 'basic' });
   t.same(doc.components.schemas.Error.required, ['error']);
   t.ok(doc.components.responses.BadGateway.content['text/plain'], '502 is plain text');
+});
+
+t.test('every route that is not public lists the cross-origin 403; the public ones list no 403', async (t) => {
+  // docs/decisions.md "Cross-origin requests": server.ts refuses a browser's cross-origin request on every route whose
+  // grant is not public, before credentials; a public route never answers 403.
+  for (const key of operationKeys()) {
+    const [method, path] = key.split(' ') as [string, string];
+    const route = apiRoutes.find((r) => r.method === method && r.pattern === path)!;
+    const forbidden = documented(method.toLowerCase(), path, 403);
+    if (route.grant === 'public') t.equal(forbidden, undefined, `${key} (public) lists no 403`);
+    else t.match(forbidden?.response.description ?? '', /another origin/, `${key} lists a 403 that names the cross-origin refusal`);
+  }
 });
 
 let node: StartedNode;
@@ -119,6 +132,8 @@ t.test('every operation answers as documented', async (tt) => {
   tt.equal((await call(tt, 'post', '/v1/topics', { body: { name: 'bad name' } })).status, 400, 'an error answer is documented too');
   tt.equal((await call(tt, 'get', '/v1/topics', { query: 'limit=10' })).status, 200);
   tt.equal((await call(tt, 'get', '/v1/topics', { auth: false })).status, 401);
+  tt.equal((await call(tt, 'get', '/v1/topics', { headers: { 'sec-fetch-site': 'cross-site' } })).status, 403, 'cross-origin');
+  tt.equal((await call(tt, 'get', '/metrics', { headers: { origin: 'http://elsewhere.example' } })).status, 403, 'cross-origin');
   tt.equal((await call(tt, 'get', '/v1/topics/{topic}', { params: topic })).status, 200);
   tt.equal((await call(tt, 'get', '/v1/topics/{topic}', { params: { topic: 'nope' } })).status, 404);
   tt.equal((await call(tt, 'patch', '/v1/topics/{topic}', { params: topic, body: { retention_ms: 0 } })).status, 200);

@@ -36,7 +36,7 @@ t.test('disarmed, the points cost one flag and fail nothing', async (t) => {
   store.stage(partitionRecord(0));
   await store.flush();
   await store.sync();
-  t.equal(store.syncedHighWatermark, 1);
+  t.equal(store.offsets.syncedHighWatermark, 1);
 });
 
 for (const [name, make] of [['file', fileStore], ['memory', async () => memoryStore()]] as const) {
@@ -45,7 +45,7 @@ for (const [name, make] of [['file', fileStore], ['memory', async () => memorySt
     store.stage(partitionRecord(0));
     faultPointArm('append');
     await t.rejects(store.flush(), eio);
-    t.equal(store.highWatermark, 0, 'the failed write moved no high watermark');
+    t.equal(store.offsets.highWatermark, 0, 'the failed write moved no high watermark');
     t.equal(await store.read(0), 'past_end');
   });
 
@@ -55,11 +55,11 @@ for (const [name, make] of [['file', fileStore], ['memory', async () => memorySt
     await store.flush();
     faultPointArm('sync', { times: 1 });
     await t.rejects(store.sync(), eio);
-    t.equal(store.syncedHighWatermark, 0);
-    t.ok(store.unsynced);
+    t.equal(store.offsets.syncedHighWatermark, 0);
+    t.ok(store.offsets.unsynced);
     t.equal(faultPointsArmed, false, 'times: 1 disarms itself after its failure');
     await store.sync();
-    t.equal(store.syncedHighWatermark, 1);
+    t.equal(store.offsets.syncedHighWatermark, 1);
   });
 
   t.test(`${name}: an armed roll fails the flush that needs one, after the records that fit`, async (t) => {
@@ -68,7 +68,7 @@ for (const [name, make] of [['file', fileStore], ['memory', async () => memorySt
     faultPointArm('roll');
     await t.rejects(store.flush(), eio);
     t.equal(store.stats().segments, 1, 'no second segment');
-    t.ok(store.highWatermark <= 2, 'the third record, which needed the roll, is not visible');
+    t.ok(store.offsets.highWatermark <= 2, 'the third record, which needed the roll, is not visible');
   });
 }
 
@@ -81,7 +81,7 @@ t.test('skip lets hits pass before the point fails', async (t) => {
   store.stage(partitionRecord(1));
   await store.flush();
   await t.rejects(store.sync(), { code: 'ENOSPC', errno: -28 });
-  t.equal(store.syncedHighWatermark, 1);
+  t.equal(store.offsets.syncedHighWatermark, 1);
 });
 
 t.test('a failed append leaves the directory a restart recovers, and the replay stores the records again', async (t) => {
@@ -97,7 +97,7 @@ t.test('a failed append leaves the directory a restart recovers, and the replay 
   await cp(store.dir, copy, { recursive: true });
   const reopened = await PartitionLog.open({ dir: copy, segmentBytesMax: segmentBytesSmall });
   t.teardown(() => reopened.close());
-  t.equal(reopened.highWatermark, 1);
+  t.equal(reopened.offsets.highWatermark, 1);
   t.equal(reopened.stage(partitionRecord(1)), 1);
   await reopened.flush();
   const got = await reopened.read(1);
@@ -116,5 +116,5 @@ t.test('an armed truncate fails the recovery of a torn tail; disarmed, the same 
   faultPointsDisarm();
   const reopened = await PartitionLog.open({ dir: store.dir, segmentBytesMax: segmentBytesSmall });
   t.teardown(() => reopened.close());
-  t.equal(reopened.highWatermark, 1, 'the torn frame is cut, the whole one kept');
+  t.equal(reopened.offsets.highWatermark, 1, 'the torn frame is cut, the whole one kept');
 });

@@ -114,7 +114,7 @@ t.test('logs that take turns staging and flushing share spent buffers and each r
   const { logs, written } = await stageAndFlushInTurns(t, 3, 12,
     (round, n) => (round === 5 && n === 1 ? 700 : 3 + ((round + n) % 4)), payloadBytes);
   for (const [n, log] of logs.entries()) {
-    t.equal(log.highWatermark, written[n]!.length, `log ${n} holds all it staged`);
+    t.equal(log.offsets.highWatermark, written[n]!.length, `log ${n} holds all it staged`);
     t.same(await misread(log, written[n]!, payloadBytes), [], `log ${n} reads back each of its records`);
   }
 });
@@ -129,7 +129,7 @@ t.test('a round over many logs, each staging a frame or two, gives every log a b
     if ((await misread(log, written[n]!, payloadBytes)).length > 0) mismatchedLogs.push(n);
   }
   t.same(mismatchedLogs, [], 'every log reads back exactly the records it staged');
-  t.same(logs.map((log) => log.highWatermark), written.map((w) => w.length), 'every log holds all it staged');
+  t.same(logs.map((log) => log.offsets.highWatermark), written.map((w) => w.length), 'every log holds all it staged');
 });
 
 t.test('a round over several staging blocks, a frame bigger than a block and a segment roll reads back whole', async (t) => {
@@ -196,7 +196,7 @@ t.test('a segment written by many flushes gets every .idx entry at its roll; a c
   t.equal((await stat(join(copy, segmentFileName(bases.at(-1)!, 'idx')))).size, 0, 'the crashed active .idx holds no entry');
   const reopened = await PartitionLog.open({ dir: copy, segmentBytesMax: 600 });
   t.teardown(() => reopened.close());
-  t.equal(reopened.highWatermark, 25, 'every record back');
+  t.equal(reopened.offsets.highWatermark, 25, 'every record back');
   for (let i = 0; i < 25; i++) await expectRecord(t, reopened, i, i);
 });
 
@@ -286,9 +286,9 @@ t.test('a truncated tail is dropped at reopen and appends continue at its offset
   await truncate(lastLog, (await stat(lastLog)).size - 3);
   const log = await PartitionLog.open({ dir, segmentBytesMax: 1024 * 1024 });
   t.teardown(() => log.close());
-  t.equal(log.nextOffset, 3);
-  t.equal(log.highWatermark, 3);
-  t.same(log.lastIngress, { seq: 102, index: 0 }, 'the torn record is not held, so a replay stores it again');
+  t.equal(log.offsets.nextOffset, 3);
+  t.equal(log.offsets.highWatermark, 3);
+  t.same(log.offsets.lastIngress, { seq: 102, index: 0 }, 'the torn record is not held, so a replay stores it again');
   t.equal(await log.read(3), 'past_end');
   t.equal(log.stage(record(3)), 3);
   await log.flush();
@@ -307,7 +307,7 @@ t.test('a flipped byte in the last frame fails its crc and is dropped', async (t
   await writeFile(lastLog, bytes);
   const log = await PartitionLog.open({ dir, segmentBytesMax: 1024 * 1024 });
   t.teardown(() => log.close());
-  t.equal(log.nextOffset, 3);
+  t.equal(log.offsets.nextOffset, 3);
   t.equal(log.stage(record(3)), 3);
   await log.flush();
   await expectRecord(t, log, 3, 3);
@@ -338,7 +338,7 @@ t.test('the active .log keeps synced zeros ahead of its end; a crash leaves them
   await cp(dir, crashed, { recursive: true });
   t.teardown(() => rm(crashed, { recursive: true, force: true }));
   const reopened = await PartitionLog.open({ dir: crashed, segmentBytesMax: 1024 * 1024 });
-  t.equal(reopened.highWatermark, 6, 'a zero tail reads as the end of the log');
+  t.equal(reopened.offsets.highWatermark, 6, 'a zero tail reads as the end of the log');
   for (let i = 0; i < 6; i++) await expectRecord(t, reopened, i, i);
   t.equal(reopened.stage(record(6)), 6);
   await reopened.flush();
@@ -370,7 +370,7 @@ t.test('a frame torn inside the zero tail drops by crc', async (t) => {
   await writeFile(crashedLog, bytes);
   const reopened = await PartitionLog.open({ dir: crashed, segmentBytesMax: 1024 * 1024 });
   t.teardown(() => reopened.close());
-  t.equal(reopened.highWatermark, 2);
+  t.equal(reopened.offsets.highWatermark, 2);
   t.equal((await stat(crashedLog)).size, dataBytes, 'recovery cut the torn frame and the zeros after it');
 });
 
@@ -381,8 +381,8 @@ t.test('a last segment torn to nothing takes lastIngress from the sealed one bef
   await truncate(lastLog, 5);
   const log = await PartitionLog.open({ dir, segmentBytesMax: segmentBytesSmall });
   t.teardown(() => log.close());
-  t.equal(log.nextOffset, 4);
-  t.same(log.lastIngress, { seq: 103, index: 0 });
+  t.equal(log.offsets.nextOffset, 4);
+  t.same(log.offsets.lastIngress, { seq: 103, index: 0 });
   t.equal(log.stats().segments, 3, 'the empty segment stays as the active one');
   t.equal(log.stage(record(4)), 4);
   await log.flush();

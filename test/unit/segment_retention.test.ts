@@ -125,7 +125,7 @@ t.test('deleting every segment, the active one too, keeps nextOffset for the nex
   t.equal(await log.read(0), 'aged_out');
   t.equal(await log.read(4), 'aged_out');
   t.equal(await log.read(5), 'past_end');
-  t.same(log.lastIngress, { seq: 104, index: 0 });
+  t.same(log.offsets.lastIngress, { seq: 104, index: 0 });
   t.same(await log.retain(1_000), { oldestOffset: 5, deletedSegments: 0 }, 'nothing left to delete');
 
   t.equal(log.stage(record(5, 900)), 5, 'the next record continues at nextOffset');
@@ -146,7 +146,7 @@ t.test('reopen after every segment is deleted restores nextOffset and lastIngres
 
   const log = await logOpen(t, dir);
   t.same(log.stats(), { segments: 0, oldestOffset: 5, nextOffset: 5, highWatermark: 5, sizeBytes: 0 });
-  t.same(log.lastIngress, { seq: 104, index: 0 }, 'a replay of the deleted records stores nothing again');
+  t.same(log.offsets.lastIngress, { seq: 104, index: 0 }, 'a replay of the deleted records stores nothing again');
   t.equal(await log.read(4), 'aged_out');
   t.equal(log.stage(record(5, 300)), 5);
   await log.flush();
@@ -154,8 +154,8 @@ t.test('reopen after every segment is deleted restores nextOffset and lastIngres
 
   const again = await logOpen(t, dir);
   t.equal(again.oldestOffset, 5, 'the stale mark is ignored once a segment exists');
-  t.equal(again.nextOffset, 6);
-  t.same(again.lastIngress, { seq: 105, index: 0 });
+  t.equal(again.offsets.nextOffset, 6);
+  t.same(again.offsets.lastIngress, { seq: 105, index: 0 });
   await expectReadable(t, again, 5, 300);
 });
 
@@ -166,14 +166,14 @@ t.test('the mark promises only synced records, not staged ones', async (t) => {
   await first.flush();
   first.stage(record(3, 103));
   t.same(await first.retain(200), { oldestOffset: 3, deletedSegments: 2 });
-  t.equal(first.nextOffset, 4, 'the staged record keeps its offset');
-  t.equal(first.highWatermark, 3);
+  t.equal(first.offsets.nextOffset, 4, 'the staged record keeps its offset');
+  t.equal(first.offsets.highWatermark, 3);
   // Closing drops the staged record, as a crash would.
   await first.close();
 
   const log = await logOpen(t, dir);
-  t.equal(log.nextOffset, 3);
-  t.same(log.lastIngress, { seq: 102, index: 0 }, 'the dropped record is stored again by the replay');
+  t.equal(log.offsets.nextOffset, 3);
+  t.same(log.offsets.lastIngress, { seq: 102, index: 0 }, 'the dropped record is stored again by the replay');
   t.equal(log.stage(record(3, 103)), 3);
   await log.flush();
   await expectReadable(t, log, 3, 103);
@@ -190,7 +190,7 @@ t.test('reopen after partial retention restores oldestOffset, stats and each seg
 
   const log = await logOpen(t, dir);
   t.same(log.stats(), before);
-  t.same(log.lastIngress, { seq: 106, index: 0 });
+  t.same(log.offsets.lastIngress, { seq: 106, index: 0 });
   await statsMatchFiles(t, log, dir);
   t.equal(await log.read(1), 'aged_out');
   await expectReadable(t, log, 2, 200);
@@ -224,8 +224,8 @@ t.test('a crash partway through deleting every segment reopens on the segments l
   const log = await logOpen(t, dir);
   t.same((await readdir(dir)).sort(), [segmentFileName(4, 'idx'), segmentFileName(4, 'log'), 'next_offset.mark']);
   t.equal(log.oldestOffset, 4);
-  t.equal(log.nextOffset, 5);
-  t.same(log.lastIngress, { seq: 104, index: 0 });
+  t.equal(log.offsets.nextOffset, 5);
+  t.same(log.offsets.lastIngress, { seq: 104, index: 0 });
   await statsMatchFiles(t, log, dir);
   await expectReadable(t, log, 4, 104);
   t.same(await log.retain(1_000), { oldestOffset: 5, deletedSegments: 1 });

@@ -71,17 +71,17 @@ export function segmentStoreSuite(t: Test, factory: StoreFactory): void {
 async function roundTrip(t: Test, factory: StoreFactory): Promise<void> {
   const store = await factory.create(t, 1024 * 1024);
   t.same(store.stats(), { segments: 0, oldestOffset: 0, nextOffset: 0, highWatermark: 0, sizeBytes: 0 });
-  t.equal(store.lastIngress, null);
+  t.equal(store.offsets.lastIngress, null);
   for (let i = 0; i < 3; i++) t.equal(store.stage(record(i)), i);
-  t.equal(store.nextOffset, 3);
-  t.equal(store.highWatermark, 0, 'nothing is visible before the flush');
+  t.equal(store.offsets.nextOffset, 3);
+  t.equal(store.offsets.highWatermark, 0, 'nothing is visible before the flush');
   t.equal(await store.read(0), 'past_end');
   await store.flush();
-  t.equal(store.highWatermark, 3);
+  t.equal(store.offsets.highWatermark, 3);
   for (let i = 0; i < 3; i++) await expectRecord(t, store, i, i);
   t.equal(await store.read(3), 'past_end');
   t.equal(await store.read(1000), 'past_end');
-  t.same(store.lastIngress, { seq: 102, index: 0 });
+  t.same(store.offsets.lastIngress, { seq: 102, index: 0 });
   t.same(store.stats(), { segments: 1, oldestOffset: 0, nextOffset: 3, highWatermark: 3, sizeBytes: streamBytes(3), oldestSegmentAtSec: 1_700_000_000 });
   t.throws(() => store.stage(record(2)), /ingress \(102, 0\) is not after \(102, 0\)/, 'a record already held is refused');
 }
@@ -93,33 +93,33 @@ async function flushOneAtATime(t: Test, factory: StoreFactory): Promise<void> {
   await t.rejects(store.flush(), /one flush at a time/);
   store.stage(record(1));
   await first;
-  t.equal(store.highWatermark, 1);
-  t.equal(store.nextOffset, 2);
+  t.equal(store.offsets.highWatermark, 1);
+  t.equal(store.offsets.nextOffset, 2);
   await store.flush();
-  t.equal(store.highWatermark, 2);
+  t.equal(store.offsets.highWatermark, 2);
   await expectRecord(t, store, 1, 1);
 }
 
 async function syncedAgainstWritten(t: Test, factory: StoreFactory): Promise<void> {
   const store = await factory.create(t, segmentBytesSmall);
   store.stage(record(0));
-  t.notOk(store.unsynced, 'a staged record is not written');
+  t.notOk(store.offsets.unsynced, 'a staged record is not written');
   await store.flush();
-  t.equal(store.highWatermark, 1, 'readable once written');
-  t.equal(store.syncedHighWatermark, 0, 'not synced by the flush');
-  t.ok(store.unsynced);
+  t.equal(store.offsets.highWatermark, 1, 'readable once written');
+  t.equal(store.offsets.syncedHighWatermark, 0, 'not synced by the flush');
+  t.ok(store.offsets.unsynced);
   await expectRecord(t, store, 0, 0);
   // Every other flush rolls while a sync is in flight: both end, and the sync covers what was written when it began.
   for (let i = 1; i < 7; i++) {
     store.stage(record(i));
-    const highWatermarkBefore = store.highWatermark;
+    const highWatermarkBefore = store.offsets.highWatermark;
     const sync = store.sync();
     await Promise.all([store.flush(), sync]);
-    t.ok(store.syncedHighWatermark >= highWatermarkBefore, `sync ${i} covers what was written when it began`);
+    t.ok(store.offsets.syncedHighWatermark >= highWatermarkBefore, `sync ${i} covers what was written when it began`);
   }
   await store.sync();
-  t.equal(store.syncedHighWatermark, 7);
-  t.notOk(store.unsynced);
+  t.equal(store.offsets.syncedHighWatermark, 7);
+  t.notOk(store.offsets.unsynced);
 }
 
 async function rollAndReadMany(t: Test, factory: StoreFactory): Promise<void> {
@@ -163,15 +163,15 @@ async function retentionOfAll(t: Test, factory: StoreFactory): Promise<void> {
   const store = await storeWith(t, factory, [100, 101, 102, 103, 104]);
   t.same(await store.retain(105), { oldestOffset: 5, deletedSegments: 3 });
   t.same(store.stats(), { segments: 0, oldestOffset: 5, nextOffset: 5, highWatermark: 5, sizeBytes: 0 }, 'no oldestSegmentAtSec');
-  t.notOk(store.unsynced, 'what the mark names was synced first');
+  t.notOk(store.offsets.unsynced, 'what the mark names was synced first');
   t.same(await store.readMany([0, 4, 5]), ['aged_out', 'aged_out', 'past_end']);
   t.same(await store.retain(1_000), { oldestOffset: 5, deletedSegments: 0 }, 'nothing left to delete');
   const reopened = await factory.restart(t, store);
-  t.equal(reopened.nextOffset, 5);
+  t.equal(reopened.offsets.nextOffset, 5);
   t.equal(reopened.oldestOffset, 5);
-  t.same(reopened.lastIngress, { seq: 104, index: 0 });
-  t.ok(reopened.holdsIngress(104, 0));
-  t.notOk(reopened.holdsIngress(105, 0));
+  t.same(reopened.offsets.lastIngress, { seq: 104, index: 0 });
+  t.ok(reopened.offsets.holdsIngress(104, 0));
+  t.notOk(reopened.offsets.holdsIngress(105, 0));
   t.equal(reopened.stage(record(5, 900)), 5, 'the next record continues at nextOffset');
   await reopened.flush();
   await expectRecord(t, reopened, 5, 5, 900);
@@ -202,15 +202,15 @@ async function restart(t: Test, factory: StoreFactory): Promise<void> {
   await store.flush();
   store.stage(record(5));
   const reopened = await factory.restart(t, store);
-  t.equal(reopened.nextOffset, 5, 'a record staged but not flushed is gone');
-  t.equal(reopened.highWatermark, 5);
-  t.equal(reopened.syncedHighWatermark, 5, 'what a restart finds counts as synced');
+  t.equal(reopened.offsets.nextOffset, 5, 'a record staged but not flushed is gone');
+  t.equal(reopened.offsets.highWatermark, 5);
+  t.equal(reopened.offsets.syncedHighWatermark, 5, 'what a restart finds counts as synced');
   t.equal(reopened.oldestOffset, 0);
-  t.same(reopened.lastIngress, { seq: 104, index: 0 });
-  t.ok(reopened.holdsIngress(104, 0));
-  t.ok(reopened.holdsIngress(103, 7), 'any index of an earlier ingress frame');
-  t.notOk(reopened.holdsIngress(104, 1));
-  t.notOk(reopened.holdsIngress(105, 0));
+  t.same(reopened.offsets.lastIngress, { seq: 104, index: 0 });
+  t.ok(reopened.offsets.holdsIngress(104, 0));
+  t.ok(reopened.offsets.holdsIngress(103, 7), 'any index of an earlier ingress frame');
+  t.notOk(reopened.offsets.holdsIngress(104, 1));
+  t.notOk(reopened.offsets.holdsIngress(105, 0));
   t.same(reopened.stats(), { segments: 3, oldestOffset: 0, nextOffset: 5, highWatermark: 5, sizeBytes: streamBytes(5), oldestSegmentAtSec: 1_700_000_000 });
   for (let i = 0; i < 5; i++) await expectRecord(t, reopened, i, i);
   t.equal(reopened.stage(record(5)), 5);
@@ -226,15 +226,15 @@ async function crash(t: Test, factory: StoreFactory): Promise<void> {
   for (let i = 3; i < 6; i++) store.stage(record(i));
   await store.flush();
   store.stage(record(6));
-  t.equal(store.syncedHighWatermark, 3);
-  t.equal(store.highWatermark, 6);
+  t.equal(store.offsets.syncedHighWatermark, 3);
+  t.equal(store.offsets.highWatermark, 6);
   const after = await factory.crash(t, store);
-  const kept = after.highWatermark;
+  const kept = after.offsets.highWatermark;
   t.ok(kept >= 3 && kept <= 6, `kept ${kept}: at least the synced records, at most the written ones`);
-  t.equal(after.nextOffset, kept);
-  t.equal(after.syncedHighWatermark, kept);
-  t.same(after.lastIngress, { seq: 100 + kept - 1, index: 0 });
-  for (let i = 0; i < 7; i++) t.equal(after.holdsIngress(100 + i, 0), i < kept, `holdsIngress of record ${i}`);
+  t.equal(after.offsets.nextOffset, kept);
+  t.equal(after.offsets.syncedHighWatermark, kept);
+  t.same(after.offsets.lastIngress, { seq: 100 + kept - 1, index: 0 });
+  for (let i = 0; i < 7; i++) t.equal(after.offsets.holdsIngress(100 + i, 0), i < kept, `holdsIngress of record ${i}`);
   // The ingress log hands the lost records over again, in order: they get the offsets they had.
   for (let i = kept; i < 7; i++) t.equal(after.stage(record(i)), i);
   await after.flush();
@@ -252,8 +252,8 @@ async function origins(t: Test, factory: StoreFactory): Promise<void> {
   const origin = (i: number): number => [0, 2, 3][i % 3]!;
   const stream = (i: number): Omit<StoredRecord, 'offset'> => (origin(i) === 0 ? record(i) : foreign(i, origin(i)));
   for (let i = 0; i < 9; i++) t.equal(store.stage(stream(i)), i);
-  t.ok(store.holdsIngress(508, 0, 3), 'origin 3 holds its staged record');
-  t.notOk(store.holdsIngress(508, 0, 2), 'positions are per origin');
+  t.ok(store.offsets.holdsIngress(508, 0, 3), 'origin 3 holds its staged record');
+  t.notOk(store.offsets.holdsIngress(508, 0, 2), 'positions are per origin');
   await store.flush();
   await store.sync();
   for (let i = 9; i < 11; i++) store.stage(stream(i));
@@ -261,12 +261,12 @@ async function origins(t: Test, factory: StoreFactory): Promise<void> {
   await store.sync();
   t.ok(store.stats().segments >= 3, 'the records span several segments');
   const reopened = await factory.restart(t, store);
-  t.same(reopened.lastIngress, { seq: 109, index: 0 }, 'the local position skips handed-over records');
-  t.ok(reopened.holdsIngress(510, 0, 2), 'origin 2 up to its last record (10)');
-  t.notOk(reopened.holdsIngress(513, 0, 2));
-  t.ok(reopened.holdsIngress(508, 0, 3), 'origin 3 up to its last record (8), found before the active segment');
-  t.notOk(reopened.holdsIngress(511, 0, 3));
-  t.notOk(reopened.holdsIngress(500, 0, 4), 'an origin never seen holds nothing');
+  t.same(reopened.offsets.lastIngress, { seq: 109, index: 0 }, 'the local position skips handed-over records');
+  t.ok(reopened.offsets.holdsIngress(510, 0, 2), 'origin 2 up to its last record (10)');
+  t.notOk(reopened.offsets.holdsIngress(513, 0, 2));
+  t.ok(reopened.offsets.holdsIngress(508, 0, 3), 'origin 3 up to its last record (8), found before the active segment');
+  t.notOk(reopened.offsets.holdsIngress(511, 0, 3));
+  t.notOk(reopened.offsets.holdsIngress(500, 0, 4), 'an origin never seen holds nothing');
   const got = await reopened.read(4);
   t.equal(typeof got === 'object' ? got.origin : got, 2, 'a handed-over record reads back with its origin');
   const local = await reopened.read(3);
@@ -283,12 +283,12 @@ async function stored(store: SegmentStore, records: Omit<StoredRecord, 'offset'>
 
 /** Asserts the positions a restart must restore: this node's last record, and each origin's (origin: last i). */
 function expectPositions(t: Test, store: SegmentStore, local: number, foreignLast: Record<number, number>): void {
-  t.same(store.lastIngress, { seq: 100 + local, index: 0 }, 'this node\'s position');
-  t.ok(store.holdsIngress(100 + local, 0), `holds local record ${local}`);
-  t.notOk(store.holdsIngress(100 + local + 1, 0), `not local record ${local + 1}`);
+  t.same(store.offsets.lastIngress, { seq: 100 + local, index: 0 }, 'this node\'s position');
+  t.ok(store.offsets.holdsIngress(100 + local, 0), `holds local record ${local}`);
+  t.notOk(store.offsets.holdsIngress(100 + local + 1, 0), `not local record ${local + 1}`);
   for (const [origin, i] of Object.entries(foreignLast)) {
-    t.ok(store.holdsIngress(500 + i, 0, Number(origin)), `origin ${origin} holds its record ${i}`);
-    t.notOk(store.holdsIngress(500 + i + 1, 0, Number(origin)), `origin ${origin} holds nothing after ${i}`);
+    t.ok(store.offsets.holdsIngress(500 + i, 0, Number(origin)), `origin ${origin} holds its record ${i}`);
+    t.notOk(store.offsets.holdsIngress(500 + i + 1, 0, Number(origin)), `origin ${origin} holds nothing after ${i}`);
   }
 }
 
@@ -326,18 +326,18 @@ async function originsOverRetentionOfAll(t: Test, factory: StoreFactory): Promis
   await stored(store, [record(3, 103)]);
   t.same(await store.retain(1_000), { oldestOffset: 4, deletedSegments: 2 });
   const reopened = await factory.restart(t, store);
-  t.equal(reopened.nextOffset, 4);
+  t.equal(reopened.offsets.nextOffset, 4);
   expectPositions(t, reopened, 3, { 2: 0 });
 }
 
 async function stagedSinceOpen(t: Test, factory: StoreFactory): Promise<void> {
   const store = await factory.create(t, segmentBytesSmall);
-  t.equal(store.stagedSinceOpen, 0);
+  t.equal(store.offsets.stagedSinceOpen, 0);
   await stored(store, [record(0), record(1), record(2)]);
   store.stage(record(3));
-  t.equal(store.stagedSinceOpen, 4, 'staged records count before their flush');
+  t.equal(store.offsets.stagedSinceOpen, 4, 'staged records count before their flush');
   const reopened = await factory.restart(t, store);
-  t.equal(reopened.stagedSinceOpen, 0, 'a restart starts the count again');
+  t.equal(reopened.offsets.stagedSinceOpen, 0, 'a restart starts the count again');
   reopened.stage(record(3));
-  t.equal(reopened.stagedSinceOpen, 1);
+  t.equal(reopened.offsets.stagedSinceOpen, 1);
 }

@@ -34,17 +34,17 @@ t.test('a crash drops staged and unsynced records of the active segment and keep
   const store = created(t, segmentBytesSmall);
   for (let i = 0; i < 3; i++) store.stage(partitionRecord(i));
   await store.flush();
-  t.equal(store.syncedHighWatermark, 0, 'the roll synced segment 0, but no sync ran');
+  t.equal(store.offsets.syncedHighWatermark, 0, 'the roll synced segment 0, but no sync ran');
   const first = store.crash();
-  t.equal(first.highWatermark, 2, 'sealed segment 0 kept whole, active segment 2 lost its unsynced record');
+  t.equal(first.offsets.highWatermark, 2, 'sealed segment 0 kept whole, active segment 2 lost its unsynced record');
   t.same(first.stats().segments, 2, 'the active segment is kept, empty, as its file would be');
-  t.same(first.lastIngress, { seq: 101, index: 0 });
+  t.same(first.offsets.lastIngress, { seq: 101, index: 0 });
   t.equal(first.stage(partitionRecord(2)), 2);
   await first.flush();
   await first.sync();
   first.stage(partitionRecord(3));
   const second = first.crash();
-  t.equal(second.highWatermark, 3, 'a synced record survives, a staged one does not');
+  t.equal(second.offsets.highWatermark, 3, 'a synced record survives, a staged one does not');
   t.throws(() => first.stage(partitionRecord(4)), /closed/, 'the crashed instance takes nothing more');
 });
 
@@ -56,7 +56,7 @@ t.test('operations in flight at a crash never complete', async (t) => {
   const after = store.crash();
   await new Promise((resolve) => setImmediate(resolve));
   t.notOk(settled, 'the flush of the dead process never settles');
-  t.equal(after.highWatermark, 0);
+  t.equal(after.offsets.highWatermark, 0);
   t.equal(after.read(0) instanceof Promise, true);
   t.equal(await after.read(0), 'past_end');
 });

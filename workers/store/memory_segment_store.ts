@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { faultPointHit, faultPointsArmed } from './fault_points.js';
 import { indexEntryBytes } from './segment_index.js';
 import type { OriginMap } from './origin_positions.js';
-import { PartitionOffsets, type TailMark } from './partition_offsets.js';
+import { PartitionOffsets, type SegmentOffsets, type TailMark } from './partition_offsets.js';
 import { recordFrameBytesMax, recordFrameWrite, recordFromFrameAt } from './segment_record.js';
 import type { IngressPosition, PartitionLogStats, SegmentReadResult, SegmentStore, StoredRecord } from './segment_store.js';
 
@@ -37,7 +37,9 @@ export class MemorySegmentStore implements SegmentStore {
   private tailMark: TailMark | null;
   private originsMark: OriginMap | null;
   private staged: { frame: Uint8Array; timestampSec: number }[] = [];
-  private readonly offsets = new PartitionOffsets();
+  /** Offsets and ingress positions; offsets is the same object as callers may read it. */
+  private readonly book = new PartitionOffsets();
+  readonly offsets: SegmentOffsets = this.book;
   /** Set by crash(): this instance is the dead process's; what it had in flight never completes. */
   private crashed = false;
 
@@ -59,51 +61,23 @@ export class MemorySegmentStore implements SegmentStore {
     return new MemorySegmentStore(opts.dir, opts.segmentBytesMax, { segments: [], tailMark: null, originsMark: null });
   }
 
-  get nextOffset(): number {
-    return this.offsets.nextOffset;
-  }
-
-  get highWatermark(): number {
-    return this.offsets.highWatermark;
-  }
-
-  get syncedHighWatermark(): number {
-    return this.offsets.syncedHighWatermark;
-  }
-
-  get unsynced(): boolean {
-    return this.offsets.unsynced;
-  }
-
-  get stagedSinceOpen(): number {
-    return this.offsets.stagedSinceOpen;
-  }
-
   get oldestOffset(): number {
-    return this.segments[0]?.baseOffset ?? this.offsets.highWatermark;
-  }
-
-  get lastIngress(): IngressPosition | null {
-    return this.offsets.lastIngress;
-  }
-
-  holdsIngress(seq: number, index: number, origin = 0): boolean {
-    return this.offsets.holdsIngress(seq, index, origin);
+    return this.segments[0]?.baseOffset ?? this.book.highWatermark;
   }
 
   stage(r: Omit<StoredRecord, 'offset'>): number {
-    const offset = this.offsets.stageBegin(r);
+    const offset = this.book.stageBegin(r);
     const target = new Uint8Array(recordFrameBytesMax(offset, r));
     const frameBytes = recordFrameWrite(target, 0, offset, r);
     this.staged.push({ frame: target.subarray(0, frameBytes), timestampSec: r.timestampSec });
-    this.offsets.stageEnd(r);
+    this.book.stageEnd(r);
     return offset;
   }
 
   /** Writes the staged frames after one turn of the event loop's microtasks (so records staged meanwhile wait for
    *  the next flush, as with the file store), rolling as the file store rolls. */
   async flush(): Promise<void> {
-    if (!this.offsets.flushBegin(this.staged.length)) return;
+    if (!this.book.flushBegin(this.staged.length)) return;
     const staged = this.staged;
     this.staged = [];
     try {
@@ -111,22 +85,22 @@ export class MemorySegmentStore implements SegmentStore {
       if (this.crashed) return await never;
       if (faultPointsArmed) faultPointHit('append', this.dir);
       for (const { frame, timestampSec } of staged) this.flushFrame(frame, timestampSec);
-      this.offsets.flushWritten();
+      this.book.flushWritten();
     } finally {
-      this.offsets.flushEnd();
+      this.book.flushEnd();
     }
     this.invariantsCheck();
   }
 
   private flushFrame(frame: Uint8Array, timestampSec: number): void {
     let segment = this.segments.at(-1);
-    const highWatermark = this.offsets.highWatermark;
+    const highWatermark = this.book.highWatermark;
     // A record larger than segmentBytesMax still goes alone into a fresh segment.
     if (segment === undefined || (segment.logBytes > 0 && segment.logBytes + frame.byteLength > this.segmentBytesMax)) {
       if (segment !== undefined) {
         if (faultPointsArmed) faultPointHit('roll', this.dir);
         // As the file store's roll: the sealed segments' positions go to the origins mark.
-        this.originsMark = this.offsets.rollOrigins(highWatermark) ?? this.originsMark;
+        this.originsMark = this.book.rollOrigins(highWatermark) ?? this.originsMark;
       }
       segment = { baseOffset: highWatermark, frames: [], timestampsSec: [], logBytes: 0 };
       this.segments.push(segment);
@@ -134,17 +108,17 @@ export class MemorySegmentStore implements SegmentStore {
     segment.frames.push(frame);
     segment.timestampsSec.push(timestampSec);
     segment.logBytes += frame.byteLength;
-    this.offsets.writtenTo(highWatermark + 1);
+    this.book.writtenTo(highWatermark + 1);
   }
 
   async sync(): Promise<void> {
-    assert(!this.offsets.closed, 'sync on a closed partition log');
-    if (!this.offsets.unsynced) return;
-    const point = this.offsets.syncPoint();
+    assert(!this.book.closed, 'sync on a closed partition log');
+    if (!this.book.unsynced) return;
+    const point = this.book.syncPoint();
     if (faultPointsArmed) faultPointHit('sync', this.dir);
     await Promise.resolve();
     if (this.crashed) return await never;
-    this.offsets.syncDone(point);
+    this.book.syncDone(point);
   }
 
   async read(offset: number): Promise<SegmentReadResult> {
@@ -153,10 +127,10 @@ export class MemorySegmentStore implements SegmentStore {
 
   /** Each record is read from a copy of its frame, so a caller may transfer its buffer as it does the file store's. */
   async readMany(offsets: readonly number[]): Promise<SegmentReadResult[]> {
-    assert(!this.offsets.closed, 'read on a closed partition log');
+    assert(!this.book.closed, 'read on a closed partition log');
     return offsets.map((offset) => {
       assert(Number.isSafeInteger(offset) && offset >= 0, `offset ${offset} invalid`);
-      if (offset >= this.offsets.highWatermark) return 'past_end';
+      if (offset >= this.book.highWatermark) return 'past_end';
       if (offset < this.oldestOffset) return 'aged_out';
       const segment = this.segments[this.segmentIndexOf(offset)]!;
       const frame = segment.frames[offset - segment.baseOffset]!.slice();
@@ -166,7 +140,7 @@ export class MemorySegmentStore implements SegmentStore {
 
   /** Spec §1.12, as PartitionLog.retain: whole segments from the oldest, the active one too when all of it is old. */
   async retain(cutoffSec: number): Promise<{ oldestOffset: number; deletedSegments: number }> {
-    this.offsets.retainCheck(cutoffSec);
+    this.book.retainCheck(cutoffSec);
     let deletedSegments = 0;
     for (const segment of this.segments) {
       const last = segment.timestampsSec.at(-1);
@@ -177,17 +151,17 @@ export class MemorySegmentStore implements SegmentStore {
       // As the file store: the marks promise positions to a restart, so what they name is synced first.
       const all = deletedSegments === this.segments.length;
       if (all) await this.sync();
-      this.offsets.retainingSet(true);
+      this.book.retainingSet(true);
       try {
         await Promise.resolve();
         if (this.crashed) return await never;
         if (all) {
-          this.originsMark = this.offsets.retainOrigins() ?? this.originsMark;
-          this.tailMark = this.offsets.tailMark();
+          this.originsMark = this.book.retainOrigins() ?? this.originsMark;
+          this.tailMark = this.book.tailMark();
         }
         this.segments.splice(0, deletedSegments);
       } finally {
-        this.offsets.retainingSet(false);
+        this.book.retainingSet(false);
       }
     }
     this.invariantsCheck();
@@ -200,8 +174,8 @@ export class MemorySegmentStore implements SegmentStore {
     const stats: PartitionLogStats = {
       segments: this.segments.length,
       oldestOffset: this.oldestOffset,
-      nextOffset: this.offsets.nextOffset,
-      highWatermark: this.offsets.highWatermark,
+      nextOffset: this.book.nextOffset,
+      highWatermark: this.book.highWatermark,
       sizeBytes,
     };
     const oldestAtSec = this.segments[0]?.timestampsSec[0];
@@ -210,13 +184,13 @@ export class MemorySegmentStore implements SegmentStore {
   }
 
   async close(): Promise<void> {
-    if (this.offsets.closed) return;
+    if (this.book.closed) return;
     await this.sync();
-    this.offsets.closedSet();
+    this.book.closedSet();
   }
 
   async destroy(): Promise<void> {
-    this.offsets.closedSet();
+    this.book.closedSet();
     this.segments = [];
     this.tailMark = null;
     this.originsMark = null;
@@ -224,7 +198,7 @@ export class MemorySegmentStore implements SegmentStore {
 
   /** The store a restart finds after a clean close: everything written (close synced it). */
   reopen(): MemorySegmentStore {
-    assert(this.offsets.closed, 'reopen of an open memory store: close or crash it first');
+    assert(this.book.closed, 'reopen of an open memory store: close or crash it first');
     return new MemorySegmentStore(this.dir, this.segmentBytesMax, this.image(Infinity));
   }
 
@@ -232,9 +206,9 @@ export class MemorySegmentStore implements SegmentStore {
    *  finds is returned. It keeps sealed segments (their roll synced them) and the active segment's records below
    *  syncedHighWatermark; staged and written-but-unsynced records are lost, as with a power loss. */
   crash(): MemorySegmentStore {
-    const image = this.image(this.offsets.syncedHighWatermark);
+    const image = this.image(this.book.syncedHighWatermark);
     this.crashed = true;
-    this.offsets.closedSet();
+    this.book.closedSet();
     return new MemorySegmentStore(this.dir, this.segmentBytesMax, image);
   }
 
@@ -255,14 +229,14 @@ export class MemorySegmentStore implements SegmentStore {
   /** What PartitionLog.open recovers, from the same places: the origins mark, a scan of the active segment, the last
    *  sealed record when needed, the tail mark. */
   private recover(): void {
-    this.offsets.recoverOriginsMark(this.originsMark);
+    this.book.recoverOriginsMark(this.originsMark);
     const active = this.segments.at(-1);
     let activeLocal: IngressPosition | null = null;
     active?.frames.forEach((frame, k) => {
       const record = this.recordAt(active, k);
       const position = { seq: record.ingressSeq, index: record.ingressIndex };
       if (record.origin === undefined) activeLocal = position;
-      else this.offsets.recoveredForeign(record.origin, position);
+      else this.book.recoveredForeign(record.origin, position);
     });
     const sealed = this.segments.at(-2);
     const found = { activeLocal, originsMark: this.originsMark };
@@ -272,7 +246,7 @@ export class MemorySegmentStore implements SegmentStore {
       lastSealed = { seq: record.ingressSeq, index: record.ingressIndex };
     }
     const highWatermark = active === undefined ? (this.tailMark?.nextOffset ?? 0) : active.baseOffset + active.frames.length;
-    this.offsets.recover({ ...found, highWatermark, tailMark: this.tailMark, lastSealed });
+    this.book.recover({ ...found, highWatermark, tailMark: this.tailMark, lastSealed });
   }
 
   private recordAt(segment: MemorySegment, k: number): StoredRecord {
@@ -288,6 +262,6 @@ export class MemorySegmentStore implements SegmentStore {
 
   private invariantsCheck(): void {
     const last = this.segments.at(-1);
-    this.offsets.invariantsCheck(this.oldestOffset, last === undefined ? null : last.baseOffset + last.frames.length);
+    this.book.invariantsCheck(this.oldestOffset, last === undefined ? null : last.baseOffset + last.frames.length);
   }
 }

@@ -38,6 +38,11 @@ function positionCopy(p: IngressPosition | null | undefined): IngressPosition | 
   return p === null || p === undefined ? null : { seq: p.seq, index: p.index };
 }
 
+/** What a segment store's callers may read of its PartitionOffsets (SegmentStore.offsets); the rest moves them, which
+ *  only the store does. */
+export type SegmentOffsets = Pick<PartitionOffsets,
+  'nextOffset' | 'highWatermark' | 'syncedHighWatermark' | 'unsynced' | 'stagedSinceOpen' | 'lastIngress' | 'holdsIngress'>;
+
 export class PartitionOffsets {
   private next = 0;
   private openedAt = 0;
@@ -58,26 +63,33 @@ export class PartitionOffsets {
   private retainingNow = false;
   private closedNow = false;
 
+  /** The offset the next staged record gets; leads highWatermark while records are staged or flushing. */
   get nextOffset(): number {
     return this.next;
   }
 
+  /** One past the last written offset: what readers may see. */
   get highWatermark(): number {
     return this.high;
   }
 
+  /** One past the last synced offset (the file store's: fdatasynced); at most highWatermark. */
   get syncedHighWatermark(): number {
     return this.synced;
   }
 
+  /** Whether written records wait for a sync. */
   get unsynced(): boolean {
     return this.synced < this.high;
   }
 
+  /** Records staged since the store was opened or created: what this node stored in the partition since it started. */
   get stagedSinceOpen(): number {
     return this.next - this.openedAt;
   }
 
+  /** (seq, index) of this node's last staged or stored record, or null: the worker skips ingress records at or below
+   *  it. Staged counts, because a staged record is stored by the next flush or the worker dies. */
   get lastIngress(): IngressPosition | null {
     return positionCopy(this.local);
   }
@@ -94,7 +106,9 @@ export class PartitionOffsets {
     return this.closedNow;
   }
 
-  /** Records arrive in each origin's ingress order, so everything at or before an origin's last position is held. */
+  /** Whether the record at (seq, index) of the ingress log of origin (0: this node's) is already staged or stored:
+   *  records arrive in each origin's ingress order, so everything at or before an origin's last position is.
+   *  Asked per dispatched record: allocates nothing. */
   holdsIngress(seq: number, index: number, origin = 0): boolean {
     if (origin !== 0) return this.origins.holds(origin, seq, index);
     const last = this.local;

@@ -28,7 +28,7 @@ import { ZeroFill } from '../../src/util/zero_fill.js';
 import { Staging, type StagedFrames } from './staging.js';
 import { faultPointHit, faultPointsArmed } from './fault_points.js';
 import { originsMarkFileName, originsMarkRead, originsMarkWrite } from './origin_positions.js';
-import { PartitionOffsets, type TailMark } from './partition_offsets.js';
+import { PartitionOffsets, type SegmentOffsets, type TailMark } from './partition_offsets.js';
 import { recordDecode, recordFrameBytesMax, recordFrameWrite, recordFromFrameAt } from './segment_record.js';
 import type { IngressPosition, PartitionLogStats, SegmentReadResult, SegmentStore, StoredRecord } from './segment_store.js';
 
@@ -98,8 +98,10 @@ export class PartitionLog implements SegmentStore {
   private tail: TailChunk | null = null;
   /** Frame positions of the active segment's written records; sealed segments' live in their .idx. */
   private activePositions = new SegmentPositions();
-  /** Offsets and ingress positions (the synced high watermark is what was fdatasynced). */
-  private readonly offsets = new PartitionOffsets();
+  /** Offsets and ingress positions (the synced high watermark is what was fdatasynced); offsets is the same object
+   *  as callers may read it. */
+  private readonly book = new PartitionOffsets();
+  readonly offsets: SegmentOffsets = this.book;
   private readonly staging = new Staging();
   /** Settles (never rejects) when the sync in flight ends: a roll, retain or close waits for it before closing the
    *  handle it syncs. */
@@ -123,7 +125,7 @@ export class PartitionLog implements SegmentStore {
       log.segments.push(await sealedSegmentRecover(opts.dir, listing.bases[i]!, listing.bases[i + 1]!));
     }
     const originsMark = await originsMarkRead(opts.dir);
-    log.offsets.recoverOriginsMark(originsMark);
+    log.book.recoverOriginsMark(originsMark);
     const activeBase = listing.bases.at(-1);
     const activeLocal = activeBase === undefined ? null : await log.openActiveRecover(activeBase);
     const tailMark = listing.hasMark ? await markRead(opts.dir) : null;
@@ -132,7 +134,7 @@ export class PartitionLog implements SegmentStore {
     const found = { activeLocal, originsMark };
     const lastSealed = PartitionOffsets.lastSealedNeeded(found) ? await log.lastSealedRead() : null;
     // A tail mark is written at the highWatermark of its time and offsets only grow: recover refuses one above it.
-    log.offsets.recover({ ...found, highWatermark, tailMark, lastSealed });
+    log.book.recover({ ...found, highWatermark, tailMark, lastSealed });
     log.invariantsCheck();
     return log;
   }
@@ -142,57 +144,20 @@ export class PartitionLog implements SegmentStore {
     return new PartitionLog(opts.dir, opts.segmentBytesMax);
   }
 
-  /** The offset the next staged record gets; leads highWatermark while records are staged or flushing. */
-  get nextOffset(): number {
-    return this.offsets.nextOffset;
-  }
-
-  /** One past the last written offset: what readers may see. */
-  get highWatermark(): number {
-    return this.offsets.highWatermark;
-  }
-
-  /** One past the last fdatasynced offset. */
-  get syncedHighWatermark(): number {
-    return this.offsets.syncedHighWatermark;
-  }
-
-  /** Whether written records wait for a sync. */
-  get unsynced(): boolean {
-    return this.offsets.unsynced;
-  }
-
-  /** Records staged since this log was opened or created: what this node stored in the partition since it started. */
-  get stagedSinceOpen(): number {
-    return this.offsets.stagedSinceOpen;
-  }
-
   /** The first kept offset; with no segment, highWatermark (staged records are not kept yet). */
   get oldestOffset(): number {
-    return this.segments[0]?.baseOffset ?? this.offsets.highWatermark;
-  }
-
-  /** (seq, index) of the last staged or stored record, or null: the worker skips ingress records at or
-   *  below it. Staged counts, because a staged record is stored by the next flush or the worker dies. */
-  get lastIngress(): IngressPosition | null {
-    return this.offsets.lastIngress;
-  }
-
-  /** Whether the record at (seq, index) of the ingress log is already staged or stored here: records arrive in
-   *  ingress order, so everything at or before the last one is. Asked per dispatched record; allocates nothing. */
-  holdsIngress(seq: number, index: number, origin = 0): boolean {
-    return this.offsets.holdsIngress(seq, index, origin);
+    return this.segments[0]?.baseOffset ?? this.book.highWatermark;
   }
 
   /** Assigns the next offset and buffers the record's frame; no I/O. */
   stage(r: Omit<StoredRecord, 'offset'>): number {
-    const offset = this.offsets.stageBegin(r);
+    const offset = this.book.stageBegin(r);
     // The frame is written in place into the staging block (segment_record.ts), saving an encode and a copy per record.
     const staging = this.staging;
     staging.reserve(recordFrameBytesMax(offset, r));
     const at = staging.at;
     staging.commit(recordFrameWrite(staging.target, at, offset, r, staging.words), r.timestampSec);
-    this.offsets.stageEnd(r);
+    this.book.stageEnd(r);
     return offset;
   }
 
@@ -200,9 +165,9 @@ export class PartitionLog implements SegmentStore {
    *  advances highWatermark to what was written. One flush at a time; records staged meanwhile wait. */
   async flush(): Promise<void> {
     const count = this.staging.count;
-    if (!this.offsets.flushBegin(count)) return;
+    if (!this.book.flushBegin(count)) return;
     const staged = this.staging.take();
-    const firstOffset = this.offsets.nextOffset - count;
+    const firstOffset = this.book.nextOffset - count;
     try {
       let from = 0;
       while (from < count) {
@@ -211,9 +176,9 @@ export class PartitionLog implements SegmentStore {
         await this.flushChunk(staged, from, to);
         from = to;
       }
-      this.offsets.flushWritten();
+      this.book.flushWritten();
     } finally {
-      this.offsets.flushEnd();
+      this.book.flushEnd();
     }
     // Written, and the tail kept is a copy: nothing holds a view of the blocks now. (A failed flush stops the worker.)
     staged.release();
@@ -223,17 +188,17 @@ export class PartitionLog implements SegmentStore {
    *  highWatermark of the call. May run while a flush writes (both use positional I/O on the handle); the .idx needs
    *  no sync (open rebuilds the active one from the .log; a roll syncs the sealed one). */
   async sync(): Promise<void> {
-    assert(!this.offsets.closed, 'sync on a closed partition log');
+    assert(!this.book.closed, 'sync on a closed partition log');
     for (let busy = this.syncRun ?? this.handlesBusy; busy !== null; busy = this.syncRun ?? this.handlesBusy) await busy;
-    if (this.offsets.closed || !this.offsets.unsynced) return;
-    const point = this.offsets.syncPoint();
+    if (this.book.closed || !this.book.unsynced) return;
+    const point = this.book.syncPoint();
     if (faultPointsArmed) faultPointHit('sync', this.dir);
     // Sealed segments were synced by their roll: only the active one can hold unsynced records.
     const run = this.active?.log.datasync() ?? Promise.resolve();
     this.syncRun = run.then(nothing, nothing).finally(() => (this.syncRun = null));
     // A failed sync rejects here, to the caller (the worker fail-stops); waiters only need it to have ended.
     await run;
-    this.offsets.syncDone(point);
+    this.book.syncDone(point);
   }
 
   /** Runs work that closes handles once no sync is in flight, and keeps new syncs waiting until it is done. */
@@ -256,13 +221,13 @@ export class PartitionLog implements SegmentStore {
    * transfer each run's buffer once instead of copying every payload.
    */
   async readMany(offsets: readonly number[], opts: { fromTail?: boolean } = {}): Promise<SegmentReadResult[]> {
-    assert(!this.offsets.closed, 'read on a closed partition log');
+    assert(!this.book.closed, 'read on a closed partition log');
     const results: SegmentReadResult[] = new Array(offsets.length);
     const runs: { at: number; count: number }[] = [];
     for (let i = 0; i < offsets.length; i++) {
       const offset = offsets[i]!;
       assert(Number.isSafeInteger(offset) && offset >= 0, `offset ${offset} invalid`);
-      if (offset >= this.offsets.highWatermark) results[i] = 'past_end';
+      if (offset >= this.book.highWatermark) results[i] = 'past_end';
       else if (offset < this.oldestOffset) results[i] = 'aged_out';
       else {
         const run = runs[runs.length - 1];
@@ -335,13 +300,13 @@ export class PartitionLog implements SegmentStore {
    *  The shell serializes it with flush (both move segment files). Like a failed flush, a failed retain
    *  leaves memory and disk apart, and the caller fail-stops; open() recovers from the files. */
   async retain(cutoffSec: number): Promise<{ oldestOffset: number; deletedSegments: number }> {
-    this.offsets.retainCheck(cutoffSec);
+    this.book.retainCheck(cutoffSec);
     const deletedSegments = this.retainCount(cutoffSec);
     if (deletedSegments > 0) {
       // The marks promise positions to a restart: what they name must be synced, not only written.
       const all = deletedSegments === this.segments.length;
       if (all) await this.sync();
-      this.offsets.retainingSet(true);
+      this.book.retainingSet(true);
       try {
         await this.withoutSync(async () => {
           // The marks must be durable before the last segment, which knows the tail, is gone.
@@ -349,7 +314,7 @@ export class PartitionLog implements SegmentStore {
           for (let k = 0; k < deletedSegments; k++) await this.retainOldestDelete();
         });
       } finally {
-        this.offsets.retainingSet(false);
+        this.book.retainingSet(false);
       }
     }
     this.invariantsCheck();
@@ -362,8 +327,8 @@ export class PartitionLog implements SegmentStore {
     const stats: PartitionLogStats = {
       segments: this.segments.length,
       oldestOffset: this.oldestOffset,
-      nextOffset: this.offsets.nextOffset,
-      highWatermark: this.offsets.highWatermark,
+      nextOffset: this.book.nextOffset,
+      highWatermark: this.book.highWatermark,
       sizeBytes,
     };
     const oldestTimestampsSec = this.segments[0]?.timestampsSec ?? null;
@@ -374,7 +339,7 @@ export class PartitionLog implements SegmentStore {
   /** Syncs, then closes the files, cutting the active .log's zero tail. Records still staged are dropped: the caller
    *  flushes first unless destroying. */
   async close(): Promise<void> {
-    if (!this.offsets.closed) await this.sync();
+    if (!this.book.closed) await this.sync();
     await this.withoutSync(() => this.closeFiles(true));
   }
 
@@ -390,11 +355,11 @@ export class PartitionLog implements SegmentStore {
   }
 
   private async closeFiles(cutZeros: boolean): Promise<void> {
-    assert(!this.offsets.flushing, 'close during a flush');
+    assert(!this.book.flushing, 'close during a flush');
     assert(this.syncRun === null, 'close during a sync');
-    assert(!this.offsets.retaining, 'close during a retain');
-    if (this.offsets.closed) return;
-    this.offsets.closedSet();
+    assert(!this.book.retaining, 'close during a retain');
+    if (this.book.closed) return;
+    this.book.closedSet();
     forgetSealedSegmentsOf(this.dir);
     // A clean close leaves whole files (open() would rebuild the .idx from the .log all the same).
     if (cutZeros) this.activeIdxComplete();
@@ -412,7 +377,7 @@ export class PartitionLog implements SegmentStore {
 
   private invariantsCheck(): void {
     const last = this.segments.at(-1);
-    this.offsets.invariantsCheck(this.oldestOffset, last === undefined ? null : last.baseOffset + last.recordCount);
+    this.book.invariantsCheck(this.oldestOffset, last === undefined ? null : last.baseOffset + last.recordCount);
     if (last === undefined) {
       assert(this.active === null, 'active files without a segment');
       return;
@@ -503,7 +468,7 @@ export class PartitionLog implements SegmentStore {
       first: segment.timestampsSec?.first ?? staged.timestampsSec[from]!,
       last: staged.timestampsSec[to - 1]!,
     };
-    this.offsets.writtenTo(segment.baseOffset + segment.recordCount);
+    this.book.writtenTo(segment.baseOffset + segment.recordCount);
     if (chunkBytes <= zeroFillRoundBytesMax) zeroFill.extendIfLow(segment.logBytes);
     this.invariantsCheck();
   }
@@ -533,7 +498,7 @@ export class PartitionLog implements SegmentStore {
       // durable before the next segment exists.
       await this.activeFilesRetire(this.segments.at(-1)!.logBytes);
       // The next open finds handed-over records' origins in the active segment only: the sealed ones' go here first.
-      const origins = this.offsets.rollOrigins(baseOffset);
+      const origins = this.book.rollOrigins(baseOffset);
       if (origins !== null) await originsMarkWrite(this.dir, origins);
       await this.segmentCreate(baseOffset);
     });
@@ -582,7 +547,7 @@ export class PartitionLog implements SegmentStore {
       first ??= record;
       last = record;
       if (record.origin === undefined) lastLocal = record;
-      else this.offsets.recoveredForeign(record.origin, { seq: record.ingressSeq, index: record.ingressIndex });
+      else this.book.recoveredForeign(record.origin, { seq: record.ingressSeq, index: record.ingressIndex });
     });
     if (validBytes < fileBytes) {
       if (faultPointsArmed) faultPointHit('truncate', segmentPath(this.dir, baseOffset, 'log'));
@@ -618,9 +583,9 @@ export class PartitionLog implements SegmentStore {
   /** A retain that deletes every segment: the origins mark (when the partition took handed-over records) and the tail
    *  mark get the synced positions, which the last roll's origins mark would otherwise give a restart stale. */
   private async retainMarksWrite(): Promise<void> {
-    const origins = this.offsets.retainOrigins();
+    const origins = this.book.retainOrigins();
     if (origins !== null) await originsMarkWrite(this.dir, origins);
-    await markWrite(this.dir, this.offsets.tailMark());
+    await markWrite(this.dir, this.book.tailMark());
   }
 }
 

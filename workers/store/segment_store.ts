@@ -4,6 +4,7 @@
 // the partition. Both keep their offsets and ingress positions in a PartitionOffsets (partition_offsets.ts) and differ
 // only in how they keep bytes; one contract suite (test/unit/segment_store.suite.ts) runs the same cases against both.
 import type { PartitionStatsView, StoredRecordView } from '../../src/protocol/thread_messages.js';
+import type { SegmentOffsets } from './partition_offsets.js';
 
 /** A record as answered (StoredRecordView) plus where it came from: ingress sequence of its frame and its position
  *  in that frame, which together identify a replayed record. */
@@ -32,30 +33,19 @@ export type SegmentReadResult = StoredRecord | 'past_end' | 'aged_out';
 /**
  * Lifecycle: open (recovery) or create empty, then stage/flush/sync/read/retain in any order (one flush or retain at
  * a time; a sync may run beside a flush), then close or destroy. Offsets below highWatermark never change meaning.
- * Invariant after every call: oldestOffset <= highWatermark <= nextOffset, syncedHighWatermark <= highWatermark.
+ * Invariant after every call: oldestOffset <= offsets.highWatermark <= offsets.nextOffset, offsets.syncedHighWatermark
+ * <= offsets.highWatermark.
  */
 export interface SegmentStore {
   /** The partition directory: the file store's files, and where the partition's cursor log lives. */
   readonly dir: string;
   /** A segment rolls before a frame that would take it past this many bytes; a bigger frame goes alone. */
   readonly segmentBytesMax: number;
-  /** The offset the next staged record gets; leads highWatermark while records are staged or flushing. */
-  readonly nextOffset: number;
-  /** One past the last written offset: what readers may see. */
-  readonly highWatermark: number;
-  /** One past the last synced offset; at most highWatermark. */
-  readonly syncedHighWatermark: number;
-  /** Whether written records wait for a sync. */
-  readonly unsynced: boolean;
+  /** Offsets and ingress positions (nextOffset, highWatermark, syncedHighWatermark, lastIngress, holdsIngress...),
+   *  kept the same way by both stores; read-only here, the store alone moves them. */
+  readonly offsets: SegmentOffsets;
   /** The first kept offset; with no segment, highWatermark. */
   readonly oldestOffset: number;
-  /** Records staged since this store was opened or created: what this node stored in the partition since it started. */
-  readonly stagedSinceOpen: number;
-  /** (seq, index) of the last staged or stored record, or null. */
-  readonly lastIngress: IngressPosition | null;
-  /** Whether the record at (seq, index) of the ingress log of origin (0: this node's) is already staged or stored
-   *  here (records arrive in each origin's ingress order). Asked per dispatched record: allocates nothing. */
-  holdsIngress(seq: number, index: number, origin?: number): boolean;
   /** Assigns the next offset and buffers the record; no I/O. */
   stage(r: Omit<StoredRecord, 'offset'>): number;
   /** Writes everything staged (rolling segments as needed), then advances highWatermark. One at a time. */
