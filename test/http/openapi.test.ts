@@ -198,4 +198,10 @@ async function usersAndCluster(tt: Test): Promise<void> {
   tt.equal((await call(tt, 'get', '/v1/cluster/members')).status, 200);
   tt.equal((await call(tt, 'get', '/v1/cluster/members', { query: 'detail=true' })).status, 200);
   tt.equal((await call(tt, 'post', '/v1/cluster/members/{id}/forget', { params: { id: '9' }, body: {} })).status, 404);
+  const self = { id: String((await call(tt, 'get', '/v1/cluster/members')).body.members[0].id) };
+  tt.equal((await call(tt, 'post', '/v1/cluster/members/{id}/decommission', { params: self, body: { dry_run: true } })).status, 200);
+  tt.equal((await call(tt, 'post', '/v1/cluster/members/{id}/decommission', { params: self, body: {} })).status, 409, 'a lone node cannot drain');
+  tt.equal((await call(tt, 'post', '/v1/cluster/members/{id}/decommission/cancel', { params: self, body: {} })).status, 409);
+  tt.equal((await call(tt, 'post', '/v1/cluster/rebalance', { body: { dry_run: true } })).status, 200);
+  tt.equal((await call(tt, 'post', '/v1/cluster/rebalance', { body: {} })).status, 202);
 }
