@@ -59,7 +59,8 @@ export const errors = {
   // 401, 403 ------------------------------------------------------------------------------------------------
   /** 401: missing or wrong credentials (spec §5.1). */
   unauthorized: () => new BrokerError(401, 'missing or wrong credentials', { 'WWW-Authenticate': 'Basic realm="svc"' }),
-  /** 403 (spec §5, §7): a grant, ownership, admin or account-protection rule refuses; the reason names which. */
+  /** 403 (spec §5, §7): a grant, ownership, admin or account-protection rule refuses; the reason names which. The
+   *  front's check and the leader's (src/metadata/caller_check.ts) both refuse with it. */
   forbidden: (reason: string) => new BrokerError(403, reason),
   /** 403: the root admin's account is never deleted (spec §5, NOTES 9; the front and the apply both refuse). */
   rootNotDeletable: () => new BrokerError(403, 'the root admin cannot be deleted'),
@@ -284,7 +285,7 @@ export const metadataRefusalIds = [
   'topicExists', 'topicNameConflict', 'topicNotFound', 'partitionsNotGrown', 'partitionsNotPlaced', 'ownerNotMember',
   'memberNotFound', 'memberOwnsPartitions', 'memberInMove', 'moveExists', 'moveNotFound', 'moveFlipped', 'moveRefused',
   'decommissionNotRunning', 'decommissionRunning', 'memberAlive', 'forgetBreaksQuorum', 'userExists', 'userNotFound',
-  'rootNotDeletable', 'rootGrantsFixed', 'schemaBaseVersionMismatch', 'schemaVersionsFull', 'schemaTopicBudget',
+  'forbidden', 'rootNotDeletable', 'rootGrantsFixed', 'schemaBaseVersionMismatch', 'schemaVersionsFull', 'schemaTopicBudget',
   'schemaClusterBudget', 'schemaChangedUnderRequest', 'notLinked', 'fanoutHasParent', 'fanoutChildIsParent',
   'fanoutParentIsChild', 'fanoutSelf', 'fanoutChildrenFull', 'fanoutSchemaMismatch', 'fanoutDelayRetention',
   'childSchemaManaged', 'fanoutTopicChanged', 'metadataLogUnavailable', 'noLeader', 'leaderUnreachable',

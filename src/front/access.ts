@@ -1,13 +1,21 @@
-// The access model of spec §5 as pure rules: grant patterns, who may read, change, produce to and consume from a
-// topic, and the no-escalation rules of the user routes; plus the field rules of spec §2 User and Grant. Pure: no
-// I/O, no clock; handlers on the front thread call it with the caller their request authenticated. A caller of
-// undefined means security is off: every check passes then (spec §1.13, §5.5, NOTES 8).
+// The access model of spec §5 as the front answers it: the route-level checks that throw 403, the no-escalation
+// rules of the user routes, and the field rules of spec §2 User and Grant. The rules themselves are
+// src/metadata/caller_check.ts, which the leader runs again before it proposes a write (spec §5: a change is
+// checked twice), so both checks decide alike. Pure: no I/O, no clock; handlers on the front thread call it with the
+// caller their request authenticated. A caller of undefined means security is off: every check passes then
+// (spec §1.13, §5.5, NOTES 8).
 import { limits } from '../config.js';
-import { errors, type BrokerError } from '../errors.js';
+import { errors, refusalError, type BrokerError } from '../errors.js';
+import {
+  adminRefusal, canReadTopic, givingRefusal, hasGrant, isAdmin, passwordChangeRefusal as passwordChangeRule, topicRefusal,
+  userDeleteRefusal as userDeleteRule, userGrantsRefusal as userGrantsRule, type AccessRefusal, type Caller,
+} from '../metadata/caller_check.js';
 import type { Grant, GrantAction, TopicRecord, UserRecord } from '../protocol/metadata_types.js';
 
-/** The authenticated user of a request; undefined with security off. */
-export type Caller = UserRecord | undefined;
+export type { Caller } from '../metadata/caller_check.js';
+export {
+  canManageTopic, canReadTopic, grantGivable, hasGrant, isAdmin, patternCovers, patternMatches,
+} from '../metadata/caller_check.js';
 
 const grantActions: readonly GrantAction[] = ['produce', 'consume', 'create', 'admin'];
 const grantFields = ['action', 'patterns'];
@@ -16,46 +24,31 @@ const usernamePattern = /^[A-Za-z0-9._-]+$/;
 /** Spec §2 Grant: a topic name, or a prefix of those characters followed by one `*` (the prefix may be empty). */
 const grantPatternShape = /^[A-Za-z0-9._-]*\*?$/;
 
-export function isAdmin(caller: Caller): boolean {
-  if (caller === undefined) return true;
-  return caller.grants.some((g) => g.action === 'admin');
+/** A refusal of the shared rules as the error the front throws; null passes. */
+function thrown(refusal: AccessRefusal | null): void {
+  if (refusal !== null) throw refusalError(refusal);
 }
 
-/** Spec §2 Grant: a pattern is a topic name, or a prefix followed by one `*`; `*` alone matches every topic. */
-export function patternMatches(pattern: string, topicName: string): boolean {
-  if (pattern.endsWith('*')) return topicName.startsWith(pattern.slice(0, -1));
-  return pattern === topicName;
-}
-
-/** True when caller holds a grant of action matching the topic name (admin holds every grant). */
-export function hasGrant(caller: Caller, action: Exclude<GrantAction, 'admin'>, topicName: string): boolean {
-  if (isAdmin(caller)) return true;
-  return caller!.grants.some((g) => g.action === action && (g.patterns ?? []).some((p) => patternMatches(p, topicName)));
-}
-
-/** Spec §5: any grant on a topic lets a user read it, its schema history and its children; so does ownership. */
-export function canReadTopic(caller: Caller, topic: TopicRecord): boolean {
-  if (isAdmin(caller)) return true;
-  if (topic.owner !== undefined && topic.owner === caller!.username) return true;
-  return caller!.grants.some((g) => (g.patterns ?? []).some((p) => patternMatches(p, topic.name)));
-}
-
-/** Spec §5: the owner or an admin changes, deletes and attaches a topic. A topic without owner: admins only. */
-export function canManageTopic(caller: Caller, topic: TopicRecord): boolean {
-  if (isAdmin(caller)) return true;
-  return topic.owner !== undefined && topic.owner === caller!.username;
+function asError(refusal: AccessRefusal | null): BrokerError | null {
+  return refusal === null ? null : refusalError(refusal);
 }
 
 /** The route-level checks of the permissions table (spec §5); each throws 403 naming what is missing. */
 export const requireTopic = {
   create(caller: Caller, name: string): void {
-    if (!hasGrant(caller, 'create', name)) throw errors.forbidden(`no create grant matching topic name ${name}`);
+    thrown(topicRefusal.create(caller, name));
   },
   read(caller: Caller, topic: TopicRecord): void {
     if (!canReadTopic(caller, topic)) throw errors.forbidden(`no grant on topic ${topic.name} and not its owner`);
   },
   manage(caller: Caller, topic: TopicRecord): void {
-    if (!canManageTopic(caller, topic)) throw errors.forbidden(`only the owner of topic ${topic.name} or an admin may do this`);
+    thrown(topicRefusal.manage(caller, topic));
+  },
+  createChild(caller: Caller, parent: TopicRecord): void {
+    thrown(topicRefusal.createChild(caller, parent));
+  },
+  detach(caller: Caller, parent: TopicRecord, child: TopicRecord): void {
+    thrown(topicRefusal.detach(caller, parent, child));
   },
   produce(caller: Caller, topic: TopicRecord): void {
     if (!hasGrant(caller, 'produce', topic.name)) throw errors.forbidden(`no produce grant on topic ${topic.name}`);
@@ -67,7 +60,7 @@ export const requireTopic = {
 
 /** Spec §5: user management and cluster routes need the admin grant. */
 export function requireAdmin(caller: Caller): void {
-  if (!isAdmin(caller)) throw errors.forbidden('needs the admin grant');
+  thrown(adminRefusal(caller));
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -136,59 +129,25 @@ function grantPatternRule(pattern: string): string | null {
 }
 
 // ---------------------------------------------------------------------------------------------------------
-// No escalation (spec §5, NOTES 9). Each returns the 403 to answer, or null. The caller is already known to
-// be an admin where the route needs one (requireAdmin runs first and writes no audit line).
-
-/** True when pattern `have` matches every topic name pattern `want` matches. */
-export function patternCovers(have: string, want: string): boolean {
-  if (!have.endsWith('*')) return have === want;
-  return want.startsWith(have.slice(0, -1));
-}
-
-/** Spec §5: a grant one does not hold cannot be given; only the root admin gives admin (NOTES 9). */
-export function grantGivable(caller: Caller, grant: Grant): boolean {
-  if (caller === undefined) return true;
-  if (grant.action === 'admin') return caller.root;
-  if (isAdmin(caller)) return true;
-  return (grant.patterns ?? []).every((want) =>
-    caller.grants.some((g) => g.action === grant.action && (g.patterns ?? []).some((have) => patternCovers(have, want))));
-}
-
-function givingRefusal(caller: Caller, grants: Grant[]): BrokerError | null {
-  for (const grant of grants) {
-    if (grantGivable(caller, grant)) continue;
-    if (grant.action === 'admin') return errors.forbidden('only the root admin gives the admin grant');
-    return errors.forbidden(`a ${grant.action} grant the caller does not hold cannot be given`);
-  }
-  return null;
-}
+// No escalation (spec §5, NOTES 9), as the errors the user routes answer. Each returns the 403 to answer, or null.
+// The caller is already known to be an admin where the route needs one (requireAdmin runs first and writes no audit
+// line).
 
 export function userCreateRefusal(caller: Caller, grants: Grant[]): BrokerError | null {
-  return givingRefusal(caller, grants);
+  return asError(givingRefusal(caller, grants));
 }
 
 export function userDeleteRefusal(caller: Caller, target: UserRecord): BrokerError | null {
-  if (target.root) return errors.rootNotDeletable();
-  if (caller !== undefined && caller.username === target.username) return errors.forbidden('no one deletes their own account');
-  return null;
+  return asError(userDeleteRule(caller, target));
 }
 
 export function userGrantsRefusal(caller: Caller, target: UserRecord, grants: Grant[]): BrokerError | null {
-  if (target.root) return errors.rootGrantsFixed();
-  if (caller !== undefined && caller.username === target.username) return errors.forbidden('no one changes their own grants');
-  return givingRefusal(caller, grants);
+  return asError(userGrantsRule(caller, target, grants));
 }
 
-/**
- * Who may set whose password (spec §4 Users, §5, NOTES 9): a non-admin only their own (decided whether or not
- * the target exists, so a non-admin learns nothing about other accounts); only the root admin sets the root
- * admin's. current_password is checked separately (currentPasswordRequired).
- */
+/** Who may set whose password (spec §4 Users, §5, NOTES 9); current_password is checked separately. */
 export function passwordChangeRefusal(caller: Caller, targetUsername: string, target: UserRecord | undefined): BrokerError | null {
-  if (caller === undefined) return null;
-  if (!isAdmin(caller)) return caller.username === targetUsername ? null : errors.forbidden('a non-admin may change only their own password');
-  if (target !== undefined && target.root && !caller.root) return errors.forbidden("only the root admin changes the root admin's password");
-  return null;
+  return asError(passwordChangeRule(caller, targetUsername, target));
 }
 
 /** A non-admin changing their own password must send current_password (NOTES 9); admins may omit it. */

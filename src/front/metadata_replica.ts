@@ -4,7 +4,7 @@
 import type { ForgetReply } from '../protocol/peer_messages.js';
 import type { Worker } from 'node:worker_threads';
 import { errors, refusalError } from '../errors.js';
-import type { MetadataCommand, MetadataState, TopicRecord } from '../protocol/metadata_types.js';
+import type { MetadataCommand, MetadataState, TopicRecord, UserRecord } from '../protocol/metadata_types.js';
 import { currentSchemaOf } from '../metadata/schemas.js';
 import { applyCommand, emptyMetadataState, type ApplyResult } from '../metadata/state.js';
 import { assertNever, type ClusterStatus, type CommittedEntry, type FromMetadata, type MemberView, type ToMetadata } from '../protocol/thread_messages.js';
@@ -83,10 +83,13 @@ export class MetadataReplica {
     this.listeners.push(listener);
   }
 
-  /** Commits a command through the metadata log; resolves with the result of applying it. */
-  propose(command: MetadataCommand): Promise<ApplyResult> {
+  /** Commits a command through the metadata log; resolves with the result of applying it. caller: the request's
+   *  user (undefined with security off, and for the node's own proposals), which the leader checks again. */
+  propose(command: MetadataCommand, caller?: UserRecord): Promise<ApplyResult> {
     const reqId = this.nextReqId++;
-    const message: ToMetadata = { kind: 'propose', reqId, command };
+    const message: ToMetadata = caller === undefined
+      ? { kind: 'propose', reqId, command }
+      : { kind: 'propose', reqId, command, caller: { username: caller.username, credentialVersion: caller.credentialVersion } };
     return new Promise((resolve, reject) => {
       this.proposals.set(reqId, { resolve, reject });
       this.thread.postMessage(message);

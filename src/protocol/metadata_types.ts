@@ -195,6 +195,17 @@ export interface TopicChanges {
   newOwners?: number[];
 }
 
+/** Who asked for a metadata write, as the receiving node authenticated them: it travels beside the command (the
+ *  front's and a follower's 'propose'), never into the log, so the leader checks the caller again against its own
+ *  state before proposing (src/metadata/caller_check.ts callerRefusal). Absent with security off and for the nodes'
+ *  own proposals (member records, the root admin's creation). */
+export interface ProposalCaller {
+  username: string;
+  /** The credential version the request was authenticated under: another one on the leader means the account was
+   *  deleted (and perhaps created again) or its password changed since. */
+  credentialVersion: number;
+}
+
 /** A change proposed to the metadata log. Each variant is applied by applyCommand (src/metadata/state.ts). */
 export type MetadataCommand =
   /** POST /v1/topics: the front validated fields and filled defaults, id and createdAtSec. With attach (a create with

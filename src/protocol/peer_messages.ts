@@ -3,7 +3,7 @@
 // replies (a follower forwarding a write, a joining node asking in, a forget, a readiness check). Plain data only:
 // the transport msgpackr-encodes it.
 import type { RaftMessage } from './raft_messages.js';
-import type { MetadataCommand } from './metadata_types.js';
+import type { MetadataCommand, ProposalCaller } from './metadata_types.js';
 import type { MetadataRefusal } from '../errors.js';
 
 export type PeerMessage =
@@ -12,8 +12,10 @@ export type PeerMessage =
   | { kind: 'liveness'; term: number; heardAgoMs: [number, number][] };
 
 export type PeerRequest =
-  /** Follower -> leader: propose this change; answered once it is applied on the leader. */
-  | { kind: 'propose'; command: MetadataCommand }
+  /** Follower -> leader: propose this change; answered once it is applied on the leader. caller: the user the
+   *  follower authenticated, checked again by the leader (spec §5); a leader of a release without the field ignores
+   *  it and so applies only the follower's check (spec §9), and a follower of such a release sends none. */
+  | { kind: 'propose'; command: MetadataCommand; caller?: ProposalCaller }
   /** New node -> any node (forwarded to the leader): add me as a learner. */
   | { kind: 'join'; id: number; apiAddress: string; internalAddress: string }
   /** Follower -> leader: forget a dead member (spec §4 forget). */

@@ -1,7 +1,7 @@
 // Every message that crosses a thread boundary inside one node, one discriminated union per channel.
 // Only plain data crosses a port: no class instances, no Error objects. Byte payloads travel as
 // Uint8Array whose ArrayBuffer is in the transfer list. Orderings are written down in README.md here.
-import type { MetadataCommand, MetadataState } from './metadata_types.js';
+import type { MetadataCommand, MetadataState, ProposalCaller } from './metadata_types.js';
 import type { ForgetReply } from './peer_messages.js';
 import type { MetadataRefusal, WorkerRefusal } from '../errors.js';
 import type { MessagePort } from 'node:worker_threads';
@@ -13,8 +13,9 @@ import type { MemberReportView } from './data_messages.js';
 
 export type ToMetadata =
   /** Front -> metadata: propose a change. Answered by 'committed' carrying reqId, 'proposalApplied', or
-   *  'proposeFailed'. On a follower the metadata thread forwards it to the leader. */
-  | { kind: 'propose'; reqId: number; command: MetadataCommand }
+   *  'proposeFailed'. On a follower the metadata thread forwards it to the leader; caller: the request's user, which
+   *  the leader checks again (absent with security off and for the node's own proposals). */
+  | { kind: 'propose'; reqId: number; command: MetadataCommand; caller?: ProposalCaller }
   /** Front -> metadata: the member list (GET /v1/cluster/members); answered by 'membersResult'. */
   | { kind: 'members'; reqId: number }
   /** Front -> metadata: forget a dead member (POST /v1/cluster/members/{id}/forget); answered by 'forgetResult'. */

@@ -2,7 +2,8 @@
 // start-up snapshot to the front and the workers, the node leading at once and registering itself as a member,
 // proposals committed and broadcast in order (reqIds only on the front's copy), partition owners placed by the
 // leader, group commit, a 409 travelling as a committed entry, restart continuing the log, compaction into a
-// snapshot and restart from it, and the latch after a failed persist.
+// snapshot and restart from it, and the latch after a failed persist; and the leader's second check of a write's
+// caller (spec §5), also for a write by a user whose delete is in flight when it arrives.
 // Method: start dist/src/raft/shell/raft_thread.js as a Worker, with one MessageChannel standing in for a
 // partition worker; keep a replica the way the front does (snapshot, then apply each committed entry).
 import t, { type Test } from 'tap';
@@ -11,7 +12,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { MessageChannel, Worker, type MessagePort } from 'node:worker_threads';
 import type { ClusterStatus, ClusterThreadConfig, FromMetadata, MetadataThreadData, ToMetadata } from '../../src/protocol/thread_messages.js';
-import type { MetadataCommand, MetadataState, TopicCreateRecord, TopicRecord } from '../../src/protocol/metadata_types.js';
+import type { MetadataCommand, MetadataState, ProposalCaller, TopicCreateRecord, TopicRecord } from '../../src/protocol/metadata_types.js';
+import type { MetadataRefusal } from '../../src/errors.js';
 import { applyCommand, type ApplyResult } from '../../src/metadata/state.js';
 
 const threadUrl = new URL('../../src/raft/shell/raft_thread.js', import.meta.url);
@@ -99,8 +101,8 @@ function startNode(dataDir: string, snapshotEntries = 10_000): Node {
   return node;
 }
 
-function propose(node: Node, reqId: number, command: MetadataCommand): void {
-  const message: ToMetadata = { kind: 'propose', reqId, command };
+function propose(node: Node, reqId: number, command: MetadataCommand, caller?: ProposalCaller): void {
+  const message: ToMetadata = caller === undefined ? { kind: 'propose', reqId, command } : { kind: 'propose', reqId, command, caller };
   node.worker.postMessage(message);
 }
 
@@ -164,6 +166,23 @@ class Replica {
       else throw new Error(`expected committed, got ${JSON.stringify(message)}`);
     }
   }
+
+  /** Applies committed messages until the proposal reqId is answered or refused (refusals of other reqIds met on
+   *  the way are kept for their turn). */
+  async outcome(inbox: Inbox, reqId: number): Promise<ApplyResult | { refused: MetadataRefusal }> {
+    for (;;) {
+      const refusal = this.refused.get(reqId);
+      if (refusal !== undefined) return { refused: refusal };
+      const index = this.proposals.get(reqId);
+      if (index !== undefined) return this.results.get(index)!;
+      const message = await inbox.next();
+      if (message.kind === 'committed') this.apply(message);
+      else if (message.kind === 'proposeFailed') this.refused.set(message.reqId, message.refusal);
+      else throw new Error(`expected committed or proposeFailed, got ${JSON.stringify(message)}`);
+    }
+  }
+
+  readonly refused = new Map<number, MetadataRefusal>();
 
   /** Applies committed messages until this node's own member record is in the state. */
   async untilMember(inbox: Inbox): Promise<void> {
@@ -322,6 +341,42 @@ t.test('a failed persist answers 503 and refuses later proposals; nothing is com
   const answer = await restored.answer(restarted.front, 3);
   t.equal(answer.result.ok, true, 'a restart accepts proposals again');
   await stop(t, restarted);
+});
+
+function applied(outcome: ApplyResult | { refused: MetadataRefusal }): boolean {
+  return 'ok' in outcome && outcome.ok;
+}
+
+t.test('the leader checks the caller of a write again against its own state, after its in-flight account changes', async (t) => {
+  const dataDir = await mkdtemp(join(tmpdir(), 'svc-raft-thread-'));
+  t.teardown(() => rm(dataDir, { recursive: true, force: true }));
+  const node = startNode(dataDir);
+  const replica = await started(t, node);
+  const alice = { username: 'alice', passwordHash: '$2a$10$x', credentialVersion: 0, grants: [{ action: 'create' as const, patterns: ['a.*'] }],
+    root: false, createdAtMs: 1, updatedAtMs: 1 };
+  propose(node, 1, { type: 'user.create', user: alice });
+  t.equal(applied(await replica.outcome(node.front, 1)), true);
+  const caller: ProposalCaller = { username: 'alice', credentialVersion: replica.state.users.get('alice')!.credentialVersion };
+  const create = (name: string, id: string): MetadataCommand => ({ type: 'topic.create', topic: { ...topic(name, id), owner: 'alice' } });
+  const unknown = { id: 'forbidden', args: ['the metadata leader does not know user alice with these credentials (deleted or changed)'] };
+
+  propose(node, 2, create('a.one', '00000000000000c1'), caller);
+  t.equal(applied(await replica.outcome(node.front, 2)), true, 'a write within the caller\'s grants is proposed');
+  propose(node, 3, create('b.one', '00000000000000c2'), caller);
+  t.same(await replica.outcome(node.front, 3), { refused: { id: 'forbidden', args: ['no create grant matching topic name b.one'] } },
+    'a write outside them is refused 403 before it is proposed');
+  propose(node, 4, create('a.two', '00000000000000c3'), { username: 'ghost', credentialVersion: 1 });
+  t.same(await replica.outcome(node.front, 4), { refused: { ...unknown, args: [unknown.args[0]!.replace('alice', 'ghost')] } }, 'a user it does not know');
+
+  // Back to back: the delete is not applied yet when the write arrives; the write waits for it and is refused.
+  propose(node, 5, { type: 'user.delete', username: 'alice' });
+  propose(node, 6, create('a.three', '00000000000000c4'), caller);
+  t.same(await replica.outcome(node.front, 6), { refused: unknown }, 'a write by a user whose delete was in flight');
+  t.equal(applied(await replica.outcome(node.front, 5)), true, 'the delete itself committed');
+  propose(node, 7, create('a.four', '00000000000000c5'));
+  t.equal(applied(await replica.outcome(node.front, 7)), true, 'a write without a caller (security off) is not checked');
+  t.same([...replica.state.topics.keys()].sort(), ['a.four', 'a.one'], 'nothing refused was committed');
+  await stop(t, node);
 });
 
 /** Rows in the log's tables, read with the sqlite3 CLI-free API. */

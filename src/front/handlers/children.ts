@@ -5,10 +5,10 @@
 import { randomBytes } from 'node:crypto';
 import { limits } from '../../config.js';
 import { errors, refusalError, type BrokerError } from '../../errors.js';
-import type { FanoutAttach, MetadataCommand, TopicRecord } from '../../protocol/metadata_types.js';
+import type { FanoutAttach, MetadataCommand, TopicRecord, UserRecord } from '../../protocol/metadata_types.js';
 import { linkOf } from '../../metadata/fanout.js';
 import type { ApplyResult } from '../../metadata/state.js';
-import { canManageTopic, requireTopic } from '../access.js';
+import { requireTopic } from '../access.js';
 import { optionalInteger, parseJsonObject } from '../json_body.js';
 import { jsonReply, type Reply } from '../respond.js';
 import { routeTopic, type RequestContext } from '../request_context.js';
@@ -43,9 +43,9 @@ async function attachOffsetsOf(s: RouteServices, parent: TopicRecord): Promise<n
   });
 }
 
-/** Reads the parent and its attach point, then proposes the command built from them; a topic recreated between the
- *  read and the apply is read again once (spec §4: 409 when it happens twice in a row). */
-export async function proposeAttach(s: RouteServices, parentName: string, delayMs: number | undefined,
+/** Reads the parent and its attach point, then proposes the command built from them for caller; a topic recreated
+ *  between the read and the apply is read again once (spec §4: 409 when it happens twice in a row). */
+export async function proposeAttach(s: RouteServices, caller: UserRecord | undefined, parentName: string, delayMs: number | undefined,
   command: (parent: TopicRecord, attach: FanoutAttach) => Promise<MetadataCommand>): Promise<ApplyResult & { ok: true }> {
   let refusal: BrokerError = errors.fanoutTopicChanged(parentName);
   for (let attempt = 1; attempt <= attachAttempts; attempt++) {
@@ -54,7 +54,7 @@ export async function proposeAttach(s: RouteServices, parentName: string, delayM
       parent: parent.name, parentId: parent.id, epoch: randomBytes(8).toString('hex'), attachOffsets: await attachOffsetsOf(s, parent),
     };
     if (delayMs !== undefined) attach.delayMs = delayMs;
-    const result = await s.replica.propose(await command(parent, attach));
+    const result = await s.replica.propose(await command(parent, attach), caller);
     if (result.ok) return result;
     refusal = refusalError(result.refusal);
     if (result.refusal.id !== 'fanoutTopicChanged') break;
@@ -72,7 +72,7 @@ export async function onAttach(ctx: RequestContext, s: RouteServices): Promise<R
   if (typeof childName !== 'string' || childName.length === 0) throw errors.invalid('child', 'required, a topic name');
   const delayMs = delayField(body, 'delay_ms');
   requireTopic.manage(ctx.user, await s.replica.topicForChange(childName));
-  const result = await proposeAttach(s, ctx.param(0), delayMs, async (_parent, attach) => {
+  const result = await proposeAttach(s, ctx.user, ctx.param(0), delayMs, async (_parent, attach) => {
     const child = await s.replica.topicForChange(childName);
     requireTopic.manage(ctx.user, child);
     return { type: 'fanout.attach', child: child.name, childId: child.id, attach };
@@ -104,11 +104,9 @@ export async function onListChildren(ctx: RequestContext, s: RouteServices): Pro
 export async function onDetach(ctx: RequestContext, s: RouteServices): Promise<Reply> {
   const parent = await s.replica.topicForChange(ctx.param(0));
   const child = await s.replica.topicForChange(ctx.param(1));
-  if (!canManageTopic(ctx.user, parent) && !canManageTopic(ctx.user, child)) {
-    throw errors.forbidden(`only the owner of topic ${parent.name} or ${child.name}, or an admin, may detach`);
-  }
+  requireTopic.detach(ctx.user, parent, child);
   if (s.replica.state.fanoutParentOf.get(child.id) !== parent.id) throw errors.notLinked(parent.name, child.name);
-  const result = await s.replica.propose({ type: 'fanout.detach', parent: parent.name, parentId: parent.id, child: child.name, childId: child.id });
+  const result = await s.replica.propose({ type: 'fanout.detach', parent: parent.name, parentId: parent.id, child: child.name, childId: child.id }, ctx.user);
   if (!result.ok) throw refusalError(result.refusal);
   return { status: 204 };
 }

@@ -101,7 +101,7 @@ export async function onDecommission(ctx: RequestContext, s: RouteServices): Pro
       return jsonReply(409, { error: errors.decommissionNeverCompletes(id, never.map((r) => r.code).join(', ')).message, reasons: never });
     }
     const lost = acceptDataLoss ? recordsOnlyOn(s.cluster, s.replica.state, id) : 0;
-    const result = await s.replica.propose({ type: 'member.decommission', id, startedAtMs: Date.now(), acceptDataLoss });
+    const result = await s.replica.propose({ type: 'member.decommission', id, startedAtMs: Date.now(), acceptDataLoss }, ctx.user);
     if (!result.ok) throw refusalError(result.refusal);
     if (acceptDataLoss) s.log.warn({ member: id, records: lost }, 'decommission with accept_data_loss: records only that member held are lost');
     const answer: Record<string, unknown> = { member: memberJson(s, view, views, lastReport(s, id)) };
@@ -135,7 +135,7 @@ export async function onDecommissionCancel(ctx: RequestContext, s: RouteServices
   const id = pathMemberId(ctx);
   await jsonBody(ctx, []);
   return audited(s.log, ctx, 'cluster.decommission.cancel', String(id), async () => {
-    const result = await s.replica.propose({ type: 'member.decommissionCancel', id });
+    const result = await s.replica.propose({ type: 'member.decommissionCancel', id }, ctx.user);
     if (!result.ok) throw refusalError(result.refusal);
     const views = await s.replica.members();
     const view = views.find((v) => v.id === id);
@@ -152,7 +152,7 @@ export async function onRebalance(ctx: RequestContext, s: RouteServices): Promis
   const plan = rebalancePlan(s.replica.state, views.filter((v) => v.alive).map((v) => v.id), Date.now());
   const moves = plan.moves.map((m) => ({ topic: m.topic, partition: m.partition, source: String(m.source), destination: String(m.destination) }));
   if (dryRun || plan.moves.length === 0) return jsonReply(dryRun ? 200 : 202, { moves });
-  const result = await s.replica.propose({ type: 'move.start', moves: plan.moves });
+  const result = await s.replica.propose({ type: 'move.start', moves: plan.moves }, ctx.user);
   if (!result.ok) throw refusalError(result.refusal);
   return jsonReply(202, { moves });
 }

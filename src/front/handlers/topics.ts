@@ -4,11 +4,11 @@
 import { randomBytes } from 'node:crypto';
 import { limits } from '../../config.js';
 import { BrokerError, errors, refusalError } from '../../errors.js';
-import type { FanoutAttach, MetadataCommand, TopicChanges, TopicCreateRecord, TopicRecord } from '../../protocol/metadata_types.js';
+import type { FanoutAttach, MetadataCommand, TopicChanges, TopicCreateRecord, TopicRecord, UserRecord } from '../../protocol/metadata_types.js';
 import { childSchemaRefusal } from '../../metadata/fanout.js';
 import type { ApplyResult } from '../../metadata/state.js';
 import type { MemberView } from '../../protocol/thread_messages.js';
-import { canManageTopic, canReadTopic, requireTopic } from '../access.js';
+import { canReadTopic, requireTopic } from '../access.js';
 import { optionalInteger, optionalString, parseJsonObject } from '../json_body.js';
 import { statsByPartition } from '../partition_stats.js';
 import { jsonReply, type Reply } from '../respond.js';
@@ -98,12 +98,12 @@ export async function onCreateTopic(ctx: RequestContext, s: RouteServices): Prom
     ({ type: 'topic.create', topic, ...(schema === undefined ? {} : { schema }), ...(attach === undefined ? {} : { attach }) });
   let result: ApplyResult & { ok: true };
   if (parent === undefined) {
-    const proposed = await s.replica.propose(create());
+    const proposed = await s.replica.propose(create(), ctx.user);
     if (!proposed.ok) throw refusalError(proposed.refusal);
     result = proposed;
   } else {
     // One entry creates the topic and attaches it (spec §4: a failed attach part undoes the create).
-    result = await proposeAttach(s, parent.name, delayField(body, 'fanout_delay_ms'), async (_parent, attach) => create(attach));
+    result = await proposeAttach(s, ctx.user, parent.name, delayField(body, 'fanout_delay_ms'), async (_parent, attach) => create(attach));
   }
   return jsonReply(201, { ...topicJson(s.replica.state, result.topic!, parent !== undefined), ...schemaFields(s, result.topic!) });
 }
@@ -116,7 +116,7 @@ async function parentForCreate(ctx: RequestContext, s: RouteServices, name: stri
     if (error instanceof BrokerError && error.status === 404) throw errors.parentNotFound(name);
     throw error;
   }
-  if (!canManageTopic(ctx.user, parent)) throw errors.forbidden(`only the owner of parent topic ${name} or an admin may create a child of it`);
+  requireTopic.createChild(ctx.user, parent);
   return parent;
 }
 
@@ -222,7 +222,7 @@ export async function onPatchTopic(ctx: RequestContext, s: RouteServices): Promi
     }
   }
   let updated = topic;
-  if (Object.keys(changes).length > 0) updated = await proposeChanges(s, topic, changes);
+  if (Object.keys(changes).length > 0) updated = await proposeChanges(s, ctx.user, topic, changes);
   if (refusal !== undefined) throw refusal;
   if (schemaRefusal !== undefined) throw schemaRefusal;
   return jsonReply(200, { ...topicJson(s.replica.state, updated, true), ...schemaFields(s, updated) });
@@ -231,15 +231,15 @@ export async function onPatchTopic(ctx: RequestContext, s: RouteServices): Promi
 /** Proposes a PATCH's groups. A schema version registered by another request between the compatibility proof and
  *  the apply refuses only the schema group (the others stay applied): it is proved again against the new current
  *  version and proposed once more; a second race answers 409 (spec §7: changed since read, twice in a row). */
-async function proposeChanges(s: RouteServices, topic: TopicRecord, changes: TopicChanges): Promise<TopicRecord> {
-  const result = await s.replica.propose({ type: 'topic.update', name: topic.name, id: topic.id, changes });
+async function proposeChanges(s: RouteServices, caller: UserRecord | undefined, topic: TopicRecord, changes: TopicChanges): Promise<TopicRecord> {
+  const result = await s.replica.propose({ type: 'topic.update', name: topic.name, id: topic.id, changes }, caller);
   if (result.ok) return result.topic!;
   if (result.refusal.id !== 'schemaChangedUnderRequest' || changes.schema === undefined) throw refusalError(result.refusal);
   const latest = s.replica.state.topics.get(topic.name) ?? topic;
   const { baseVersion } = changes.schema;
   const again = await schemaChangeFor(s, latest, JSON.parse(changes.schema.document), baseVersion);
   if (again === null) return latest;
-  const retried = await s.replica.propose({ type: 'topic.update', name: topic.name, id: topic.id, changes: { schema: again } });
+  const retried = await s.replica.propose({ type: 'topic.update', name: topic.name, id: topic.id, changes: { schema: again } }, caller);
   if (!retried.ok) throw refusalError(retried.refusal);
   return retried.topic!;
 }
@@ -249,7 +249,7 @@ export async function onDeleteTopic(ctx: RequestContext, s: RouteServices): Prom
   requireTopic.manage(ctx.user, topic);
   const force = ctx.query.get('force');
   if (force !== undefined && force !== 'true' && force !== 'false') throw errors.invalid('force', 'must be true or false');
-  const result = await s.replica.propose({ type: 'topic.delete', name: topic.name, id: topic.id });
+  const result = await s.replica.propose({ type: 'topic.delete', name: topic.name, id: topic.id }, ctx.user);
   if (!result.ok) throw refusalError(result.refusal);
   return { status: 204 };
 }

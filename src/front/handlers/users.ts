@@ -68,7 +68,7 @@ export async function onCreateUser(ctx: RequestContext, s: RouteServices): Promi
     const passwordHash = await hashPassword(s, password);
     const nowMs = Date.now();
     const user: UserRecord = { username, passwordHash, credentialVersion: 0, grants, root: false, createdAtMs: nowMs, updatedAtMs: nowMs };
-    const result = await s.replica.propose({ type: 'user.create', user });
+    const result = await s.replica.propose({ type: 'user.create', user }, ctx.user);
     if (!result.ok) throw refusalError(result.refusal);
     return jsonReply(201, userJson(user));
   });
@@ -90,7 +90,7 @@ export async function onDeleteUser(ctx: RequestContext, s: RouteServices): Promi
     const target = lookup(s, username);
     const denied = userDeleteRefusal(ctx.user, target);
     if (denied !== null) throw denied;
-    const result = await s.replica.propose({ type: 'user.delete', username });
+    const result = await s.replica.propose({ type: 'user.delete', username }, ctx.user);
     if (!result.ok) throw refusalError(result.refusal);
     return done;
   });
@@ -107,7 +107,7 @@ export async function onPutGrants(ctx: RequestContext, s: RouteServices): Promis
     const target = lookup(s, username);
     const denied = userGrantsRefusal(ctx.user, target, parsed.grants);
     if (denied !== null) throw denied;
-    const result = await s.replica.propose({ type: 'user.grants', username, grants: parsed.grants, updatedAtMs: Date.now() });
+    const result = await s.replica.propose({ type: 'user.grants', username, grants: parsed.grants, updatedAtMs: Date.now() }, ctx.user);
     if (!result.ok) throw refusalError(result.refusal);
     return jsonReply(200, userJson(result.user!));
   });
@@ -133,7 +133,7 @@ export async function onPutPassword(ctx: RequestContext, s: RouteServices): Prom
       throw errors.forbidden('current_password: wrong password');
     }
     const passwordHash = await hashPassword(s, newPassword);
-    const result = await s.replica.propose({ type: 'user.password', username, passwordHash, updatedAtMs: Date.now() });
+    const result = await s.replica.propose({ type: 'user.password', username, passwordHash, updatedAtMs: Date.now() }, ctx.user);
     if (!result.ok) throw refusalError(result.refusal);
     return done;
   });

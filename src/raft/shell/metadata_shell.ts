@@ -8,7 +8,8 @@ import type { MessagePort } from 'node:worker_threads';
 import type { LogEntry, RaftMessage, RaftNode, Ready } from '../core/raft.js';
 import { encodeMetadataSnapshot, decodeMetadataSnapshot } from '../../metadata/snapshot.js';
 import { fillOwners, PlacementError } from '../../metadata/placement.js';
-import type { MetadataCommand, MetadataState } from '../../protocol/metadata_types.js';
+import type { MetadataCommand, MetadataState, ProposalCaller } from '../../protocol/metadata_types.js';
+import { callerRefusal, userChangeTarget } from '../../metadata/caller_check.js';
 import { applyCommand } from '../../metadata/state.js';
 import {
   assertNever,
@@ -20,6 +21,7 @@ import {
 } from '../../protocol/thread_messages.js';
 import type { CommitIndexReply, PeerMessage, PeerRequest, ProposeReply } from '../../protocol/peer_messages.js';
 import { ApplyWaiters } from './apply_waiters.js';
+import { CallerHolds } from './caller_holds.js';
 import { Liveness } from './liveness.js';
 import { Membership } from './membership.js';
 import { PeerGate } from './peer_gate.js';
@@ -63,6 +65,7 @@ export class MetadataShell {
   private readonly config: ClusterThreadConfig;
   private readonly transport: ChannelEndpoint | null;
   private readonly waiters = new ApplyWaiters();
+  private readonly holds = new CallerHolds();
   private readonly liveness: Liveness;
   private pumping = false;
   private storageFailed = false;
@@ -131,7 +134,7 @@ export class MetadataShell {
   private onFrontMessage(message: ToMetadata): void {
     switch (message.kind) {
       case 'propose':
-        return this.onFrontPropose(message.reqId, message.command);
+        return this.onFrontPropose(message.reqId, message.command, message.caller);
       case 'members':
         return this.post({ kind: 'membersResult', reqId: message.reqId, members: this.membership.memberViews() });
       case 'forget':
@@ -179,7 +182,7 @@ export class MetadataShell {
     this.liveness.heardFrom(from, Date.now());
     switch (request?.kind) {
       case 'propose':
-        return this.proposeAsLeader(from, request.command).then(proposeReplyToPeer);
+        return this.proposeAsLeader(from, request.command, request.caller ?? undefined).then(proposeReplyToPeer);
       case 'join':
         return this.membership.onJoinRequest(request);
       case 'forget':
@@ -200,6 +203,8 @@ export class MetadataShell {
     this.core.tick();
     const nowMs = Date.now();
     this.waiters.expire(nowMs);
+    this.holds.expire(nowMs);
+    this.releaseHolds();
     this.membership.tick(nowMs);
     this.catchUp();
     this.postStatus(nowMs);
@@ -243,6 +248,7 @@ export class MetadataShell {
       this.storageFailed = true;
       this.deps.log('error', { err: String(err) }, 'metadata: persisting the raft log failed; this node stops taking part until restart');
       this.waiters.closeAll();
+      this.holds.closeAll();
       return false;
     }
   }
@@ -293,8 +299,10 @@ export class MetadataShell {
       if (status.role === 'leader' && entry.term === status.term) {
         this.metadataCaughtUp = true;
         this.caughtUp = true;
+        this.holds.leaderApplied(entry.term);
       }
     }
+    this.releaseHolds();
     if (!this.snapshotSent) {
       if (this.appliedIndex >= this.deps.startCommit) this.broadcastSnapshot();
       return;
@@ -328,17 +336,18 @@ export class MetadataShell {
   // ------------------------------------------------------------------------------------------------
   // Writes
 
-  private onFrontPropose(reqId: number, command: MetadataCommand): void {
+  private onFrontPropose(reqId: number, command: MetadataCommand, caller: ProposalCaller | undefined): void {
     const fail = (refusal: MetadataRefusal): void => this.post({ kind: 'proposeFailed', reqId, refusal });
     if (this.storageFailed || this.shutdownRequested) return fail({ id: 'metadataLogUnavailable', args: [] });
     const status = this.core.status();
     if (status.role === 'leader') {
-      this.proposeLocally(command, (reply) => (reply.ok ? undefined : fail(reply.refusal)), reqId);
+      this.proposeLocally(command, (reply) => (reply.ok ? undefined : fail(reply.refusal)), reqId, caller);
       return;
     }
     if (status.leader === 0 || this.transport === null) return fail({ id: 'noLeader', args: [] });
     const leader = status.leader;
-    this.transport.request(leader, { kind: 'propose', command } satisfies PeerRequest, forwardTimeoutMs).then(
+    const request: PeerRequest = caller === undefined ? { kind: 'propose', command } : { kind: 'propose', command, caller };
+    this.transport.request(leader, request, forwardTimeoutMs).then(
       (raw) => {
         const reply = proposeReplyFromPeer(raw);
         if (!reply.ok) return fail(reply.refusal);
@@ -358,9 +367,10 @@ export class MetadataShell {
     );
   }
 
-  /** On the leader: place owners, propose, and call settle once applied here (or failed). With reqId, a success is
-   *  reported to the front inside the committed message that applies it. */
-  private proposeLocally(command: MetadataCommand, settle: ProposalSettle, reqId?: number): void {
+  /** On the leader: check the caller, place owners, propose, and call settle once applied here (or failed). With
+   *  reqId, a success is reported to the front inside the committed message that applies it. */
+  private proposeLocally(command: MetadataCommand, settle: ProposalSettle, reqId?: number, caller?: ProposalCaller): void {
+    if (caller !== undefined && !this.callerChecked(command, settle, reqId, caller)) return;
     let placed: MetadataCommand;
     try {
       placed = fillOwners(this.state, command, this.membership.liveMemberIds());
@@ -370,6 +380,8 @@ export class MetadataShell {
     }
     const proposed = this.core.propose(placed);
     if (proposed === null) return settle({ ok: false, refusal: { id: 'noLeader', args: [] } });
+    const account = userChangeTarget(placed);
+    if (account !== null) this.holds.userChangeProposed(account, proposed.index);
     this.waiters.wait(proposed.index, proposed.term, this.appliedIndex, Date.now() + proposalTimeoutMs, (outcome) => {
       if (outcome === 'applied') {
         if (reqId !== undefined) this.proposalApplied(reqId, proposed.index);
@@ -380,13 +392,36 @@ export class MetadataShell {
     this.kick();
   }
 
+  /**
+   * Spec §5: the leader checks the caller of a write again, against its own state, right before proposing (the
+   * receiving node checked its replica, which may be behind). True when the write may go on; otherwise it was
+   * refused (403) or held until a change of the caller's account, or an entry of this term, is applied here (a held
+   * write comes back through proposeLocally).
+   */
+  private callerChecked(command: MetadataCommand, settle: ProposalSettle, reqId: number | undefined, caller: ProposalCaller): boolean {
+    if (!this.holds.ready(caller.username, this.core.status().term, this.appliedIndex)) {
+      const retry = (): void => this.proposeLocally(command, settle, reqId, caller);
+      this.holds.hold(caller.username, Date.now() + proposalTimeoutMs, retry, (refusal) => settle({ ok: false, refusal }));
+      return false;
+    }
+    const refusal = callerRefusal(this.state, caller, command);
+    if (refusal === null) return true;
+    settle({ ok: false, refusal });
+    return false;
+  }
+
+  private releaseHolds(): void {
+    const status = this.core.status();
+    this.holds.release(status.role === 'leader', status.term, this.appliedIndex);
+  }
+
   /** A peer forwarded a write: propose it if this node leads. */
-  private proposeAsLeader(from: number, command: MetadataCommand): Promise<ProposeReply> {
+  private proposeAsLeader(from: number, command: MetadataCommand, caller: ProposalCaller | undefined): Promise<ProposeReply> {
     if (this.core.status().role !== 'leader') return Promise.resolve({ ok: false, refusal: { id: 'noLeader', args: [] } });
     return new Promise((resolve) => this.proposeLocally(command, (reply) => {
       this.gate.peerProposalDecided(from, command, reply);
       resolve(reply);
-    }));
+    }, undefined, caller));
   }
 
   private proposalApplied(reqId: number, index: number): void {
@@ -529,6 +564,7 @@ export class MetadataShell {
     this.closing = true;
     if (this.tickTimer !== null) clearInterval(this.tickTimer);
     this.waiters.closeAll();
+    this.holds.closeAll();
     await this.transport?.close();
     await this.storage.close();
     this.post({ kind: 'closed' });

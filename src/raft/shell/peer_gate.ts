@@ -6,6 +6,7 @@
 // proposed, so a change that entered through the internal port is on record on the leader whichever node sent it.
 // Metadata thread; one per shell.
 import { isMember } from '../core/conf.js';
+import { userChangeTarget } from '../../metadata/caller_check.js';
 import type { ConfState } from '../../protocol/raft_messages.js';
 import type { MetadataCommand, MetadataState } from '../../protocol/metadata_types.js';
 import type { PeerRequest, ProposeReply } from '../../protocol/peer_messages.js';
@@ -66,18 +67,5 @@ export class PeerGate {
     if (target === null) return;
     const outcome = reply.ok ? { outcome: 'committed', index: reply.index } : { outcome: 'refused', refusal: reply.refusal.id };
     this.host.log('info', { event: command.type, target, proposer: from, ...outcome }, 'metadata: user change proposed by another node');
-  }
-}
-
-function userChangeTarget(command: MetadataCommand): string | null {
-  switch (command?.type) {
-    case 'user.create':
-      return command.user.username;
-    case 'user.delete':
-    case 'user.grants':
-    case 'user.password':
-      return command.username;
-    default:
-      return null;
   }
 }
