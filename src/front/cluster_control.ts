@@ -9,6 +9,7 @@ import { partitionsOwnedBy } from '../metadata/placement.js';
 import { movesOff } from '../metadata/moves.js';
 import type { MemberReportView } from '../protocol/data_messages.js';
 import type { MemberView, PartitionEndView } from '../protocol/thread_messages.js';
+import { decommissionReasons } from './decommission_reasons.js';
 import { PartitionEnds } from './partition_ends.js';
 import type { FrontServices } from './services.js';
 
@@ -65,6 +66,18 @@ export class ClusterControl {
       }
     }));
     return new Map(answers);
+  }
+
+  /** Every reason that blocks a running decommission now, as this node sees it (svc_decommission_blocked). */
+  async blocked(): Promise<{ member: number; code: string }[]> {
+    const state = this.s.replica.state;
+    const draining = [...state.members.values()].filter((member) => member.decommission !== undefined);
+    if (draining.length === 0) return [];
+    const views = await this.s.replica.members();
+    return draining.flatMap((member) => decommissionReasons({
+      state, id: member.id, views, report: member.id === this.s.nodeId ? this.localReport() : this.reports.get(member.id)?.report,
+      acceptDataLoss: member.decommission!.acceptDataLoss, movesMaxPerNode: this.s.config['cluster.moves_max_per_node'],
+    }).map((reason) => ({ member: member.id, code: reason.code })));
   }
 
   private async refreshEnds(): Promise<void> {

@@ -301,6 +301,21 @@ export class Metrics {
     gauge.labels('ca').set(Math.floor(dates.caNotAfterMs / 1000));
   }
 
+  /** svc_decommission_blocked (spec §4 Metrics): 1 per decommissioning member and what blocks it now, as this node
+   *  sees it (cluster_control.ts); no series while nothing is blocked. */
+  reportDecommissionBlocked(blocked: () => Promise<{ member: number; code: string }[]>): void {
+    new Gauge({
+      name: 'svc_decommission_blocked',
+      help: 'Decommissions blocked now, by member and reason code (spec §2 decommission_blocked_reasons): 1 while it blocks.',
+      labelNames: ['member', 'reason'],
+      registers: [this.registry],
+      async collect() {
+        this.reset();
+        for (const { member, code } of await blocked()) this.labels(String(member), code).set(1);
+      },
+    });
+  }
+
   latchIngressFailed(): void {
     this.ingressFailed = 1;
   }

@@ -5,7 +5,7 @@
 // while the others take it, a new topic's partitions keep off it; cancel answers 200 and gives the partitions back
 // to it (moves aborted), a second cancel 409; each decommission and cancel writes its audit line; bad ids and bodies
 // answer 400, unknown members 404. A lost node (kill -9, data dir removed): decommission blocks with owner_dead, with
-// accept_data_loss its partitions go to live members and forget answers 204.
+// accept_data_loss its partitions go to live members and forget answers 204; svc_decommission_blocked names the block.
 // Method: black box on real node processes on loopback (test/helpers/cluster.ts); every wait is a bounded poll.
 import { rm } from 'node:fs/promises';
 import t from 'tap';
@@ -93,6 +93,8 @@ t.test('a lost node: owner_dead, then accept_data_loss gives its partitions away
     const reasons = ((await cluster.member(leader, lost)) as Member | undefined)?.decommission_blocked_reasons ?? [];
     return reasons.some((r) => r.code === 'owner_dead');
   }, 10_000), 'the decommission blocks with owner_dead');
+  const scrape = (await cluster.client(leader).get('/metrics')).text.split('\n');
+  t.ok(scrape.includes(`svc_decommission_blocked{member="${lost}",reason="owner_dead"} 1`), 'svc_decommission_blocked shows it');
   assertError(t, await post(cluster, leader, `/v1/cluster/members/${lost}/forget`), 409, 'partitions', 'forget while it owns partitions');
   const accepted = await post(cluster, leader, `/v1/cluster/members/${lost}/decommission`, { accept_data_loss: true });
   t.equal(accepted.status, 202, accepted.text);

@@ -74,6 +74,7 @@ export class FrontServer {
     }, Date.now());
     this.authenticator = new Authenticator(services.replica, authPool, throttle, config['auth.bcrypt_cost']);
     const cluster = new ClusterControl(services, () => localMemberReport(this.routeServices));
+    services.metrics.reportDecommissionBlocked(() => cluster.blocked());
     this.routeServices = {
       ...services, lifecycle, separateMetrics, produce: new ProduceState(services), consume: new ConsumeState(services), cluster,
     };
