@@ -1,7 +1,7 @@
-// Admin pages: users with their grants (list, create, replace grants) and the cluster's members with liveness and
-// the Raft leader. Grants are edited as text, one per line: `action pattern, pattern` (admin takes no pattern).
+// The Users page (admin): users with their grants (list, create, replace grants); the Cluster page is cluster.js.
+// Grants are edited as text, one per line: `action pattern, pattern` (admin takes no pattern).
 import { api } from './api.js';
-import { field, h, message, show, table } from './dom.js';
+import { field, h, show, table } from './dom.js';
 import { errorBox, stillCurrent } from './page.js';
 
 export function grantsToText(grants) {
@@ -60,23 +60,4 @@ function createUserForm(reload) {
     }
   } }, field('New user', username), field('Password', password), field('Grants', grants), h('button', { type: 'submit' }, 'Create user'));
   return h('section', { className: 'panel' }, h('h2', null, 'Create a user'), form, status);
-}
-
-export async function renderCluster(el, token) {
-  show(el, h('h1', null, 'Cluster members'), h('p', { className: 'muted' }, 'Loading…'));
-  try {
-    const { data } = await api('GET', '/v1/cluster/members');
-    if (!stillCurrent(token)) return;
-    const rows = data.members.map((m) => [m.id, m.api_address, h('span', { className: m.liveness }, m.liveness),
-      m.raft_leader ? 'leader' : m.raft_voter ? 'voter' : m.raft_learner ? 'learner' : '', m.partitions_owned,
-      m.partitions_moving_off, m.seconds_since_heartbeat ?? '', m.decommissioning ? 'yes' : 'no',
-      (m.decommission_blocked_reasons ?? []).map((r) => r.code).join(', ')]);
-    const leader = data.members.find((m) => m.raft_leader);
-    show(el, h('h1', null, 'Cluster members ', h('button', { className: 'plain', type: 'button', onclick: () => renderCluster(el, token) }, 'Refresh')),
-      leader ? h('p', null, `Raft leader: node ${leader.id} (${leader.api_address})`) : message('error', 'No Raft leader known to this node.'),
-      table(['ID', 'API address', 'Liveness', 'Raft', '#Partitions owned', '#Moving off', '#Seconds since heartbeat', 'Decommissioning',
-        'Decommission blocked by'], rows, { id: 'members' }));
-  } catch (error) {
-    if (stillCurrent(token)) show(el, h('h1', null, 'Cluster members'), errorBox(error));
-  }
 }

@@ -6,10 +6,13 @@
 /** The Authorization value and its user while logged in, else null. */
 let session = null;
 
+/** An answer other than 2xx: its status, the API's error text and, for a JSON error, the parsed body (a 409 to a
+ *  decommission lists its reasons there). */
 export class ApiError extends Error {
-  constructor(status, text) {
+  constructor(status, text, body = null) {
     super(text || `HTTP ${status}`);
     this.status = status;
+    this.body = body;
   }
 }
 
@@ -54,20 +57,20 @@ export async function api(method, path, body) {
     logout();
     onUnauthorized();
   }
-  if (!res.ok) throw new ApiError(res.status, errorText(text));
+  if (!res.ok) throw errorOf(res.status, text);
   let data = null;
   if (text !== '' && (res.headers.get('content-type') ?? '').startsWith('application/json')) data = JSON.parse(text);
   return { status: res.status, data, headers: res.headers };
 }
 
-function errorText(text) {
+function errorOf(status, text) {
   try {
     const parsed = JSON.parse(text);
-    if (parsed && typeof parsed.error === 'string') return parsed.error;
+    if (parsed && typeof parsed.error === 'string') return new ApiError(status, parsed.error, parsed);
   } catch {
     // A plain-text error (404 unknown route, 405, 502): shown as it came.
   }
-  return text.slice(0, 500);
+  return new ApiError(status, text.slice(0, 500));
 }
 
 export function topicPath(name, rest = '') {

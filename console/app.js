@@ -3,7 +3,8 @@
 import { api, ApiError, currentUser, login, logout, topicPath, whenUnauthorized } from './api.js';
 import { field, h, message, show, table } from './dom.js';
 import { renderTopic } from './topic.js';
-import { renderCluster, renderUsers } from './admin.js';
+import { renderUsers } from './admin.js';
+import { renderCluster } from './cluster.js';
 import { errorBox, nextPage, stillCurrent } from './page.js';
 
 const main = document.getElementById('main');

@@ -19,9 +19,16 @@ export class SvcError extends Error {
     this.name = 'SvcError';
   }
 
-  /** 429 and 503 with Retry-After: the spec says nothing was applied, so the same request may be sent again. */
+  /** 429 and 503 with Retry-After: the spec says nothing was applied, so the same request may be sent again. 421:
+   *  the partition moved to another node on the way (spec §7); the node knows the new owner a moment later. */
   get retryable(): boolean {
-    return (this.status === 429 || this.status === 503) && this.retryAfterSeconds !== null;
+    return ((this.status === 429 || this.status === 503) && this.retryAfterSeconds !== null) || this.status === 421;
+  }
+
+  /** How long to wait before the retry numbered attempt (from 0): Retry-After, else a doubling back-off. */
+  retryDelayMs(attempt: number): number {
+    if (this.retryAfterSeconds !== null) return this.retryAfterSeconds * 1000;
+    return Math.min(2_000, 100 * 2 ** attempt);
   }
 }
 
@@ -225,8 +232,39 @@ export class SvcClient {
   async listMembers(options: { detail?: boolean } = {}): Promise<T.Member[]> {
     return (await this.json<{ members: T.Member[] }>('GET', '/v1/cluster/members', { query: { detail: options.detail } })).members;
   }
+  /** 204 once the member is dead, or decommissioned and holding nothing; 409 while it is alive or owns partitions. */
   async forgetMember(id: string | number): Promise<void> {
     await this.request('POST', `/v1/cluster/members/${seg(String(id))}/forget`, { json: {} });
+  }
+  /** Drains the member and moves its partitions off (NOTES 16); a 409's SvcError body carries reasons. With dryRun,
+   *  the plan and what blocks it, nothing changed. acceptDataLoss gives a dead member's partitions away empty. */
+  decommission(id: string | number, options: T.DecommissionOptions & { dryRun: true }): Promise<T.DecommissionPlan>;
+  decommission(id: string | number, options?: T.DecommissionOptions & { dryRun?: false }): Promise<T.DecommissionStarted>;
+  decommission(id: string | number, options: T.DecommissionOptions = {}): Promise<T.DecommissionPlan | T.DecommissionStarted> {
+    const body: Record<string, boolean> = {};
+    if (options.dryRun === true) body.dry_run = true;
+    if (options.acceptDataLoss === true) body.accept_data_loss = true;
+    return this.json('POST', `/v1/cluster/members/${seg(String(id))}/decommission`, { json: body });
+  }
+  /** Stops a running decommission: moves not yet flipped go back. 409 when none runs. */
+  async cancelDecommission(id: string | number): Promise<T.Member> {
+    return (await this.json<{ member: T.Member }>('POST', `/v1/cluster/members/${seg(String(id))}/decommission/cancel`, { json: {} })).member;
+  }
+  /** Moves partitions until every live member owns within one of the mean; dryRun plans only. Beyond the contract. */
+  async rebalance(options: { dryRun?: boolean } = {}): Promise<T.PlannedMove[]> {
+    return (await this.json<{ moves: T.PlannedMove[] }>('POST', '/v1/cluster/rebalance', { json: options.dryRun === true ? { dry_run: true } : {} })).moves;
+  }
+  /** Every partition move under way, as its destination reports it; a node older than moves answers 404. */
+  async listMoves(): Promise<T.PartitionMove[]> {
+    return (await this.json<{ moves: T.PartitionMove[] }>('GET', '/v1/cluster/moves')).moves;
+  }
+  /** Moves one partition to the named member (beyond the contract); resolves with the move, started. */
+  startMove(topic: string, partition: number, destination: string | number): Promise<T.PartitionMove> {
+    return this.json('POST', '/v1/cluster/moves', { json: { topic, partition, destination: String(destination) } });
+  }
+  /** Aborts a move that has not flipped: the partition stays with its source. 409 when no such move runs. */
+  async abortMove(topic: string, partition: number): Promise<void> {
+    await this.request('POST', `/v1/cluster/moves/${seg(topic)}/${partition}/abort`, { json: {} });
   }
   reencryptRemotes(): Promise<unknown> {
     return this.json('POST', '/v1/cluster/reencrypt-remotes', { json: {} });
@@ -287,4 +325,11 @@ function errorOf(res: Response, text: string): SvcError {
     }
   }
   return new SvcError(res.status, message, retryAfter, body);
+}
+
+/** The reasons a 409 to a decommission lists (NOTES 16: `{"error", "reasons": [{"code", "message"}]}`); [] otherwise. */
+export function blockedReasons(error: SvcError): T.BlockedReason[] {
+  const reasons = error.body?.reasons;
+  if (!Array.isArray(reasons)) return [];
+  return reasons.filter((r): r is T.BlockedReason => typeof r === 'object' && r !== null && typeof r.code === 'string' && typeof r.message === 'string');
 }

@@ -6,7 +6,7 @@
 import { readFile } from 'node:fs/promises';
 import { createInterface } from 'node:readline';
 import { Command, InvalidArgumentError } from 'commander';
-import { SvcClient, SvcError, SvcNoAnswerError, type Grant, type Message, type TopicCreate, type TopicPatch } from './api.js';
+import { blockedReasons, SvcClient, SvcError, SvcNoAnswerError, type Grant, type Member, type Message, type TopicCreate, type TopicPatch } from './api.js';
 import { passwordOfFileText } from './password_file.js';
 import { Producer } from './producer.js';
 
@@ -304,13 +304,79 @@ function usersCommand(): Command {
 }
 
 function clusterCommand(): Command {
-  const cluster = new Command('cluster').description('cluster members (admin)');
+  const cluster = new Command('cluster').description('cluster members, decommission, partition moves (admin)');
   cluster.command('members').option('--detail', "ask every member for its own status").action(async (o) => {
     const members = await (await client()).listMembers({ detail: o.detail });
     show(members, () => members.map((m) => ({ id: m.id, address: m.api_address, liveness: m.liveness, leader: m.raft_leader,
-      voter: m.raft_voter, partitions: m.partitions_owned, decommissioning: m.decommissioning })));
+      voter: m.raft_voter, partitions: m.partitions_owned, decommissioning: m.decommissioning, moving_off: m.partitions_moving_off,
+      blocked_by: (m.decommission_blocked_reasons ?? []).map((r) => r.code).join(',') })));
   });
+  cluster.command('decommission <id>').description('drain a member: it takes no new produce and its partitions move to live members')
+    .option('--dry-run', 'show the planned moves and what blocks the decommission; change nothing')
+    .option('--accept-data-loss', 'DATA LOSS: give a dead member\'s partitions to live members empty; the records only it held are lost')
+    .action(decommissionAction);
+  cluster.command('cancel <id>').description("stop a member's decommission; moves not yet flipped go back").action(async (id: string) => {
+    const member = await (await client()).cancelDecommission(id);
+    show(member, () => [memberRow(member)]);
+  });
+  cluster.command('forget <id>').description('remove a dead member, or a decommissioned one that holds nothing more').action(async (id: string) => {
+    await (await client()).forgetMember(id);
+    done(`forgot member ${id}`);
+  });
+  cluster.command('rebalance').description('move partitions until every live member owns within one of the mean')
+    .option('--dry-run', 'show the planned moves; change nothing')
+    .action(async (o) => {
+      const moves = await (await client()).rebalance({ dryRun: o.dryRun });
+      if (moves.length === 0 && !asJson()) done(`balanced: no moves${o.dryRun === true ? ' planned' : ' started'}`);
+      else show({ moves }, () => moves.map((m) => ({ ...m })));
+    });
+  movesCommands(cluster);
   return cluster;
+}
+
+function movesCommands(cluster: Command): void {
+  cluster.command('moves').description('partition moves under way').action(async () => {
+    const moves = await (await client()).listMoves();
+    if (moves.length === 0 && !asJson()) return done('no partition moves');
+    show(moves, () => moves.map((m) => ({ topic: m.topic, partition: m.partition, source: m.source, destination: m.destination,
+      state: m.worker_state, attempts: m.attempts, bytes_fetched: m.bytes_fetched, started_at: m.started_at, stuck: m.stuck_reason, last_error: m.last_error })));
+  });
+  cluster.command('move <topic> <partition> <destination>').description('move one partition to the member named by id')
+    .action(async (topic: string, partition: string, destination: string) => {
+      const move = await (await client()).startMove(topic, int(partition), destination);
+      show(move, () => [{ topic: move.topic, partition: move.partition, source: move.source, destination: move.destination, state: move.worker_state }]);
+    });
+  cluster.command('abort-move <topic> <partition>').description('abort a move that has not flipped: the partition stays with its source')
+    .action(async (topic: string, partition: string) => {
+      await (await client()).abortMove(topic, int(partition));
+      done(`aborted the move of ${topic} partition ${partition}`);
+    });
+}
+
+function memberRow(m: Member): Record<string, unknown> {
+  return { id: m.id, liveness: m.liveness, decommissioning: m.decommissioning, partitions: m.partitions_owned, moving_off: m.partitions_moving_off,
+    blocked_by: (m.decommission_blocked_reasons ?? []).map((r) => r.code).join(',') };
+}
+
+async function decommissionAction(id: string, o: { dryRun?: boolean; acceptDataLoss?: boolean }): Promise<void> {
+  const c = await client();
+  if (o.dryRun !== true) {
+    const started = await c.decommission(id, { acceptDataLoss: o.acceptDataLoss });
+    warnDataLoss(id, started.records_only_on_member, 'are');
+    return show(started, () => [memberRow(started.member)]);
+  }
+  const plan = await c.decommission(id, { dryRun: true, acceptDataLoss: o.acceptDataLoss });
+  warnDataLoss(id, plan.records_only_on_member, 'would be');
+  if (asJson()) return show(plan, () => []);
+  done(plan.moves.length === 0 ? 'planned moves: none' : 'planned moves:');
+  show(plan, () => plan.moves.map((m) => ({ ...m })));
+  done(plan.reasons.length === 0 ? 'blocked by: nothing' : 'blocked by:');
+  for (const reason of plan.reasons) done(`  ${reason.code}: ${reason.message}`);
+}
+
+/** On stderr even with --json: a script's output stays JSON, and whoever runs it still sees the loss. */
+function warnDataLoss(id: string, records: number | undefined, verb: string): void {
+  if (records !== undefined) process.stderr.write(`svc: warning: data loss accepted: ${records} records only member ${id} held ${verb} lost\n`);
 }
 
 for (const command of [topicsCommand(), produceCommand(), consumeCommand(), ackCommand(), childrenCommand(), schemaCommand(),
@@ -319,7 +385,10 @@ for (const command of [topicsCommand(), produceCommand(), consumeCommand(), ackC
 try {
   await program.parseAsync(process.argv);
 } catch (error) {
-  if (error instanceof SvcError) process.stderr.write(`svc: ${error.status}: ${error.error}\n`);
+  if (error instanceof SvcError) {
+    process.stderr.write(`svc: ${error.status}: ${error.error}\n`);
+    for (const reason of blockedReasons(error)) process.stderr.write(`svc:   ${reason.code}: ${reason.message}\n`);
+  }
   else if (error instanceof SvcNoAnswerError) process.stderr.write(`svc: ${error.message}\n`);
   else process.stderr.write(`svc: ${error instanceof Error ? error.message : String(error)}\n`);
   process.exitCode = 1;

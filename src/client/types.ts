@@ -176,9 +176,74 @@ export interface Member {
   liveness: string;
   decommissioning?: boolean;
   partitions_owned?: number;
+  /** Moves under way whose source is this member. */
+  partitions_moving_off?: number;
   raft_voter?: boolean;
+  raft_learner?: boolean;
   raft_leader?: boolean;
-  seconds_since_heartbeat?: number;
+  seconds_since_heartbeat?: number | null;
+  /** What holds a decommission up (spec §2); empty when none runs or nothing blocks it. */
+  decommission_blocked_reasons?: BlockedReason[];
   status_error?: string;
   [field: string]: unknown;
+}
+
+/** Spec §2's codes of what blocks a decommission; a 409 names below_min_voters, no_healthy_majority or no_receivers. */
+export type BlockedCode = 'below_min_voters' | 'no_healthy_majority' | 'move_target' | 'dispatch_backlog' | 'node_status_unavailable'
+  | 'no_receivers' | 'owner_dead' | 'move_budget_full' | 'leader_transfer';
+
+export interface BlockedReason {
+  code: BlockedCode;
+  message: string;
+}
+
+/** One partition a decommission or a rebalance would move (member ids as strings, as members show them). */
+export interface PlannedMove {
+  topic: string;
+  partition: number;
+  source: string;
+  destination: string;
+  /** Decommission only: false when a lost member's partition is given away empty (accept_data_loss). */
+  copy?: boolean;
+}
+
+export interface DecommissionOptions {
+  /** Only show the plan and what blocks it; nothing changes. */
+  dryRun?: boolean;
+  /** A dead member's partitions are given to live members empty: the records only it held are lost. */
+  acceptDataLoss?: boolean;
+}
+
+/** A dry run's answer (200). */
+export interface DecommissionPlan {
+  member: Member;
+  moves: PlannedMove[];
+  reasons: BlockedReason[];
+  /** With acceptDataLoss: records only that member held, as far as the cluster knew (lost). */
+  records_only_on_member?: number;
+}
+
+/** A started decommission's answer (202). */
+export interface DecommissionStarted {
+  member: Member;
+  records_only_on_member?: number;
+}
+
+/** spec §3 move worker states. */
+export type MoveWorkerState = 'copying' | 'frozen' | 'flip_pending' | 'waiting_for_source' | 'blocked';
+
+/** A partition move as its destination reports it (spec §2; GET /v1/cluster/moves, NOTES 16). */
+export interface PartitionMove {
+  topic: string;
+  partition: number;
+  source: string;
+  destination: string;
+  /** RFC 3339. */
+  started_at: string;
+  worker_state: MoveWorkerState;
+  attempts: number;
+  /** '' when none. */
+  last_error: string;
+  bytes_fetched: number;
+  stuck_reason?: 'copy_unverifiable' | 'source_dead_copy_behind';
 }

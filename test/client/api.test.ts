@@ -1,11 +1,12 @@
-// Goal: every method of the TypeScript client (svc-broker/client, issue 32 point 2) works against a real node, and
-// an answer other than 2xx is thrown as SvcError carrying the status, the API's error text and Retry-After; no answer
-// at all is SvcNoAnswerError.
+// Goal: every method of the TypeScript client (svc-broker/client, issue 32 point 2; the cluster's decommission,
+// cancel, rebalance and moves of issue 41 point 7) works against a real node, and an answer other than 2xx is thrown
+// as SvcError carrying the status, the API's error text, Retry-After and the body (a 409's reasons); no answer at all
+// is SvcNoAnswerError.
 // Method: black box. One secured node; the client is imported by the package's own name (the "exports" entry), so
 // the test also shows the export resolves. Each method is called on its happy path, then on one error.
 import t, { type Test } from 'tap';
 import { createServer } from 'node:net';
-import { SvcClient, SvcError, SvcNoAnswerError } from 'svc-broker/client';
+import { blockedReasons, SvcClient, SvcError, SvcNoAnswerError } from 'svc-broker/client';
 import { adminPassword, startNodeFor, type StartedNode } from '../helpers/node.js';
 import { pollUntil } from '../helpers/http.js';
 
@@ -124,6 +125,34 @@ t.test('users, cluster, health', async (t) => {
   t.equal((await admin.readyz()).status, 'ready');
   t.match(await admin.metrics(), /svc_http_requests_total/);
   t.equal((await new SvcClient({ url: node.url }).openapi()).openapi, '3.1.0');
+});
+
+t.test('cluster: a lone node refuses its own decommission with reasons; dry run, cancel, rebalance, moves', async (t) => {
+  const plan = await admin.decommission(1, { dryRun: true });
+  t.equal(plan.member.id, '1');
+  t.equal(plan.member.decommissioning, false, 'a dry run changes nothing');
+  t.same(plan.moves, [], 'no live member could take its partitions: nothing planned');
+  const codes = plan.reasons.map((r) => r.code);
+  t.ok(codes.includes('below_min_voters') && codes.includes('no_receivers'), `the dry run names what blocks it (${codes.join(', ')})`);
+  t.ok(plan.reasons.every((r) => r.message.length > 0), 'each reason explained');
+  t.notOk('records_only_on_member' in plan, 'no loss counted without acceptDataLoss');
+  t.type((await admin.decommission('1', { dryRun: true, acceptDataLoss: true })).records_only_on_member, 'number', 'acceptDataLoss sent');
+  const never = await refused(t, admin.decommission(1), 409, /never complete/);
+  t.same(never ? blockedReasons(never).map((r) => r.code).sort() : [], ['below_min_voters', 'no_receivers'], 'the 409 lists its reasons');
+  t.equal((await admin.listMembers())[0]!.decommissioning, false, 'the refused decommission changed nothing');
+  await refused(t, admin.decommission(9, { dryRun: true }), 404, /member 9/);
+  await refused(t, admin.cancelDecommission(1), 409, /not being decommissioned/);
+  t.same(await admin.rebalance({ dryRun: true }), [], 'one member: balanced, nothing planned');
+  t.same(await admin.rebalance(), [], 'nothing started');
+  // GET /v1/cluster/moves came with partition moves (NOTES 16); an older node answers 404, which the client throws.
+  const probe = await fetch(`${node.url}/v1/cluster/moves`, { headers: { authorization: `Basic ${Buffer.from(`admin:${adminPassword}`).toString('base64')}` } });
+  if (probe.status === 404) {
+    await refused(t, admin.listMoves(), 404);
+    return;
+  }
+  t.same(await admin.listMoves(), [], 'no move under way');
+  await refused(t, admin.abortMove('orders', 0), 409);
+  await refused(t, admin.startMove('orders', 0, 9), 400, /destination/);
 });
 
 t.test('Retry-After rides on the error; no answer is SvcNoAnswerError', async (t) => {

@@ -1,6 +1,7 @@
 // Goal: the svc CLI (issue 32 point 3) drives every command against a real node: topics, produce (argument and stdin
 // in batches), consume (--max, --wait, --no-ack, --follow acking after printing, --partition --offset replay), ack,
-// children, schema, users and cluster members; tables by default, JSON with --json; the password only from
+// children, schema, users, cluster members and decommission, cancel, forget, rebalance and moves (issue 41 point 7);
+// tables by default, JSON with --json; the password only from
 // SVC_PASSWORD or --password-file (its closing LF or CRLF dropped, as the node does); a failure prints the API's
 // error text and exits non-zero.
 // Method: black box. The built CLI runs as a child process (node dist/src/client/cli.js) against one secured node.
@@ -155,4 +156,46 @@ t.test('users and cluster members; the password comes from the environment or a 
   t.match(members.stdout, /^ID\s+ADDRESS\s+LIVENESS\s+LEADER/);
   t.match(members.stdout, /alive\s+true/);
   t.equal(JSON.parse((await svc(['--json', 'cluster', 'members', '--detail'])).stdout).length, 1);
+});
+
+t.test('cluster decommission (dry run, refused with reasons, data loss named), cancel, forget, rebalance, moves', async (t) => {
+  const dry = await svc(['cluster', 'decommission', '1', '--dry-run']);
+  t.equal(dry.code, 0, dry.stderr);
+  t.match(dry.stdout, /^planned moves: none\nblocked by:\n/, 'the plan, then what blocks it');
+  t.match(dry.stdout, /^ {2}below_min_voters: \S.*$/m, 'each reason: code and message');
+  t.match(dry.stdout, /^ {2}no_receivers: \S.*$/m);
+  const dryJson = JSON.parse((await svc(['--json', 'cluster', 'decommission', '1', '--dry-run'])).stdout);
+  t.same(dryJson.moves, []);
+  t.equal(dryJson.member.decommissioning, false);
+  const never = await svc(['cluster', 'decommission', '1']);
+  t.equal(never.code, 1);
+  t.match(never.stderr, /^svc: 409: decommission of member 1 could never complete safely/, "the API's error text");
+  t.match(never.stderr, /^svc: {3}below_min_voters: \S.*$/m, 'then each reason of the 409');
+  t.match(never.stderr, /^svc: {3}no_receivers: \S.*$/m);
+  const loss = await svc(['cluster', 'decommission', '1', '--dry-run', '--accept-data-loss']);
+  t.match(loss.stderr, /^svc: warning: data loss accepted: \d+ records only member 1 held would be lost$/m, 'a warning with the count');
+  t.match((await svc(['cluster', 'decommission', '--help'])).stdout, /--accept-data-loss\s+DATA LOSS: /, 'the help names it data loss');
+  const cancel = await svc(['cluster', 'cancel', '1']);
+  t.equal(cancel.code, 1);
+  t.match(cancel.stderr, /^svc: 409: member 1 is not being decommissioned$/m);
+  const forget = await svc(['cluster', 'forget', '9']);
+  t.equal(forget.code, 1);
+  t.match(forget.stderr, /^svc: 404: member 9 not found$/m);
+  t.equal((await svc(['cluster', 'rebalance', '--dry-run'])).stdout, 'balanced: no moves planned\n');
+  t.equal((await svc(['cluster', 'rebalance'])).stdout, 'balanced: no moves started\n');
+  t.same(JSON.parse((await svc(['--json', 'cluster', 'rebalance'])).stdout), { moves: [] });
+  t.match((await svc(['cluster', 'members'])).stdout, /^ID\s+.*\s+DECOMMISSIONING\s+MOVING_OFF\s+BLOCKED_BY\n1\s.*\sfalse\s+0$/m, 'moving off and blocked columns');
+  // GET /v1/cluster/moves came with partition moves (NOTES 16); an older node answers 404.
+  const moves = await svc(['cluster', 'moves']);
+  if (moves.code === 1) {
+    t.match(moves.stderr, /^svc: 404: /);
+    return;
+  }
+  t.equal(moves.stdout, 'no partition moves\n');
+  const abort = await svc(['cluster', 'abort-move', 'orders', '0']);
+  t.equal(abort.code, 1);
+  t.match(abort.stderr, /^svc: 409: /);
+  const move = await svc(['cluster', 'move', 'orders', '0', '9']);
+  t.equal(move.code, 1);
+  t.match(move.stderr, /^svc: 400: .*destination/);
 });
