@@ -3,7 +3,8 @@
 // runs the cluster scenario of test/helpers/cluster_crash_scenario.ts instead (3 nodes behind the link proxy, kill -9
 // or a cut or blackholed link under produce and consume load through every node).
 // Usage: node dist/scripts/crash_loop.js [--trials N] [--seed S] [--producers P] [--stop-on-failure]
-//        node dist/scripts/crash_loop.js --cluster [--trials N] [--seed S] [--faults kill,cut,drop,stall,delay] [--stop-on-failure]
+//        node dist/scripts/crash_loop.js --cluster [--trials N] [--seed S] [--faults kill,cut,drop,stall,delay,move,decommission]
+//        [--stop-on-failure]
 // (npm run crash-loop -- --trials 100). A failing trial prints its seed and keeps its data for inspection.
 import { parseArgs } from 'node:util';
 import { describeTrial, randomSeed, runCrashTrial, type CrashTrialResult } from '../test/helpers/crash_scenario.js';
@@ -24,7 +25,9 @@ const producers = Number(values.producers ?? (values.cluster ? '4' : '32'));
 if (!Number.isInteger(trials) || trials < 1 || trials > 100_000) throw new Error('--trials: an integer from 1 to 100000');
 if (!Number.isInteger(producers) || producers < 1 || producers > 1024) throw new Error('--producers: an integer from 1 to 1024');
 const faultKinds = values.faults.split(',').map((kind) => kind.trim());
-if (faultKinds.some((kind) => !['kill', 'cut', 'drop', 'stall', 'delay'].includes(kind))) throw new Error('--faults: a list of kill, cut, drop, stall, delay');
+if (faultKinds.some((kind) => !['kill', 'cut', 'drop', 'stall', 'delay', 'move', 'decommission'].includes(kind))) {
+  throw new Error('--faults: a list of kill, cut, drop, stall, delay, move, decommission');
+}
 const baseSeed = values.seed !== undefined ? Number(values.seed) >>> 0 : randomSeed();
 
 if (values.cluster) await clusterLoop();

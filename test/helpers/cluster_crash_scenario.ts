@@ -4,7 +4,8 @@
 // node (single and batch, pinned to partitions and round-robin, a unique id in each payload) and consume through every
 // node (without partition, batch ack through another node), then at a random moment kill -9 a random node and restart
 // it on its data dir after a short random delay, or cut or blackhole (drop) a random node's links for a while and
-// heal them. Then the load stops, the cluster settles (bounded), and every partition is read back by replay through
+// heal them, or (issue 41) move a partition or decommission a node under the load, maybe killing a node the change
+// needs in the middle. Then the load stops, the cluster settles (bounded), and every partition is read back by replay through
 // the nodes in turn. Every id answered 202 must be stored exactly once; an id never answered 202 may be absent, but
 // no id may be stored twice and no unknown id may appear. Imports nothing from src/.
 import { cp, mkdtemp } from 'node:fs/promises';
@@ -15,7 +16,7 @@ import { Prng } from './prng.js';
 import { idOf, readBackVerdict, type ReadBackVerdict } from './read_back_verdict.js';
 import { Client, replayAt, topicPath, type ReplayedMessage } from './replay.js';
 
-export type ClusterFaultKind = 'kill' | 'cut' | 'drop' | 'stall' | 'delay';
+export type ClusterFaultKind = 'kill' | 'cut' | 'drop' | 'stall' | 'delay' | 'move' | 'decommission';
 
 export interface ClusterTrialOptions {
   /** Seeds the choices (fault, victim, times, request kinds, partitions, batch sizes); printed so a trial can be
@@ -46,6 +47,12 @@ export interface ClusterFault {
   /** The load's run after the restart or the heal. */
   afterMs: number;
   delayMs?: number;
+  /** move: the partition moved (to the node after its owner); move and decommission: kill -9 this node (the move's
+   *  source or destination, the draining node) forMs after the start and restart it. */
+  partition?: number;
+  killNode?: number;
+  /** How long the killed node stays down. */
+  killForMs?: number;
 }
 
 /** What the load counted, kept while it runs and reported with the trial. */
@@ -241,7 +248,7 @@ async function settleAndRead(clients: Client[], topic: string, partitions: numbe
 }
 
 /** Picks the fault and its times from the trial's PRNG. */
-function planFault(random: Prng, kinds: ClusterFaultKind[], nodes: number): ClusterFault {
+function planFault(random: Prng, kinds: ClusterFaultKind[], nodes: number, partitions: number): ClusterFault {
   const kind = random.pick(kinds);
   const fault: ClusterFault = {
     kind,
@@ -251,13 +258,21 @@ function planFault(random: Prng, kinds: ClusterFaultKind[], nodes: number): Clus
     afterMs: random.int(500, 2_000),
   };
   if (kind === 'delay') fault.delayMs = random.int(20, 300);
+  if (kind === 'move') fault.partition = random.int(0, partitions - 1);
+  // Issue 41: half of the moves and decommissions see a kill -9 of a node they need, the source, the destination or
+  // the draining node.
+  if ((kind === 'move' || kind === 'decommission') && random.chance(0.5)) {
+    fault.killNode = random.int(1, nodes);
+    fault.killForMs = random.int(100, 1_500);
+  }
   return fault;
 }
 
 /** Runs the fault on the cluster: kill and restart, or a link fault and its heal. */
-async function runFault(cluster: TestCluster, fault: ClusterFault, log: (line: string) => void): Promise<void> {
+async function runFault(cluster: TestCluster, fault: ClusterFault, topic: string, log: (line: string) => void): Promise<void> {
   const links = cluster.links!;
   log(`fault: ${fault.kind} node ${fault.node} for ${fault.forMs} ms`);
+  if (fault.kind === 'move' || fault.kind === 'decommission') return reshape(cluster, fault, topic, log);
   if (fault.kind === 'kill') {
     await cluster.kill(fault.node);
     await sleep(fault.forMs);
@@ -270,6 +285,41 @@ async function runFault(cluster: TestCluster, fault: ClusterFault, log: (line: s
   else links.delay(fault.node, fault.delayMs ?? 100);
   await sleep(fault.forMs);
   links.heal(fault.node);
+}
+
+/** Issue 41: a partition move or a decommission under the load, maybe with a kill -9 of a node it needs. A
+ *  decommission is cancelled at the end, so the next steps find every node serving. */
+async function reshape(cluster: TestCluster, fault: ClusterFault, topic: string, log: (line: string) => void): Promise<void> {
+  const via = cluster.client(fault.node);
+  if (fault.kind === 'move') {
+    const owners = await cluster.ownersOf(fault.node, topic);
+    const source = owners[fault.partition!]!;
+    const destination = (source % cluster.specs.size) + 1;
+    const res = await via.post('/v1/cluster/moves', { topic, partition: fault.partition, destination: String(destination) }, { timeoutMs: 10_000 });
+    log(`move of partition ${fault.partition} from ${source} to ${destination}: ${res.status}`);
+  } else {
+    const res = await via.post(`/v1/cluster/members/${fault.node}/decommission`, {}, { timeoutMs: 10_000 });
+    log(`decommission of node ${fault.node}: ${res.status} ${res.text.slice(0, 200)}`);
+  }
+  await sleep(fault.forMs);
+  if (fault.killNode !== undefined) {
+    log(`kill -9 node ${fault.killNode} in the middle`);
+    await cluster.kill(fault.killNode);
+    await sleep(fault.killForMs ?? 500);
+    await cluster.start(fault.killNode);
+  }
+}
+
+/** Waits (bounded) until no move runs, then cancels a decommission the trial started (it may have finished). */
+async function reshapeSettled(cluster: TestCluster, fault: ClusterFault, timeoutMs: number): Promise<void> {
+  if (fault.kind !== 'move' && fault.kind !== 'decommission') return;
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    const answer = await cluster.client(cluster.running()[0]!).get('/v1/cluster/moves').catch(() => undefined);
+    if (answer?.status === 200 && (answer.json() as { moves: unknown[] }).moves.length === 0) break;
+    await sleep(250);
+  }
+  if (fault.kind === 'decommission') await cluster.client(cluster.running()[0]!).post(`/v1/cluster/members/${fault.node}/decommission/cancel`, {}).catch(() => undefined);
 }
 
 /** Teardown functions TestCluster registers, run in reverse at the end of the trial. */
@@ -305,7 +355,7 @@ export async function runClusterCrashTrial(options: ClusterTrialOptions = {}): P
   const log = options.log ?? (() => {});
   const tag = `c${seed.toString(36)}`;
   const topic = `ccrash-${tag}`;
-  const fault = planFault(random, options.faults ?? ['kill', 'cut', 'drop'], nodes);
+  const fault = planFault(random, options.faults ?? ['kill', 'cut', 'drop'], nodes, partitions);
   const state: LoadState = {
     stopping: false, idsMax: options.idsMax ?? 20_000, acked: new Set(), sent: new Set(), requestsAcked: 0, requestsNotAcked: 0,
     produceStatuses: {}, consumed: 0, ackedByConsumers: 0, consumeStatuses: {},
@@ -329,11 +379,12 @@ export async function runClusterCrashTrial(options: ClusterTrialOptions = {}): P
       for (let i = 0; i < consumers; i++) loops.push(consumerLoop(id, clients[id - 1]!, clients[id % nodes]!, topic, state));
     }
     await sleep(fault.atMs);
-    await runFault(cluster, fault, log);
+    await runFault(cluster, fault, topic, log);
     await sleep(fault.afterMs);
     state.stopping = true;
     await Promise.all(loops);
     if (!(await cluster.allReady(30_000))) throw new Error('not every node ready 30 s after the fault');
+    await reshapeSettled(cluster, fault, options.settleTimeoutMs ?? 60_000);
     const settledAt = Date.now();
     const { byPartition, drained } = await settleAndRead(clients, topic, partitions, state.acked, options.settleTimeoutMs ?? 60_000);
     result.settleMs = Date.now() - settledAt;
@@ -375,7 +426,8 @@ async function keepData(cluster: TestCluster, seed: number): Promise<string> {
 /** One line per trial for logs. */
 export function describeClusterTrial(index: number, result: ClusterTrialResult): string {
   const f = result.fault;
-  const faultText = f === undefined ? 'no fault' : `${f.kind} node ${f.node} at ${f.atMs} ms for ${f.forMs} ms${f.delayMs !== undefined ? ` (${f.delayMs} ms)` : ''}`;
+  const faultText = f === undefined ? 'no fault' : `${f.kind} node ${f.node} at ${f.atMs} ms for ${f.forMs} ms${f.delayMs !== undefined ? ` (${f.delayMs} ms)` : ''}` +
+    `${f.partition !== undefined ? ` partition ${f.partition}` : ''}${f.killNode !== undefined ? `, kill -9 node ${f.killNode}` : ''}`;
   const head = `trial ${index} seed ${result.seed} ${result.ok ? 'ok' : 'FAIL'}: ${faultText}; acked ${result.ackedIds} ids in ` +
     `${result.requestsAcked} requests, not acked ${result.unackedIds} ids in ${result.requestsNotAcked} requests ` +
     `(${result.unackedPresent} present); consumed ${result.consumed}, acked ${result.ackedByConsumers}; read ${result.recordsRead} ` +
