@@ -154,7 +154,7 @@ export class Handoff {
     queue.sending = true;
     this.sendNext(owner, queue).catch(() => false).then((ok) => {
       queue.sending = false;
-      this.rerouteApply(queue);
+      if (this.rerouteApply(queue)) this.report();
       if (ok) {
         queue.failingSinceMs = null;
         this.report();
@@ -243,10 +243,11 @@ export class Handoff {
     this.pump(owner, queue);
   }
 
-  /** Drops the groups and the spill's head that hold nothing owed any more; never while a send is out. */
-  private rerouteApply(queue: OwnerQueue): void {
+  /** Drops the groups and the spill's head that hold nothing owed any more; never while a send is out. False when
+   *  there was no new reroute to apply. */
+  private rerouteApply(queue: OwnerQueue): boolean {
     const { upTo, kept } = queue.reroute;
-    if (!queue.reroute.pending) return;
+    if (!queue.reroute.pending) return false;
     queue.reroute.pending = false;
     let k = 0;
     const left: PendingGroup[] = [];
@@ -268,6 +269,7 @@ export class Handoff {
     const oldest = queue.groups[0]?.firstSeq ?? queue.spill?.fromSeq ?? Infinity;
     const firstOwed = kept.findIndex((seq) => seq >= oldest);
     if (firstOwed !== 0) queue.reroute.kept = firstOwed < 0 ? [] : kept.slice(firstOwed);
+    return true;
   }
 
   /** The ingress log may drop what the local workers and every owner still owed a group hold. */

@@ -49,16 +49,21 @@ export function owedFrames(frames: Uint8Array, mark: RerouteMark): Uint8Array {
   if (mark.upTo === 0) return frames;
   const pieces: Uint8Array[] = [];
   let whole = true;
-  for (let at = 0; at + frameHeaderBytes <= frames.byteLength;) {
+  let at = 0;
+  // Seqs ascend: past the mark every frame is owed.
+  while (at + frameHeaderBytes <= frames.byteLength) {
     const end = at + frameHeaderBytes + u32le(frames, at);
     const reader = new MsgpackReader(frames, at + frameHeaderBytes, end);
     reader.arrayHeader();
     const seq = reader.uint();
-    if (seq > mark.upTo || sortedHas(mark.kept, seq)) pieces.push(frames.subarray(at, end));
+    if (seq > mark.upTo) break;
+    if (sortedHas(mark.kept, seq)) pieces.push(frames.subarray(at, end));
     else whole = false;
     at = end;
   }
-  return whole ? frames : Buffer.concat(pieces);
+  if (whole) return frames;
+  pieces.push(frames.subarray(at));
+  return Buffer.concat(pieces);
 }
 
 function sortedHas(sorted: readonly number[], value: number): boolean {
