@@ -235,7 +235,7 @@ export class Handoff {
     const queue = this.queues.get(owner);
     if (queue === undefined || upTo <= queue.reroute.upTo) return;
     queue.reroute.upTo = upTo;
-    queue.reroute.kept.push(...keptSeqs);
+    for (const seq of keptSeqs) queue.reroute.kept.push(seq);
     queue.reroute.pending = true;
     if (queue.spill !== null) queue.spill.records = Math.max(0, queue.spill.records - movedRecords);
     if (!queue.sending) this.rerouteApply(queue);
