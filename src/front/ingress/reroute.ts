@@ -85,10 +85,9 @@ export interface OwnerView {
   readonly handoff: { failingLong(owner: number): boolean };
 }
 
-/** partition_owners.ts's rules, given by the front (this folder does not reach up to it): whether owner takes
- *  produces, and where an unpinned record of a topic goes instead. */
+/** partition_owners.ts's rule, given by the front (this folder does not reach up to it): where an unpinned record of
+ *  a topic goes instead. */
 export interface ReroutePlacement {
-  takes(view: OwnerView, owner: number): boolean;
   partition(view: OwnerView, topic: TopicRecord, key: Uint8Array | null, turn: number): number | null;
 }
 
@@ -141,7 +140,7 @@ export class Reroute {
 
   private check(): void {
     if (this.running !== null || this.closed) return;
-    const owners = this.parts.handoff.reroutable().filter((owner) => !this.parts.placement.takes(this.owners, owner));
+    const owners = this.parts.handoff.reroutable().filter((owner) => this.unreachable(owner));
     if (owners.length === 0) return;
     this.running = this.rerouteAll(owners)
       .catch((err: unknown) => this.parts.log.error({ err }, 'rerouting records of an unreachable owner failed'))
@@ -150,10 +149,22 @@ export class Reroute {
       });
   }
 
+  /** Whether owner's records move: its hand-offs failed for 3 s, or the liveness view marks it dead, if that view
+   *  is the leader's. A view in which the leader itself is dead is this node's own guess, where every other member
+   *  looks dead: just restarted (before the leader's first view) or cut off from the leader. Records would move away
+   *  from owners that hold them, so then only failing hand-offs count. */
+  private unreachable(owner: number): boolean {
+    if (owner === this.parts.nodeId) return false;
+    if (this.parts.handoff.failingLong(owner)) return true;
+    const status = this.parts.replica.clusterStatus;
+    if (status === null || status === undefined || !status.deadMembers.includes(owner)) return false;
+    return status.leader !== 0 && !status.deadMembers.includes(status.leader);
+  }
+
   private async rerouteAll(owners: readonly number[]): Promise<void> {
     for (const owner of owners) {
       for (let batch = 0; batch < batchesPerTurn; batch++) {
-        if (this.closed || this.parts.ingress.failed || this.parts.placement.takes(this.owners, owner)) return;
+        if (this.closed || this.parts.ingress.failed || !this.unreachable(owner)) return;
         if (!(await this.rerouteBatch(owner))) break;
       }
     }

@@ -18,8 +18,8 @@ import { Reroute, type ReroutePlacement } from './reroute.js';
 export interface MetadataView {
   readonly state: MetadataState;
   readonly appliedIndex: number;
-  /** The liveness view: records of a member it marks dead are rerouted (reroute.ts). */
-  readonly clusterStatus?: { readonly deadMembers: readonly number[] } | null;
+  /** The liveness view and the leader it comes from: records of a member it marks dead are rerouted (reroute.ts). */
+  readonly clusterStatus?: { readonly deadMembers: readonly number[]; readonly leader: number } | null;
 }
 
 export interface WritePathParts {

@@ -13,7 +13,7 @@ import { PartitionWorkers } from '../ingress/dispatch.js';
 import { closeWritePath, openWritePath } from '../ingress/write_path.js';
 import { MetadataReplica } from '../metadata_replica.js';
 import { Metrics } from '../metrics.js';
-import { ownerTakesProduce, reroutePartition } from '../partition_owners.js';
+import { reroutePartition } from '../partition_owners.js';
 import { RemotePartitions } from '../remote_partitions.js';
 import { rootAdminHint } from '../root_admin.js';
 import type { SchemaValidation } from '../schema_validation.js';
@@ -42,7 +42,7 @@ export async function startFront(start: FrontStart): Promise<{ stop: () => Promi
   const replica = new MetadataReplica(metadataThread);
   const workers = new PartitionWorkers(start.workerThreads);
   await Promise.all([replica.whenReady(), workers.whenReady()]);
-  const placement = { takes: ownerTakesProduce, partition: reroutePartition };
+  const placement = { partition: reroutePartition };
   const writePath = await openWritePath({ config, dataDir, log, replica, workers, channel: nodeLink?.dataChannel ?? null, nodeId, placement });
   const services: FrontServices = {
     config, log, nodeId, replica, workers, ...writePath, ...pools,
