@@ -31,7 +31,7 @@ export class Metrics {
   private readonly durationByRoute = new Map<string, { observe(seconds: number): void }>();
 
   constructor(replica: MetadataReplica, workers: PartitionWorkers, validations: { readonly inFlight: number },
-    handoff: { backlogRecords(): number }) {
+    handoff: { backlogRecords(): number }, reroute: { readonly recordsRerouted: number }) {
     this.registerCounters();
     this.registerGauges(replica, workers);
     this.registerPartitionSeries(replica, workers);
@@ -46,6 +46,16 @@ export class Metrics {
       registers: [this.registry],
       collect() {
         this.set(handoff.backlogRecords());
+      },
+    });
+    new Counter({
+      name: 'svc_ingress_rerouted_records_total',
+      help: 'Records this node had accepted for a partition whose owner was then marked dead or failed hand-offs for 3 s, ' +
+        'committed to a live partition of the same topic instead (spec §1.6).',
+      registers: [this.registry],
+      collect() {
+        this.reset();
+        this.inc(reroute.recordsRerouted);
       },
     });
   }

@@ -2,12 +2,15 @@
 // (spec §4 Produce, §1.6): the pinned partition, else the key's, else round-robin over every partition; a partition
 // whose owner is marked dead, or has failed hand-offs for 3 s (handoff.ts), takes no new produce: pinned, 503 with
 // Retry-After; by key or round-robin, the next partition whose owner takes it (key order then breaks: decisions.md).
-// Consume, replay, ack and statistics of other owners' partitions are forwarded (src/front/remote_partitions.ts).
+// Records already accepted for such an owner and not pinned move to a partition chosen the same way
+// (reroutePartition, src/front/ingress/reroute.ts). Consume, replay, ack and statistics of other owners' partitions are
+// forwarded (src/front/remote_partitions.ts).
 // Front thread; the local list is cached per topic record and partition count, since owners change only with it.
 import { errors } from '../errors.js';
 import type { TopicRecord } from '../protocol/metadata_types.js';
 import { partitionForKey } from '../body/batch_produce_body.js';
 import type { RouteServices } from './services.js';
+import type { OwnerView } from './ingress/reroute.js';
 
 const localCache = new WeakMap<TopicRecord, { partitions: number; local: number[] }>();
 
@@ -21,7 +24,7 @@ export function localPartitions(topic: TopicRecord, nodeId: number): number[] {
 }
 
 /** Whether a new produce may go to owner: this node, or a member neither marked dead nor failing hand-offs. */
-export function ownerTakesProduce(s: RouteServices, owner: number): boolean {
+export function ownerTakesProduce(s: OwnerView, owner: number): boolean {
   if (owner === s.nodeId) return true;
   if (s.replica.clusterStatus?.deadMembers.includes(owner) === true) return false;
   return !s.handoff.failingLong(owner);
@@ -47,12 +50,28 @@ export function producePartition(s: RouteServices, topic: TopicRecord, pin: numb
   return partition;
 }
 
+/** Where an accepted record that was not pinned goes when its owner takes no produce (spec §1.6): with a key, where a
+ *  new produce with that key would; else this node's own partitions first, in turn (turn: a counter the caller
+ *  advances), then the next live owner's from turn. The partition, or null when no owner of the topic takes any. */
+export function reroutePartition(s: OwnerView, topic: TopicRecord, key: Uint8Array | null, turn: number): number | null {
+  if (key !== null) return firstTakingFrom(s, topic, partitionForKey(key, topic.partitions));
+  const local = localPartitions(topic, s.nodeId);
+  if (local.length > 0) return local[turn % local.length]!;
+  return firstTakingFrom(s, topic, turn % topic.partitions);
+}
+
 /** start, or the next partition after it (wrapping) whose owner takes produces; 503 when none does. */
-function firstProducibleFrom(s: RouteServices, topic: TopicRecord, start: number): number {
+function firstProducibleFrom(s: OwnerView, topic: TopicRecord, start: number): number {
+  const partition = firstTakingFrom(s, topic, start);
+  if (partition === null) throw errors.noProducibleOwner(topic.name);
+  return partition;
+}
+
+function firstTakingFrom(s: OwnerView, topic: TopicRecord, start: number): number | null {
   for (let k = 0; k < topic.partitions; k++) {
     const partition = (start + k) % topic.partitions;
     if (ownerTakesProduce(s, topic.owners[partition]!)) return partition;
   }
-  throw errors.noProducibleOwner(topic.name);
+  return null;
 }
 

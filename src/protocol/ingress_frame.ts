@@ -31,6 +31,10 @@ export interface IngressEntry {
   /** Only on a fan-out copy (issue 30): where its records came from. A worker then skips a record it holds by
    *  (origin, firstSeq + index) instead of by this entry's own seq, so a copy re-sent after a crash is stored once. */
   source?: IngressSource;
+  /** Indices of the records placed by a `partition` the client gave (spec §1.6: they wait for their owner, where the
+   *  others may be rerouted to a live partition, src/front/ingress/reroute.ts), in increasing order; absent when none
+   *  was. A frame of an earlier release has no such mark, so its records read as unpinned. */
+  pinned?: readonly number[];
 }
 
 /** A fan-out copy's source: origin names (parent partition, attach epoch), fanoutOrigin of workers/fanout/fanout_copier.ts;
@@ -50,7 +54,7 @@ export function fanoutOrigin(epoch: string, parentPartition: number): number {
 
 // Records travel as positional arrays: smaller and faster than maps with repeated keys.
 type WireRecord = [number, Uint8Array | null, Uint8Array, PayloadKind];
-type WireEntry = [number, string, number, WireRecord[], [number, number]?];
+type WireEntry = [number, string, number, WireRecord[], ([number, number] | [])?, number[]?];
 
 const packr = new Packr({ useRecords: false, moreTypes: false });
 
@@ -60,6 +64,11 @@ export function ingressEntryBytesMax(entry: IngressEntry): number {
     arrayHeaderBytes(entry.records.length);
   for (const r of entry.records) bytes += 1 + uintBytes(r.partition) + binBytes(r.key) + binBytes(r.payload) + 1;
   if (entry.source !== undefined) bytes += 1 + uintBytes(entry.source.origin) + uintBytes(entry.source.firstSeq);
+  const pinned = entry.pinned;
+  if (pinned !== undefined && pinned.length > 0) {
+    bytes += 1 + arrayHeaderBytes(pinned.length);
+    for (const index of pinned) bytes += uintBytes(index);
+  }
   return bytes;
 }
 
@@ -69,8 +78,10 @@ export function ingressEntryBytesMax(entry: IngressEntry): number {
 export function writeIngressEntry(entry: IngressEntry, target: Uint8Array, at: number): number {
   const writer = new MsgpackWriter(target, at);
   const source = entry.source;
-  // A fifth element only on a copy: every other frame keeps the bytes earlier releases wrote.
-  writer.arrayHeader(source === undefined ? 4 : 5);
+  const pinned = entry.pinned !== undefined && entry.pinned.length > 0 ? entry.pinned : null;
+  // A fifth element only on a copy, a sixth only when a record is pinned (the fifth then empty unless a copy): every
+  // other frame keeps the bytes earlier releases wrote.
+  writer.arrayHeader(pinned !== null ? 6 : source === undefined ? 4 : 5);
   writer.uint(entry.seq);
   writer.str(entry.topicId);
   writer.uint(entry.timestampSec);
@@ -86,6 +97,10 @@ export function writeIngressEntry(entry: IngressEntry, target: Uint8Array, at: n
     writer.arrayHeader(2);
     writer.uint(source.origin);
     writer.uint(source.firstSeq);
+  } else if (pinned !== null) writer.arrayHeader(0);
+  if (pinned !== null) {
+    writer.arrayHeader(pinned.length);
+    for (const index of pinned) writer.uint(index);
   }
   return writer.at - at;
 }
@@ -96,7 +111,7 @@ export function decodeIngressEntry(body: Uint8Array): IngressEntry {
   try {
     const reader = new MsgpackReader(body, 0, body.byteLength);
     const fields = reader.arrayHeader();
-    if (fields !== 4 && fields !== 5) throw new MsgpackShapeError('ingress entry: not 4 or 5 fields');
+    if (fields < 4 || fields > 6) throw new MsgpackShapeError('ingress entry: not 4 to 6 fields');
     const seq = reader.uint();
     const topicId = reader.str();
     const timestampSec = reader.uint();
@@ -112,10 +127,7 @@ export function decodeIngressEntry(body: Uint8Array): IngressEntry {
       records[i] = { partition, key, payload, payloadKind };
     }
     const entry: IngressEntry = { seq, topicId, timestampSec, records };
-    if (fields === 5) {
-      if (reader.arrayHeader() !== 2) throw new MsgpackShapeError('ingress entry: source not 2 fields');
-      entry.source = { origin: reader.uint(), firstSeq: reader.uint() };
-    }
+    if (fields >= 5) readSourceAndPins(reader, entry, fields);
     if (!reader.done) throw new MsgpackShapeError('ingress entry: bytes after the records');
     return entry;
   } catch (err) {
@@ -124,12 +136,24 @@ export function decodeIngressEntry(body: Uint8Array): IngressEntry {
   }
 }
 
+/** The fifth element (a copy's source, or empty before pins) and the sixth (the pinned indices). */
+function readSourceAndPins(reader: MsgpackReader, entry: IngressEntry, fields: number): void {
+  const sourceFields = reader.arrayHeader();
+  if (sourceFields === 2) entry.source = { origin: reader.uint(), firstSeq: reader.uint() };
+  else if (sourceFields !== 0 || fields === 5) throw new MsgpackShapeError('ingress entry: source not 2 fields');
+  if (fields === 6) {
+    const pinned: number[] = new Array(reader.arrayHeader());
+    for (let i = 0; i < pinned.length; i++) pinned[i] = reader.uint();
+    entry.pinned = pinned;
+  }
+}
+
 function decodeIngressEntryMsgpackr(body: Uint8Array): IngressEntry {
   const wire = packr.unpack(body) as WireEntry;
-  if (!Array.isArray(wire) || (wire.length !== 4 && wire.length !== 5) || !Array.isArray(wire[3])) {
+  if (!Array.isArray(wire) || wire.length < 4 || wire.length > 6 || !Array.isArray(wire[3])) {
     throw new Error('ingress entry: malformed body');
   }
-  const [seq, topicId, timestampSec, records, source] = wire;
+  const [seq, topicId, timestampSec, records, source, pinned] = wire;
   const entry: IngressEntry = {
     seq,
     topicId,
@@ -137,8 +161,14 @@ function decodeIngressEntryMsgpackr(body: Uint8Array): IngressEntry {
     records: records.map(([partition, key, payload, payloadKind]) => ({ partition, key, payload, payloadKind })),
   };
   if (source !== undefined) {
-    if (!Array.isArray(source) || source.length !== 2) throw new Error('ingress entry: malformed source');
-    entry.source = { origin: source[0], firstSeq: source[1] };
+    if (!Array.isArray(source) || (source.length !== 2 && (source.length !== 0 || pinned === undefined))) {
+      throw new Error('ingress entry: malformed source');
+    }
+    if (source.length === 2) entry.source = { origin: source[0], firstSeq: source[1] };
+  }
+  if (pinned !== undefined) {
+    if (!Array.isArray(pinned)) throw new Error('ingress entry: malformed pins');
+    entry.pinned = pinned;
   }
   return entry;
 }

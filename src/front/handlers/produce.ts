@@ -59,11 +59,16 @@ function noteRemoteRecords(s: RouteServices, topic: TopicRecord, entry: IngressE
   for (const [owner, records] of counts) s.handoff.note(owner, entry.seq, records);
 }
 
-/** appendToIngress of one record, through the shared single entry; kind when a schema check already knows it. */
+/** The pin mark of a single produce given a partition: its one record. */
+const pinnedSingle: readonly number[] = [0];
+
+/** appendToIngress of one record, through the shared single entry; pinned when the query gave the partition; kind
+ *  when a schema check already knows it. */
 function appendOne(
   s: RouteServices, topic: TopicRecord, partition: number, key: Uint8Array | null, payload: Uint8Array, listener: AppendListener,
-  kind?: PayloadKind,
+  pinned: boolean, kind?: PayloadKind,
 ): void {
+  s.produce.singleEntry.pinned = pinned ? pinnedSingle : undefined;
   const record = s.produce.singleRecord;
   record.partition = partition;
   record.key = key;
@@ -131,7 +136,7 @@ class SingleProduce implements BodyListener, AppendListener {
       const partition = producePartition(this.s, topic, this.pin, this.key);
       this.partition = partition;
       const schema = this.s.replica.schemaOf(topic);
-      if (schema.document === null) appendOne(this.s, topic, partition, this.key, payload, this);
+      if (schema.document === null) appendOne(this.s, topic, partition, this.key, payload, this, this.pin !== undefined);
       else this.checkThenAppend(payload, schema.version, schema.document);
     } catch (error) {
       this.ctx.fail(error);
@@ -144,7 +149,7 @@ class SingleProduce implements BodyListener, AppendListener {
     const guard = s.schemas.guardOf(topic.id, version, document);
     const here = s.schemas.checkHere(guard, payload);
     if (here === null) {
-      appendOne(s, topic, this.partition, this.key, payload, this, PayloadKind.Json);
+      appendOne(s, topic, this.partition, this.key, payload, this, this.pin !== undefined, PayloadKind.Json);
       return;
     }
     if (here !== undefined) throw schemaRefused(s, topic, here);
@@ -156,7 +161,7 @@ class SingleProduce implements BodyListener, AppendListener {
       const current = s.replica.topic(topic.name);
       if (current.id !== topic.id) throw errors.topicNotFound(topic.name);
       requireProducible(s, current, this.partition);
-      appendOne(s, current, this.partition, this.key, owned, this, PayloadKind.Json);
+      appendOne(s, current, this.partition, this.key, owned, this, this.pin !== undefined, PayloadKind.Json);
     }).catch((error: unknown) => this.ctx.fail(error));
   }
 
@@ -239,24 +244,25 @@ export async function onProduceBatch(ctx: RequestContext, s: RouteServices): Pro
   if (current.id !== topic.id) throw errors.topicNotFound(topic.name);
   const records = parsed.records;
   takeProduceSlot(s, ctx, records.length);
-  for (const record of records) {
+  const pinned: number[] = [];
+  records.forEach((record, index) => {
     if (record.partition === partitionUnassigned) record.partition = producePartition(s, current, undefined, null);
-    else if (!ownerTakesProduce(s, current.owners[record.partition]!)) record.partition = reroutedPartition(s, current, record);
-  }
-  const entry: IngressEntry = { seq: 0, topicId: '', timestampSec: 0, records };
+    else if (!placedByKey(record, current)) {
+      requireProducible(s, current, record.partition);
+      pinned.push(index);
+    } else if (!ownerTakesProduce(s, current.owners[record.partition]!)) record.partition = producePartition(s, current, undefined, record.key);
+  });
+  const entry: IngressEntry = { seq: 0, topicId: '', timestampSec: 0, records, pinned };
   await new Promise<void>((resolve, reject) => appendToIngress(s, current, entry, new BatchAppend(s, resolve, reject)));
   return jsonReply(202, { accepted: records.length });
 }
 
-/** A batch record whose partition's owner takes no produce now: one placed by its key goes to the next partition that
- *  takes it (spec §1.6); one pinned is refused with 503. The body parse keeps no mark of which it was: a record whose
- *  partition is its key's counts as placed by the key. */
-function reroutedPartition(s: RouteServices, topic: TopicRecord, record: IngressRecord): number {
-  if (record.key !== null && partitionForKey(record.key, topic.partitions) === record.partition) {
-    return producePartition(s, topic, undefined, record.key);
-  }
-  requireProducible(s, topic, record.partition);
-  return record.partition;
+/** Whether a batch record's partition is its key's: one placed by its key goes to the next partition that takes it
+ *  when its owner takes no produce now (spec §1.6), and may be rerouted later; one pinned is refused with 503, and
+ *  waits for its owner once accepted. The body parse keeps no mark of which it was: a record whose partition is its
+ *  key's counts as placed by the key. */
+function placedByKey(record: IngressRecord, topic: TopicRecord): boolean {
+  return record.key !== null && partitionForKey(record.key, topic.partitions) === record.partition;
 }
 
 /** A schema refusal as a produce answers it, counted (svc_produce_rejections_total, reason schema). */

@@ -4,12 +4,14 @@
 // the local workers and every owner it went to hold it durably. Groups owed to one owner are held in memory up to
 // cluster.handoff_queue_bytes; past it the owner's backlog is a seq range read back from the ingress log's files
 // (ingress_reader.ts), so a slow owner grows the disk, not the memory. A failing owner is retried until it answers;
-// one failing for handoffGiveUpMs counts as unreachable for new produces (rerouting, partition_owners.ts). Front thread;
+// one failing for handoffGiveUpMs counts as unreachable for new produces (rerouting, partition_owners.ts), and what it
+// is owed and not pinned moves to live partitions (reroute.ts, through the reroute functions below). Front thread;
 // main.ts wires it between the ingress log and the workers' durable reports; handlers/produce.ts notes each remote
 // record before it is appended.
 import type { DataReply } from '../../protocol/data_messages.js';
 import type { PortChannel } from '../../transport/port_channel.js';
 import { IngressReader, type IngressSegments } from './ingress_reader.js';
+import { owedFrames, type OwedPastMark, type RerouteMark } from './reroute.js';
 
 /** Spec §1.6: after this long of failed hand-offs, new produces go around the owner. */
 export const handoffGiveUpMs = 3_000;
@@ -43,6 +45,8 @@ interface OwnerQueue {
   /** Date.now() of the first failure since the last success; null while it answers. */
   failingSinceMs: number | null;
   retry: NodeJS.Timeout | null;
+  /** What reroute.ts moved elsewhere; applied to groups and spill between sends. */
+  reroute: RerouteMark;
 }
 
 export class Handoff {
@@ -127,7 +131,7 @@ export class Handoff {
   private enqueue(owner: number, firstSeq: number, lastSeq: number, frames: Uint8Array, records: number): void {
     let queue = this.queues.get(owner);
     if (queue === undefined) {
-      queue = { groups: [], bytes: 0, spill: null, sending: false, failingSinceMs: null, retry: null };
+      queue = { groups: [], bytes: 0, spill: null, sending: false, failingSinceMs: null, retry: null, reroute: { upTo: 0, kept: [], pending: false } };
       this.queues.set(owner, queue);
     }
     if (queue.spill !== null) {
@@ -142,12 +146,15 @@ export class Handoff {
     this.pump(owner, queue);
   }
 
-  /** One request per owner at a time, carrying the oldest groups: a hand-off is applied in seq order. */
+  /** One request per owner at a time, carrying the oldest groups: a hand-off is applied in seq order. An owner failing
+   *  with nothing left to send (all rerouted) is still asked, with an empty hand-off, until it answers. */
   private pump(owner: number, queue: OwnerQueue): void {
-    if (queue.sending || queue.retry !== null || this.closed || (queue.groups.length === 0 && queue.spill === null)) return;
+    if (queue.sending || queue.retry !== null || this.closed) return;
+    if (queue.groups.length === 0 && queue.spill === null && queue.failingSinceMs === null) return;
     queue.sending = true;
     this.sendNext(owner, queue).catch(() => false).then((ok) => {
       queue.sending = false;
+      if (this.rerouteApply(queue)) this.report();
       if (ok) {
         queue.failingSinceMs = null;
         this.report();
@@ -163,6 +170,7 @@ export class Handoff {
 
   /** Sends the oldest groups in memory, else the next piece of the backlog on disk; false when the owner failed. */
   private async sendNext(owner: number, queue: OwnerQueue): Promise<boolean> {
+    if (queue.groups.length === 0 && queue.spill === null) return this.send(owner, new Uint8Array(0));
     if (queue.groups.length > 0) {
       const batch = takeBatch(queue.groups);
       if (!(await this.send(owner, batch.length === 1 ? batch[0]!.frames : joinFrames(batch)))) return false;
@@ -187,8 +195,10 @@ export class Handoff {
     return true;
   }
 
-  private async send(owner: number, frames: Uint8Array): Promise<boolean> {
+  private async send(owner: number, owed: Uint8Array): Promise<boolean> {
     if (this.channel === null) return false;
+    const rerouted = this.queues.get(owner)?.reroute;
+    const frames = rerouted === undefined ? owed : owedFrames(owed, rerouted);
     try {
       const reply = (await this.channel.request(owner, { kind: 'handoff', metaIndex: this.metaIndexNow(), frames }, answerMs)) as DataReply;
       return reply.kind === 'handedOff';
@@ -196,6 +206,70 @@ export class Handoff {
       // Unreachable, no answer in time or refused: the owner may have stored some of it, which it skips next time.
       return false;
     }
+  }
+
+  /** Owners owed groups the reroute has not looked at yet (reroute.ts). */
+  reroutable(): number[] {
+    const owners: number[] = [];
+    for (const [owner, queue] of this.queues) {
+      const lastSeq = queue.spill?.toSeq ?? queue.groups.at(-1)?.lastSeq ?? 0;
+      if (lastSeq > queue.reroute.upTo) owners.push(owner);
+    }
+    return owners;
+  }
+
+  /** What owner is owed past its reroute mark: the groups in memory, then the seq range on disk. */
+  owedPastMark(owner: number): OwedPastMark | null {
+    const queue = this.queues.get(owner);
+    if (queue === undefined) return null;
+    const upTo = queue.reroute.upTo;
+    const groups = queue.groups.filter((group) => group.lastSeq > upTo);
+    const spill = queue.spill === null || queue.spill.toSeq <= upTo ? null
+      : { fromSeq: Math.max(queue.spill.fromSeq, upTo + 1), toSeq: queue.spill.toSeq };
+    return { upTo, keptSeqs: queue.reroute.kept.length, groups, spill };
+  }
+
+  /** owner's records up to seq upTo that were not pinned are synced elsewhere (reroute.ts); the entries of keptSeqs
+   *  (ascending, past the old mark) are still owed to it. Memory groups and the spill shrink to what is still owed. */
+  rerouted(owner: number, upTo: number, keptSeqs: readonly number[], movedRecords: number): void {
+    const queue = this.queues.get(owner);
+    if (queue === undefined || upTo <= queue.reroute.upTo) return;
+    queue.reroute.upTo = upTo;
+    for (const seq of keptSeqs) queue.reroute.kept.push(seq);
+    queue.reroute.pending = true;
+    if (queue.spill !== null) queue.spill.records = Math.max(0, queue.spill.records - movedRecords);
+    if (!queue.sending) this.rerouteApply(queue);
+    this.report();
+    this.pump(owner, queue);
+  }
+
+  /** Drops the groups and the spill's head that hold nothing owed any more; never while a send is out. False when
+   *  there was no new reroute to apply. */
+  private rerouteApply(queue: OwnerQueue): boolean {
+    const { upTo, kept } = queue.reroute;
+    if (!queue.reroute.pending) return false;
+    queue.reroute.pending = false;
+    let k = 0;
+    const left: PendingGroup[] = [];
+    for (const group of queue.groups) {
+      while (k < kept.length && kept[k]! < group.firstSeq) k++;
+      const holdsKept = k < kept.length && kept[k]! <= group.lastSeq;
+      if (group.lastSeq > upTo || holdsKept) left.push(group);
+      else queue.bytes -= group.frames.byteLength;
+    }
+    queue.groups = left;
+    const spill = queue.spill;
+    if (spill !== null && spill.fromSeq <= upTo) {
+      spill.fromSeq = Math.min(upTo + 1, kept.find((seq) => seq >= spill.fromSeq) ?? Infinity);
+      if (spill.fromSeq > spill.toSeq) {
+        queue.spill = null;
+        void spill.reader.close();
+      }
+    }
+    const oldest = queue.groups[0]?.firstSeq ?? queue.spill?.fromSeq ?? Infinity;
+    const firstOwed = kept.findIndex((seq) => seq >= oldest);
+    if (firstOwed !== 0) queue.reroute.kept = firstOwed < 0 ? [] : kept.slice(firstOwed);
+    return true;
   }
 
   /** The ingress log may drop what the local workers and every owner still owed a group hold. */

@@ -1,6 +1,7 @@
 // The front's write path, wired in one place: the ingress log (every produce syncs here before its 202), dispatch of
 // each synced group to the partition workers, hand-off of other owners' records over the data channel, and the
-// fan-out copies workers post for child partitions they do not own. Opening it replays what a crash left unstored.
+// fan-out copies workers post for child partitions they do not own, and the reroute of what an unreachable owner is
+// owed. Opening it replays what a crash left unstored.
 // Front thread; opened once at start (front_start.ts) after the workers and the metadata replica are ready.
 import { join } from 'node:path';
 import type { Config } from '../../config.js';
@@ -11,11 +12,14 @@ import type { PartitionWorkers } from './dispatch.js';
 import { FanoutCopies } from './fanout_copies.js';
 import { Handoff } from './handoff.js';
 import { IngressLog } from './ingress_log.js';
+import { Reroute, type ReroutePlacement } from './reroute.js';
 
 /** What the write path reads of the front's metadata copy (MetadataReplica satisfies it). */
 export interface MetadataView {
   readonly state: MetadataState;
   readonly appliedIndex: number;
+  /** The liveness view and the leader it comes from: records of a member it marks dead are rerouted (reroute.ts). */
+  readonly clusterStatus?: { readonly deadMembers: readonly number[]; readonly leader: number } | null;
 }
 
 export interface WritePathParts {
@@ -27,17 +31,20 @@ export interface WritePathParts {
   /** The data channel to other nodes; null on a node without peers. */
   channel: PortChannel | null;
   nodeId: number;
+  /** Where records of an unreachable owner go (partition_owners.ts). */
+  placement: ReroutePlacement;
 }
 
 export interface WritePath {
   ingress: IngressLog;
   handoff: Handoff;
+  reroute: Reroute;
 }
 
 /** Opens the ingress log, wires it to the workers and the owners it hands records to, takes the workers' fan-out
  *  copies, and hands them what a crash left unstored. */
 export async function openWritePath(parts: WritePathParts): Promise<WritePath> {
-  const { config, dataDir, log, replica, workers, channel, nodeId } = parts;
+  const { config, dataDir, log, replica, workers, channel, nodeId, placement } = parts;
   const faults = new Set(config['test.fault_points'].split(',').map((point) => point.trim()));
   const injected = (point: string) => (faults.has(point) ? () => new Error(`fault point ${point}`) : undefined);
   const { log: ingress, replay, replayLastSeq } = await IngressLog.open({
@@ -62,11 +69,15 @@ export async function openWritePath(parts: WritePathParts): Promise<WritePath> {
   // Copies the workers posted while the log opened come after the replay, as any later append does.
   workers.fanoutCopiesTo(FanoutCopies.handler({ nodeId, replica, workers, ingress, handoff }));
   if (replay.length > 0) log.info({ chunks: replay.length, lastSeq: replayLastSeq[replayLastSeq.length - 1] }, 'ingress log replayed');
-  return { ingress, handoff };
+  const reroute = new Reroute({ nodeId, placement, replica, ingress, handoff, log });
+  reroute.start();
+  return { ingress, handoff, reroute };
 }
 
-/** Graceful stop: the ingress log closes (every pending group synced or failed), then hand-offs stop. */
-export async function closeWritePath({ ingress, handoff }: WritePath): Promise<void> {
+/** Graceful stop: the reroute ends its batch, the ingress log closes (every pending group synced or failed), then
+ *  hand-offs stop. */
+export async function closeWritePath({ ingress, handoff, reroute }: WritePath): Promise<void> {
+  await reroute.close();
   await ingress.close();
   handoff.close();
 }

@@ -13,6 +13,7 @@ import { PartitionWorkers } from '../ingress/dispatch.js';
 import { closeWritePath, openWritePath } from '../ingress/write_path.js';
 import { MetadataReplica } from '../metadata_replica.js';
 import { Metrics } from '../metrics.js';
+import { reroutePartition } from '../partition_owners.js';
 import { RemotePartitions } from '../remote_partitions.js';
 import { rootAdminHint } from '../root_admin.js';
 import type { SchemaValidation } from '../schema_validation.js';
@@ -41,11 +42,12 @@ export async function startFront(start: FrontStart): Promise<{ stop: () => Promi
   const replica = new MetadataReplica(metadataThread);
   const workers = new PartitionWorkers(start.workerThreads);
   await Promise.all([replica.whenReady(), workers.whenReady()]);
-  const writePath = await openWritePath({ config, dataDir, log, replica, workers, channel: nodeLink?.dataChannel ?? null, nodeId });
+  const placement = { partition: reroutePartition };
+  const writePath = await openWritePath({ config, dataDir, log, replica, workers, channel: nodeLink?.dataChannel ?? null, nodeId, placement });
   const services: FrontServices = {
     config, log, nodeId, replica, workers, ...writePath, ...pools,
     batchBudget: new ByteBudget(config['http.max_batch_body_bytes_in_flight']),
-    metrics: new Metrics(replica, workers, pools.schemas, writePath.handoff), remote: new RemotePartitions(nodeLink?.dataChannel ?? null),
+    metrics: new Metrics(replica, workers, pools.schemas, writePath.handoff, writePath.reroute), remote: new RemotePartitions(nodeLink?.dataChannel ?? null),
   };
   if (clusterTls !== null) services.metrics.reportClusterTls(clusterTls.dates);
   // A one-node cluster leads at once, so its root admin exists before it listens (the first screen shows how to
