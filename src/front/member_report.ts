@@ -11,17 +11,17 @@ const reportBudgetMs = 2_000;
 /** Spec §2: the first 100 set-aside copies are listed. */
 const setAsideListedMax = 100;
 
-export function localMemberReport(s: Pick<RouteServices, 'lifecycle' | 'produce' | 'handoff'>): MemberReportView {
+export function localMemberReport(s: Pick<RouteServices, 'lifecycle' | 'produce' | 'handoff' | 'moves'>): MemberReportView {
+  const setAside = s.moves.setAside();
   return {
     draining: s.lifecycle.shuttingDown,
     produceRequestsInFlight: s.produce.admitted,
     // The same count as svc_ingress_dispatch_backlog_records: records accepted here that their owner has not confirmed.
     ingressRecordsNotHandedOff: s.handoff.backlogRecords(),
-    // Nothing is set aside and no move runs until partition moves exist (decommission): both are empty.
-    setAsideCount: 0,
-    setAsideBytes: 0,
-    setAside: [],
-    movesAsDestination: [],
+    setAsideCount: setAside.count,
+    setAsideBytes: setAside.bytes,
+    setAside: setAside.copies.slice(0, setAsideListedMax),
+    movesAsDestination: s.moves.movesAsDestination(),
   };
 }
 
