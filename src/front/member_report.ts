@@ -2,7 +2,7 @@
 // here from its front's state; other members' are asked for over the data channel, all at once, within 2 seconds in
 // total, and one that is not read in time becomes a status_error. Front thread; handlers/cluster.ts calls it for the
 // answer, and main.ts hands localMemberReport to the node-link thread for other nodes' asks.
-import type { MemberReportView } from '../protocol/data_messages.js';
+import type { DestinationMoveView, MemberReportView } from '../protocol/data_messages.js';
 import type { RemotePartitions } from './remote_partitions.js';
 import type { RouteServices } from './services.js';
 
@@ -61,17 +61,22 @@ export function memberReportJson(report: MemberReportView): Record<string, unkno
         modified_at: new Date(copy.modifiedAtMs).toISOString(),
       })),
     },
-    moves_as_destination: report.movesAsDestination.map((move) => ({
-      topic: move.topic,
-      partition: move.partition,
-      source: String(move.source),
-      destination: String(move.destination),
-      started_at: new Date(move.startedAtMs).toISOString(),
-      worker_state: move.workerState,
-      attempts: move.attempts,
-      last_error: move.lastError,
-      bytes_fetched: move.bytesFetched,
-      ...(move.stuckReason === '' ? {} : { stuck_reason: move.stuckReason }),
-    })),
+    moves_as_destination: report.movesAsDestination.map(moveJson),
+  };
+}
+
+/** A destination's move as spec §2 shows it (member detail, GET /v1/cluster/moves). */
+export function moveJson(move: DestinationMoveView): Record<string, unknown> {
+  return {
+    topic: move.topic,
+    partition: move.partition,
+    source: String(move.source),
+    destination: String(move.destination),
+    started_at: new Date(move.startedAtMs).toISOString(),
+    worker_state: move.workerState,
+    attempts: move.attempts,
+    last_error: move.lastError,
+    bytes_fetched: move.bytesFetched,
+    ...(move.stuckReason === '' ? {} : { stuck_reason: move.stuckReason }),
   };
 }
