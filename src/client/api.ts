@@ -19,9 +19,16 @@ export class SvcError extends Error {
     this.name = 'SvcError';
   }
 
-  /** 429 and 503 with Retry-After: the spec says nothing was applied, so the same request may be sent again. */
+  /** 429 and 503 with Retry-After: the spec says nothing was applied, so the same request may be sent again. 421:
+   *  the partition moved to another node on the way (spec §7); the node knows the new owner a moment later. */
   get retryable(): boolean {
-    return (this.status === 429 || this.status === 503) && this.retryAfterSeconds !== null;
+    return ((this.status === 429 || this.status === 503) && this.retryAfterSeconds !== null) || this.status === 421;
+  }
+
+  /** How long to wait before the retry numbered attempt (from 0): Retry-After, else a doubling back-off. */
+  retryDelayMs(attempt: number): number {
+    if (this.retryAfterSeconds !== null) return this.retryAfterSeconds * 1000;
+    return Math.min(2_000, 100 * 2 ** attempt);
   }
 }
 

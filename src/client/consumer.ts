@@ -120,7 +120,7 @@ export class Consumer {
     const next = Math.min(this.maxBackoffMs, Math.max(100, previousMs * 2));
     if (error instanceof SvcError && (error.status === 429 || error.status === 503)) this.stats.throttled += 1;
     if (error instanceof SvcError && error.retryable) {
-      await this.sleep(error.retryAfterSeconds! * 1000);
+      await this.sleep(error.retryDelayMs(0));
       return 0;
     }
     if (!(error instanceof SvcError && (error.status === 429 || error.status === 503))) this.options.onError?.(error);
@@ -199,7 +199,7 @@ export class Consumer {
         return;
       } catch (error) {
         if (!(error instanceof SvcError && error.retryable) || attempt === 3) return this.options.onError?.(error);
-        await new Promise((resolve) => setTimeout(resolve, error.retryAfterSeconds! * 1000));
+        await new Promise((resolve) => setTimeout(resolve, error.retryDelayMs(attempt)));
       }
     }
   }

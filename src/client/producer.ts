@@ -104,7 +104,7 @@ export class Producer {
       } catch (error) {
         if (error instanceof SvcError && error.retryable && attempt < this.maxRetries) {
           this.retries += 1;
-          await new Promise((resolve) => setTimeout(resolve, error.retryAfterSeconds! * 1000));
+          await new Promise((resolve) => setTimeout(resolve, error.retryDelayMs(attempt)));
           continue;
         }
         for (const p of batch) p.reject(error);

@@ -107,15 +107,21 @@ export class MetadataReplica {
   async topicForChange(name: string): Promise<TopicRecord> {
     const known = this.state.topics.get(name);
     if (known !== undefined) return known;
-    const reqId = this.nextReqId++;
-    const caughtUp = await new Promise<boolean>((resolve) => {
-      this.catchUpRequests.set(reqId, resolve);
-      this.thread.postMessage({ kind: 'catchUp', reqId } satisfies ToMetadata);
-    });
+    const caughtUp = await this.catchUp();
     const found = this.state.topics.get(name);
     if (found !== undefined) return found;
     if (!caughtUp) throw errors.topicUnconfirmed(name);
     throw errors.topicNotFound(name);
+  }
+
+  /** Resolves once this replica applied what the leader had committed when asked; false when the leader could not
+   *  be reached to confirm. */
+  catchUp(): Promise<boolean> {
+    const reqId = this.nextReqId++;
+    return new Promise<boolean>((resolve) => {
+      this.catchUpRequests.set(reqId, resolve);
+      this.thread.postMessage({ kind: 'catchUp', reqId } satisfies ToMetadata);
+    });
   }
 
   /** POST /v1/cluster/members/{id}/forget; the metadata thread runs it on the leader. */
