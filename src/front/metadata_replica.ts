@@ -25,6 +25,7 @@ export class MetadataReplica {
   private readonly proposalByIndex = new Map<number, number>();
   /** Replaced, never changed in place, when one is removed: a removal during a call to every listener skips none. */
   private listeners: AppliedListener[] = [];
+  private readonly indexListeners: (() => void)[] = [];
   /** Results of recently applied entries, for a proposal the metadata thread confirms after the front applied it
    *  (a follower hears back from the leader after the entry reached it). */
   private readonly recentResults = new Map<number, ApplyResult>();
@@ -81,6 +82,11 @@ export class MetadataReplica {
 
   onApplied(listener: AppliedListener): void {
     this.listeners.push(listener);
+  }
+
+  /** Called whenever appliedIndex moved (Raft's own entries included, which onApplied listeners do not hear of). */
+  onAppliedIndex(listener: () => void): void {
+    this.indexListeners.push(listener);
   }
 
   /** Commits a command through the metadata log; resolves with the result of applying it. */
@@ -195,6 +201,7 @@ export class MetadataReplica {
     }
     for (const at of [...this.proposalByIndex.keys()]) if (at <= index) this.proposalByIndex.delete(at);
     for (const wake of this.readyWaiters.splice(0)) wake();
+    for (const listener of this.indexListeners) listener();
   }
 
   /** Applies committed entries in index order; a proposal's answer is the result of applying its entry here. */
@@ -216,5 +223,6 @@ export class MetadataReplica {
         this.proposals.delete(reqId);
       }
     }
+    for (const listener of this.indexListeners) listener();
   }
 }

@@ -4,10 +4,11 @@
 // Front thread; opened once at start (front_start.ts) after the workers and the metadata replica are ready.
 import { join } from 'node:path';
 import type { Config } from '../../config.js';
-import type { MetadataState } from '../../protocol/metadata_types.js';
+import type { MetadataCommand, MetadataState } from '../../protocol/metadata_types.js';
 import type { PortChannel } from '../../transport/port_channel.js';
 import type { Logger } from '../../util/log.js';
 import type { PartitionWorkers } from './dispatch.js';
+import { AppliedIndex } from './applied_index.js';
 import { FanoutCopies } from './fanout_copies.js';
 import { Handoff } from './handoff.js';
 import { IngressLog } from './ingress_log.js';
@@ -16,6 +17,8 @@ import { IngressLog } from './ingress_log.js';
 export interface MetadataView {
   readonly state: MetadataState;
   readonly appliedIndex: number;
+  onApplied(listener: (command: MetadataCommand, result: { ok: boolean }) => void): void;
+  onAppliedIndex(listener: () => void): void;
 }
 
 export interface WritePathParts {
@@ -51,6 +54,7 @@ export async function openWritePath(parts: WritePathParts): Promise<WritePath> {
     workers.dispatch(group, lastSeq, replica.appliedIndex);
   };
   workers.onAllDurable = (seqUpTo) => handoff.localDurable(seqUpTo);
+  followOwnerChanges(replica, workers, handoff, nodeId);
   handoff.onDurable = (seqUpTo) => ingress.markDurable(seqUpTo);
   // Records answered 202 before a crash but not yet stored by their partition: the workers and other owners skip
   // what they hold.
@@ -63,6 +67,23 @@ export async function openWritePath(parts: WritePathParts): Promise<WritePath> {
   workers.fanoutCopiesTo(FanoutCopies.handler({ nodeId, replica, workers, ingress, handoff }));
   if (replay.length > 0) log.info({ chunks: replay.length, lastSeq: replayLastSeq[replayLastSeq.length - 1] }, 'ingress log replayed');
   return { ingress, handoff };
+}
+
+/** Issue 41 (MOVES.md "Records accepted elsewhere"): confirmations count once this replica applied what the
+ *  confirmer had, and a partition given to another owner (move.flip, partition.reassign) has every retained ingress
+ *  group sent to that owner again (to this node's own workers when it is this node). */
+function followOwnerChanges(replica: MetadataView, workers: PartitionWorkers, handoff: Handoff, nodeId: number): void {
+  const applied = new AppliedIndex(() => replica.appliedIndex);
+  replica.onAppliedIndex(() => applied.advanced());
+  workers.appliedIndex = applied;
+  handoff.appliedIndex = applied;
+  // The reader's frames may share a buffer the hand-off keeps; the workers take theirs.
+  handoff.localResend = { selfId: nodeId, dispatch: (frames, lastSeq) => workers.dispatch(frames.slice(), lastSeq, replica.appliedIndex) };
+  replica.onApplied((command, result) => {
+    if (!result.ok) return;
+    if (command.type === 'move.flip') handoff.resendRetained(command.destination);
+    else if (command.type === 'partition.reassign') handoff.resendRetained(command.to);
+  });
 }
 
 /** Graceful stop: the ingress log closes (every pending group synced or failed), then hand-offs stop. */
