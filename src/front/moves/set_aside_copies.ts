@@ -2,15 +2,13 @@
 // (kind partition) and a discarded incoming copy (kind staging), which workers rename under <data-dir>/set-aside/
 // instead of deleting them. Listed for the member report with async fs on a timer (the report itself is read
 // synchronously), and removed once older than cluster.set_aside_retention_ms. Front thread; front_start.ts starts it.
-import { readdir, rm, stat } from 'node:fs/promises';
-import { join } from 'node:path';
+import { rm } from 'node:fs/promises';
 import type { SetAsideCopyView } from '../../protocol/data_messages.js';
 import type { MetadataState } from '../../protocol/metadata_types.js';
 import type { Logger } from '../../util/log.js';
+import { setAsideList } from '../../util/set_aside.js';
 
 const refreshMs = 5_000;
-/** A copy's directory name: <kind>.<topicId>.<partition>.<set aside at, unix ms> (MOVES.md; workers write it). */
-const copyName = /^(partition|staging|topic_incarnation)\.(.+)\.(-?\d+)\.(\d+)$/;
 
 export interface SetAsideListing {
   count: number;
@@ -21,11 +19,8 @@ export interface SetAsideListing {
 export class SetAsideCopies {
   private listing: SetAsideListing = { count: 0, bytes: 0, copies: [] };
   private timer: NodeJS.Timeout | null = null;
-  private readonly dir: string;
-
-  constructor(dataDir: string, private readonly retentionMs: number, private readonly state: () => MetadataState, private readonly log: Logger) {
-    this.dir = join(dataDir, 'set-aside');
-  }
+  constructor(private readonly dataDir: string, private readonly retentionMs: number, private readonly state: () => MetadataState,
+    private readonly log: Logger) {}
 
   /** The last listing (at most refreshMs old). */
   current(): SetAsideListing {
@@ -46,50 +41,24 @@ export class SetAsideCopies {
     this.timer = null;
   }
 
-  /** Lists the copies, removing those past their retention first. */
+  /** Lists the copies (src/util/set_aside.ts), removing those set aside longer than the retention first. */
   async refresh(nowMs = Date.now()): Promise<void> {
-    const names = await readdir(this.dir).catch(() => [] as string[]);
     const copies: SetAsideCopyView[] = [];
     let bytes = 0;
-    for (const name of names.sort()) {
-      const path = join(this.dir, name);
-      const copy = await this.describe(name, path);
-      if (copy === null) continue;
-      if (nowMs - copy.modifiedAtMs >= this.retentionMs) {
-        await rm(path, { recursive: true, force: true });
-        this.log.info({ directory: path }, 'removed a set-aside copy past its retention');
+    const names = new Map<string, string>();
+    for (const topic of this.state().topics.values()) names.set(topic.id, topic.name);
+    for (const entry of await setAsideList(this.dataDir)) {
+      if (nowMs - entry.setAsideAtMs >= this.retentionMs) {
+        await rm(entry.dir, { recursive: true, force: true });
+        this.log.info({ directory: entry.dir }, 'removed a set-aside copy past its retention');
         continue;
       }
-      copies.push(copy);
-      bytes += copy.sizeBytes;
+      copies.push({
+        kind: entry.kind, topic: names.get(entry.topicId) ?? entry.topicId, partition: entry.partition,
+        directory: entry.dir, sizeBytes: entry.sizeBytes, modifiedAtMs: entry.modifiedAtMs,
+      });
+      bytes += entry.sizeBytes;
     }
     this.listing = { count: copies.length, bytes, copies };
   }
-
-  private async describe(name: string, path: string): Promise<SetAsideCopyView | null> {
-    const info = await stat(path).catch(() => null);
-    if (info === null) return null;
-    const match = copyName.exec(name);
-    const topicId = match?.[2] ?? '';
-    let topic = topicId;
-    for (const record of this.state().topics.values()) if (record.id === topicId) topic = record.name;
-    return {
-      kind: (match?.[1] as SetAsideCopyView['kind'] | undefined) ?? 'partition',
-      topic,
-      partition: match === null ? -1 : Number(match[3]),
-      directory: path,
-      sizeBytes: await sizeOf(path),
-      modifiedAtMs: match === null ? info.mtimeMs : Number(match[4]),
-    };
-  }
-}
-
-/** Bytes of the files under path. */
-async function sizeOf(path: string): Promise<number> {
-  const info = await stat(path).catch(() => null);
-  if (info === null) return 0;
-  if (!info.isDirectory()) return info.size;
-  let total = 0;
-  for (const name of await readdir(path).catch(() => [] as string[])) total += await sizeOf(join(path, name));
-  return total;
 }
