@@ -210,6 +210,9 @@ class PartitionWorker implements ConsumeHost, MoveSourceHost, MoveDestinationHos
     for (const topicId of change.deletedTopicIds) this.topicForget(topicId);
     for (const [log, key] of this.table.logsMovedAway()) this.partitionRelease(log, key.topicId, key.partition);
     this.destination.replicaChanged();
+    // Dispatches held for this index stage now: a partition the flip gave here must already be held for its copy,
+    // or staging would open an empty log for it before the copy is adopted.
+    this.frozenRefresh();
     this.run({ kind: 'replicaAdvanced', appliedIndex: this.table.appliedIndex });
     // Held records are tried again: a freeze may have ended; staging hands back what still touches a frozen partition.
     this.thaw();
@@ -218,10 +221,14 @@ class PartitionWorker implements ConsumeHost, MoveSourceHost, MoveDestinationHos
   }
 
   thaw(): void {
+    this.frozenRefresh();
+    this.run({ kind: 'thaw' });
+  }
+
+  private frozenRefresh(): void {
     this.frozen.clear();
     for (const key of this.source.frozenKeys()) this.frozen.add(key);
     for (const key of this.destination.adoptingKeys()) this.frozen.add(key);
-    this.run({ kind: 'thaw' });
   }
 
   /** A move's flip gave the partition away: nothing reads, copies from or stages to it here again; the core sets it
