@@ -210,8 +210,7 @@ class PartitionWorker implements ConsumeHost, MoveSourceHost, MoveDestinationHos
     for (const topicId of change.deletedTopicIds) this.topicForget(topicId);
     for (const [log, key] of this.table.logsMovedAway()) this.partitionRelease(log, key.topicId, key.partition);
     this.destination.replicaChanged();
-    // Dispatches held for this index stage now: a partition the flip gave here must already be held for its copy,
-    // or staging would open an empty log for it before the copy is adopted.
+    // Held dispatches stage now: a partition adopted here must be held first, or staging opens an empty log for it.
     this.frozenRefresh();
     this.run({ kind: 'replicaAdvanced', appliedIndex: this.table.appliedIndex });
     // Held records are tried again: a freeze may have ended; staging hands back what still touches a frozen partition.
@@ -227,8 +226,7 @@ class PartitionWorker implements ConsumeHost, MoveSourceHost, MoveDestinationHos
 
   private frozenRefresh(): void {
     this.frozen.clear();
-    for (const key of this.source.frozenKeys()) this.frozen.add(key);
-    for (const key of this.destination.adoptingKeys()) this.frozen.add(key);
+    for (const key of [...this.source.frozenKeys(), ...this.destination.adoptingKeys()]) this.frozen.add(key);
   }
 
   /** A move's flip gave the partition away: nothing reads, copies from or stages to it here again; the core sets it
