@@ -177,3 +177,29 @@ t.test('kill -9 of the destination while it copies: the move resumes after its r
     t.same(after, storedBefore, `node ${id}: every record replays the same at the new owner`);
   }
 });
+
+t.test('a node whose metadata lags asks the old owner after the flip, and retries at the new one', async (t) => {
+  const cluster = await TestCluster.create(t, 3, [], { linkProxy: true });
+  await cluster.startAll();
+  const leader = await cluster.agreedLeader(30_000);
+  t.ok(leader !== undefined && (await cluster.allReady(30_000)), 'the cluster is up');
+  await cluster.settled();
+  t.equal((await cluster.client(leader!).post('/v1/topics', { name: 'ml', partitions: 3 })).status, 201);
+  t.ok(await cluster.visibleOnAll('/v1/topics/ml', 10_000));
+  const partition = 2;
+  const source = await ownerOf(cluster.client(1), 'ml', partition);
+  const destination = [1, 2, 3].find((id) => id !== source)!;
+  const lagging = [1, 2, 3].find((id) => id !== source && id !== destination)!;
+  for (let i = 0; i < 20; i++) t.equal((await cluster.client(source).post(`/v1/topics/ml/produce?partition=${partition}`, { n: i })).status, 202);
+  t.ok(await eventually(async () => (await replayAll(cluster.client(lagging), 'ml', partition, 100)).length === 20, 10_000));
+  // Every byte to and from the lagging node waits: it learns of the flip well after the old owner gave the partition up.
+  cluster.links!.delay(lagging, 400);
+  const reading = readWhile([cluster.client(lagging)], 'ml', partition);
+  t.equal((await cluster.client(source).post('/v1/cluster/moves', { topic: 'ml', partition, destination })).status, 202);
+  t.ok(await moveSettled(cluster, source, 'ml', partition, destination, 60_000), 'the move ended');
+  t.ok(await eventually(async () => (await ownerOf(cluster.client(lagging), 'ml', partition)) === destination, 10_000));
+  const statuses = await reading.stop();
+  cluster.links!.heal(lagging);
+  t.ok(statuses.length > 0);
+  t.same(statuses.filter((s) => s !== 200 && s !== 204 && s !== 410), [], `${statuses.length} reads through the lagging node: none answered 421`);
+});
