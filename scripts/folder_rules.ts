@@ -39,9 +39,10 @@ export const folderMap: Record<string, FolderRule> = {
   'src/pool': { imports: below('src/body', 'src/schema') },
   'src/front/ingress': { imports: below('src/transport') },
   'src/front': { imports: below('src/front/ingress', 'src/metadata', 'src/pool', 'src/schema', 'src/body', 'src/transport') },
+  'src/front/moves': { imports: below('src/front', 'src/front/ingress', 'src/metadata', 'src/transport') },
   'src/front/handlers': { imports: below('src/front', 'src/front/ingress', 'src/metadata', 'src/pool', 'src/schema', 'src/body', 'src/transport') },
   'src/front/server': {
-    imports: below('src/front/handlers', 'src/front', 'src/front/ingress', 'src/node_link', 'src/metadata', 'src/pool', 'src/schema', 'src/body', 'src/transport'),
+    imports: below('src/front/handlers', 'src/front/moves', 'src/front', 'src/front/ingress', 'src/node_link', 'src/metadata', 'src/pool', 'src/schema', 'src/body', 'src/transport'),
   },
   'src/cluster_settings.ts': { imports: below('src/transport') },
   'src/main.ts': { imports: below('src/cluster_settings.ts', 'src/front/server', 'src/front', 'src/node_link', 'src/transport') },

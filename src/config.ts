@@ -322,8 +322,14 @@ export const settings = {
   /** Bytes of synced ingress groups held in memory for one other owner until it confirms them; past it, that
    *  owner's backlog is read back from the ingress log's files (issue 29). */
   'cluster.handoff_queue_bytes': sizeSetting(64 * MiB, 64 * KiB, 16 * GiB),
-  /** Partition moves a node runs at once as their destination (issue 41); the others wait their turn. */
+  /** Partition moves this node copies at once as their destination; more wait their turn (issue 41). */
   'cluster.moves_max_per_node': intSetting(2, 1, 64),
+  /** Bytes per second this node's moves fetch from their sources together (issue 41): a move does not starve the
+   *  produce and consume traffic of either node. */
+  'cluster.move_bytes_per_second': sizeSetting(64 * MiB, 64 * KiB, 16 * GiB),
+  /** Set-aside copies (a moved partition's old files, a discarded incoming copy) are removed this long after they
+   *  were set aside (issue 41, spec §2 Cluster member). */
+  'cluster.set_aside_retention_ms': durationSetting(24 * hourMs, 0, 8760 * hourMs),
   /** Named fault points switched on for tests only (STYLE §6): a comma list of ingress.write, ingress.sync.
    *  Each makes that step of the ingress log fail, so tests can see the 500 latch of spec §7. Empty in service. */
   'test.fault_points': stringSetting('', 'a comma list of ingress.write, ingress.sync', (text) =>

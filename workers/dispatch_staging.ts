@@ -1,12 +1,13 @@
 // Staging of what reaches a partition worker to be stored: this node's synced ingress groups ('dispatch'), other
 // nodes' hand-offs ('handoff') and the worker's own fan-out copies into child partitions it holds. Each record goes
 // to its partition's log unless the log already holds it by its origin and ingress position (a replay after a crash,
-// a re-sent hand-off or copy stores nothing twice). Partition worker thread; the shell (partition_worker.ts) runs
-// the write core's 'staged' command with what stage() returns.
+// a re-sent hand-off or copy stores nothing twice). A partition frozen for a move (issue 41) takes nothing: staging
+// stops at the first dispatch that touches one and hands it back with the rest, which the write core holds. Partition
+// worker thread; the shell (partition_worker.ts) runs the write core's 'staged' command with what stage() returns.
 import assert from 'node:assert/strict';
 import { decodeIngressEntry, type IngressEntry } from '../src/protocol/ingress_frame.js';
 import type { ToWorker } from '../src/protocol/thread_messages.js';
-import type { TopicRecord } from '../src/protocol/metadata_types.js';
+import { moveKey, type TopicRecord } from '../src/protocol/metadata_types.js';
 import { checkedFrameBodies } from '../src/util/frame.js';
 import type { HandoffStaged } from './core/partition_write_core.js';
 import type { LocalCopyDispatch } from './fanout/fanout_copy_route.js';
@@ -31,17 +32,36 @@ function stageFieldsRelease(): void {
   stageFields.payload = emptyPayload;
 }
 
+/** What stage() did: the logs staged to, each hand-off's or copy's ends, the dispatches handed back (a frozen
+ *  partition) and the local copies refused (their child partition moved away: the copier sends them again). */
+export interface StagedDispatches {
+  logs: Set<PartitionLog>;
+  handoffs: HandoffStaged<PartitionLog>[];
+  deferred: Dispatch[];
+  refusedCopies: number[];
+}
+
 export class DispatchStaging {
   /** The last seq of this node's ingress groups staged so far: the core's durable report reaches it once synced. */
   localSeqStaged = 0;
   private readonly stagedLogs = new Set<PartitionLog>();
 
-  constructor(private readonly table: PartitionTable, private readonly nodeId: number) {}
+  /** frozen: the partitions (moveKey) that take nothing now; empty almost always, when no check is made. */
+  constructor(private readonly table: PartitionTable, private readonly nodeId: number, private readonly frozen: ReadonlySet<string>) {}
 
-  /** Stages every record of the dispatches not held yet; the logs staged to and each hand-off's or copy's ends. */
-  stage(dispatches: readonly Dispatch[]): { logs: Set<PartitionLog>; handoffs: HandoffStaged<PartitionLog>[] } {
+  /** Stages every record of the dispatches not held yet, up to the first that touches a frozen partition. */
+  stage(dispatches: readonly Dispatch[]): StagedDispatches {
     const handoffs: HandoffStaged<PartitionLog>[] = [];
-    for (const dispatch of dispatches) {
+    const refusedCopies: number[] = [];
+    for (let d = 0; d < dispatches.length; d++) {
+      const dispatch = dispatches[d]!;
+      if (this.frozen.size > 0 && this.touchesFrozen(dispatch)) {
+        return { logs: this.stagedLogs, handoffs, deferred: dispatches.slice(d), refusedCopies };
+      }
+      if (dispatch.kind === 'copy' && this.movedAway(dispatch.childId, dispatch.partition)) {
+        refusedCopies.push(dispatch.waiter);
+        continue;
+      }
       if (dispatch.kind === 'dispatch') {
         this.dispatchStage(dispatch, 0, null);
         this.localSeqStaged = dispatch.lastSeq;
@@ -52,7 +72,25 @@ export class DispatchStaging {
       else this.copyStage(dispatch, touched);
       handoffs.push({ waiter: dispatch.kind === 'handoff' ? dispatch.reqId : dispatch.waiter, ends: [...touched].map((log) => [log, log.offsets.nextOffset]) });
     }
-    return { logs: this.stagedLogs, handoffs };
+    return { logs: this.stagedLogs, handoffs, deferred: [], refusedCopies };
+  }
+
+  /** Whether a record of the dispatch goes to a frozen partition. Decodes the frames a second time, only while a
+   *  partition of this worker is frozen (milliseconds of a move). */
+  private touchesFrozen(dispatch: Dispatch): boolean {
+    if (dispatch.kind === 'copy') return this.frozen.has(moveKey(dispatch.childId, dispatch.partition));
+    for (const body of checkedFrameBodies(dispatch.frames)) {
+      const entry = decodeIngressEntry(body);
+      for (const record of entry.records) if (this.frozen.has(moveKey(entry.topicId, record.partition))) return true;
+    }
+    return false;
+  }
+
+  /** A move's flip gave the partition to another node since the copy was read (a deleted topic is not moved: its
+   *  copies are dropped). */
+  private movedAway(topicId: string, partition: number): boolean {
+    const topic = this.table.topicOf(topicId);
+    return topic !== undefined && topic.owners[partition] !== this.nodeId;
   }
 
   /** Fan-out copies into a child partition of this worker; a child topic deleted since the copy was read takes none.

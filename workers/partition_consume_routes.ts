@@ -9,7 +9,7 @@ import { messageJsonPrefix, messageJsonText } from '../src/body/message_json.js'
 import { forEachJoinedHandle, formatReceiptHandle, handleSeparator } from '../src/protocol/receipt_handle.js';
 import type { FanoutCounterView, FanoutCursorView, FromWorker, PartitionCountersView, PartitionEndView, PartitionStatsView, SettleMode, StoredRecordView, ToWorker } from '../src/protocol/thread_messages.js';
 import type { TopicRecord } from '../src/protocol/metadata_types.js';
-import type { RestoredAcks } from './store/ack_log.js';
+import type { AckState, RestoredAcks } from './store/ack_log.js';
 import type { ActorConfig, HeldLease, Lease } from './core/partition_actor.js';
 import { ParkedTakes, type TakeRequest } from './parked_takes.js';
 import { PartitionReadPath } from './partition_read_path.js';
@@ -61,9 +61,20 @@ export class ConsumeRoutes {
     this.restoredAcks.set(log, restored);
   }
 
+  /** A partition a move's flip gave to another node answers 421 (the asking front retries at the new owner). */
+  private movedAway(reqId: number, topicId: string, partitions: readonly number[]): boolean {
+    const table = this.host.table;
+    if (table.topicOf(topicId) === undefined) return false;
+    const moved = partitions.find((partition) => !table.nodeOwns(topicId, partition));
+    if (moved === undefined) return false;
+    this.host.post({ kind: 'failed', reqId, refusal: { id: 'partitionMoved', args: [topicId, moved] } });
+    return true;
+  }
+
   onRead(msg: ReadRequest): void {
     if (this.host.logsClosed()) return this.postShuttingDown(msg.reqId);
     assert(this.host.table.owns(msg.topicId, msg.partition), `read of ${msg.topicId}/${msg.partition} sent to the wrong worker`);
+    if (this.movedAway(msg.reqId, msg.topicId, [msg.partition])) return;
     const log = this.host.table.logOf(msg.topicId, msg.partition);
     // No log: nothing was ever stored. Reads carry no metaIndex, so the topic may also be unknown to this
     // replica yet (just created) or already forgotten (just deleted); either way there is no record.
@@ -86,6 +97,7 @@ export class ConsumeRoutes {
 
   onStats(msg: StatsRequest): void {
     if (this.host.logsClosed()) return this.postShuttingDown(msg.reqId);
+    if (this.movedAway(msg.reqId, msg.topicId, msg.partitions)) return;
     const stats: PartitionStatsView[] = msg.partitions.map((partition) => {
       assert(this.host.table.owns(msg.topicId, partition), `stats of ${msg.topicId}/${partition} sent to the wrong worker`);
       const log = this.host.table.logOf(msg.topicId, partition);
@@ -98,6 +110,7 @@ export class ConsumeRoutes {
 
   onTake(msg: TakeRequest): void {
     if (this.host.logsClosed()) return this.postShuttingDown(msg.reqId);
+    if (this.movedAway(msg.reqId, msg.topicId, msg.partitions)) return;
     if (msg.max === 0) return this.onWatch(msg);
     const taken = this.lease(msg);
     if (taken.length > 0 || msg.park !== true) return this.answerTaken(msg, taken);
@@ -296,6 +309,28 @@ export class ConsumeRoutes {
     if (this.parked.size > 0) for (const { topicId } of topics) this.serveParked(topicId);
     // With one worker every long poll parks here, so no waiter on the front listens (protocol/README.md).
     if (topics.length > 0 && !this.host.logsClosed() && this.host.workerCount > 1) this.host.post({ kind: 'available', topics });
+  }
+
+  /** The ack state a move's final chunk carries: the read path's now, else the one found at start (null: none). */
+  ackStateOf(log: PartitionLog): AckState | null {
+    return this.readPaths.get(log)?.ackState() ?? this.restoredAcks.get(log)?.state ?? null;
+  }
+
+  /** A partition a move's flip gave away: its parked takes end empty (the front asks the new owner), its read path
+   *  leaves now (open leases are dropped: their messages are delivered again there) and the returned closer discards
+   *  it once the set-aside runs. */
+  partitionForget(topicId: string, partition: number, log: PartitionLog): () => Promise<void> {
+    for (const take of [...this.parked.ofTopic(topicId)]) {
+      if (!take.partitions.includes(partition)) continue;
+      this.parked.remove(take.reqId);
+      this.answerTaken(take, []);
+    }
+    const path = this.readPaths.get(log);
+    this.readPaths.delete(log);
+    this.restoredAcks.delete(log);
+    return async () => {
+      await path?.discard();
+    };
   }
 
   /** A deleted topic: its parked takes end empty (the front answers 404), its read paths leave now and the returned

@@ -99,6 +99,11 @@ export class PartitionReadPath {
     this.run({ kind: 'configure', config });
   }
 
+  /** The ack state now (a move's final chunk carries it). */
+  ackState(): AckState {
+    return this.actor.ackState();
+  }
+
   lag(): number {
     return this.actor.lag();
   }

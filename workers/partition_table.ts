@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { readdir, rmdir } from 'node:fs/promises';
 import { workerForPartition } from '../src/protocol/ownership.js';
 import type { FromMetadata } from '../src/protocol/thread_messages.js';
-import type { FanoutLink, MetadataState, TopicRecord } from '../src/protocol/metadata_types.js';
+import { moveKey, type FanoutLink, type MetadataState, type PartitionMoveRecord, type TopicRecord } from '../src/protocol/metadata_types.js';
 import { applyCommand } from '../src/metadata/state.js';
 import { parsePartitionDirName, parseTopicDirName, partitionDir, topicDir, topicsDir } from './store/partition_dirs.js';
 import { PartitionLog } from './store/segment_log.js';
@@ -35,7 +35,10 @@ export class PartitionTable {
   /** topic id -> partition -> whether this worker owns it (see owns()). */
   private readonly ownedByTopic = new Map<string, boolean[]>();
 
-  constructor(private readonly opts: { dataDir: string; segmentBytesMax: number; workerIndex: number; workerCount: number }) {}
+  /** The replica may judge files found on disk: a snapshot past index 0 (or a replaced one) was applied. */
+  judged = false;
+
+  constructor(private readonly opts: { nodeId: number; dataDir: string; segmentBytesMax: number; workerIndex: number; workerCount: number }) {}
 
   /** The partitions this worker owns that have a directory on disk. */
   async ownedOnDisk(): Promise<PartitionKey[]> {
@@ -65,6 +68,7 @@ export class PartitionTable {
     // an empty replica (a node joining with a new metadata log): it proves nothing about files found on disk, which
     // wait for a snapshot from the leader or a committed delete.
     const judged = replacing || index > 0;
+    this.judged = judged;
     const deletedTopicIds = judged ? [...this.logs.keys()].filter((topicId) => !this.topicsById.has(topicId)) : [];
     return { configured, deletedTopicIds };
   }
@@ -102,6 +106,47 @@ export class PartitionTable {
     return this.replica?.fanout.get(topicId)?.children ?? [];
   }
 
+  /** The move of the partition the replica holds, if any (issue 41). */
+  moveOf(topicId: string, partition: number): PartitionMoveRecord | undefined {
+    return this.replica?.moves.get(moveKey(topicId, partition));
+  }
+
+  moves(): Iterable<PartitionMoveRecord> {
+    return this.replica?.moves.values() ?? [];
+  }
+
+  /** Whether the replica places the partition on this node (owners[p]); false for a topic it does not hold. */
+  nodeOwns(topicId: string, partition: number): boolean {
+    return this.topicsById.get(topicId)?.owners[partition] === this.opts.nodeId;
+  }
+
+  /** Open logs of partitions a judged replica places on another node: a move's flip gave them away (or this worker
+   *  started with the directory of a partition that moved while it was down). */
+  logsMovedAway(): [PartitionLog, PartitionKey][] {
+    if (!this.judged) return [];
+    const moved: [PartitionLog, PartitionKey][] = [];
+    for (const [log, key] of this.logKeys) {
+      if (this.topicsById.has(key.topicId) && !this.nodeOwns(key.topicId, key.partition)) moved.push([log, key]);
+    }
+    return moved;
+  }
+
+  /** One partition's log leaves the table (it moved to another node): nothing stages or reads it again. */
+  logRemove(log: PartitionLog): void {
+    const key = this.logKeys.get(log);
+    assert(key !== undefined, 'removing a log the table does not hold');
+    this.logKeys.delete(log);
+    this.logs.get(key.topicId)?.delete(key.partition);
+  }
+
+  dataDir(): string {
+    return this.opts.dataDir;
+  }
+
+  segmentBytesMax(): number {
+    return this.opts.segmentBytesMax;
+  }
+
   /** The topics that have fan-out children. */
   fanoutParents(): Iterable<string> {
     return this.replica?.fanout.keys() ?? [];
@@ -128,9 +173,12 @@ export class PartitionTable {
     return this.logKeys.entries();
   }
 
-  /** A partition known to have no directory yet: no I/O until the first flush creates it. */
+  /** A partition known to have no directory yet: no I/O until the first flush creates it. A partition given over
+   *  from a member lost for good starts at the topic's start offset (partition.reassign), so offsets never go back:
+   *  the metadata keeps that offset, and the first flush makes a segment based there. */
   logCreate(topicId: string, partition: number): PartitionLog {
-    const log = PartitionLog.createEmpty({ dir: this.dirOf(topicId, partition), segmentBytesMax: this.opts.segmentBytesMax });
+    const startOffset = this.topicOf(topicId)?.startOffsets?.[partition] ?? 0;
+    const log = PartitionLog.createEmpty({ dir: this.dirOf(topicId, partition), segmentBytesMax: this.opts.segmentBytesMax, startOffset });
     this.logSet(topicId, partition, log);
     return log;
   }
@@ -161,7 +209,8 @@ export class PartitionTable {
     return logs;
   }
 
-  /** Ownership never changes for a worker's lifetime; it is asked for every record and settle, so it is kept. */
+  /** Which worker of the node holds a partition never changes for a worker's lifetime (which node does is nodeOwns);
+   *  it is asked for every record and settle, so it is kept. */
   owns(topicId: string, partition: number): boolean {
     let owned = this.ownedByTopic.get(topicId);
     if (owned === undefined) this.ownedByTopic.set(topicId, (owned = []));
@@ -171,6 +220,19 @@ export class PartitionTable {
       owned[partition] = answer;
     }
     return answer;
+  }
+
+  /** Spec §1.12: segments whose newest record is older than the topic's retention_ms are deleted; onRetained hears of
+   *  each log whose oldest offset moved. */
+  async retentionRound(nowMs: number, onRetained: (log: PartitionLog, oldestOffset: number) => void): Promise<void> {
+    for (const [log, key] of this.entries()) {
+      const topic = this.topicOf(key.topicId);
+      if (topic === undefined || topic.retentionMs === 0 || log.offsets.highWatermark === log.oldestOffset) continue;
+      const cutoffSec = Math.floor((nowMs - topic.retentionMs) / 1000);
+      const before = log.oldestOffset;
+      const { oldestOffset } = await log.retain(cutoffSec);
+      if (oldestOffset !== before) onRetained(log, oldestOffset);
+    }
   }
 
   /** Removes the empty directories of topics this replica does not hold (a crash between removing a deleted topic's

@@ -3,14 +3,15 @@
 // workerData.metadataPort. Started by the front thread; ToWorker arrives and FromWorker leaves on parentPort.
 // Lifecycle: open owned partition directories, post 'ready', serve; on 'shutdown' drain the core, close, post
 // 'closed'. It performs the core's effects (flush, sync, retain, destroy, timers, 'durable') and feeds completions
-// back; the consume side lives in partition_consume_routes.ts. An fs failure while writing ends the worker
-// (fail-stop); the ingress log replays at restart.
+// back; the consume side lives in partition_consume_routes.ts, partition moves in move_source.ts and
+// move_destination.ts. An fs failure while writing ends the worker (fail-stop); the ingress log replays at restart.
 import assert from 'node:assert/strict';
 import { parentPort, workerData, type MessagePort } from 'node:worker_threads';
 import { assertNever, type FromMetadata, type FromWorker, type PartitionWorkerData, type ToWorker } from '../src/protocol/thread_messages.js';
 import type { MetadataState } from '../src/protocol/metadata_types.js';
 import { createLogger, type Logger } from '../src/util/log.js';
-import { FanoutCopier } from './fanout/fanout_copier.js';
+import type { FanoutCopier } from './fanout/fanout_copier.js';
+import { workerCopier } from './worker_copier.js';
 import { FanoutCopyRoute } from './fanout/fanout_copy_route.js';
 import { DispatchStaging, type Dispatch } from './dispatch_staging.js';
 import { ConsumeRoutes, type ConsumeHost } from './partition_consume_routes.js';
@@ -19,12 +20,17 @@ import { PartitionWriteCore, type LogPosition, type WriteCommand, type WriteEffe
 import { PartitionTable, type ReplicaChange } from './partition_table.js';
 import { sealedHandlesOnCloseFailure } from './store/sealed_handles.js';
 import { PartitionLog } from './store/segment_log.js';
+import type { AckState } from './store/ack_log.js';
+import { MoveSource, type MoveSourceHost } from './move_source.js';
+import { MoveDestination, type MoveDestinationHost } from './move_destination.js';
+import { SyncWaiters } from './sync_waiters.js';
 
 
 /** Partitions opened at once at start: each open reads up to a 4 MiB window, so this bounds memory. */
 const startOpenConcurrency = 8;
 
-class PartitionWorker implements ConsumeHost {
+class PartitionWorker implements ConsumeHost, MoveSourceHost, MoveDestinationHost {
+  readonly nodeId: number;
   readonly workerCount: number;
   readonly ackFlushIntervalMs: number;
   readonly logger: Logger;
@@ -35,10 +41,13 @@ class PartitionWorker implements ConsumeHost {
   /** Fan-out copying from the parent partitions this worker owns (issue 30). */
   readonly copier: FanoutCopier<PartitionLog>;
   private readonly copyRoute: FanoutCopyRoute;
+  /** Partitions (moveKey) whose records are held: frozen for a move's tail here, or being opened after its flip. */
+  private readonly frozen = new Set<string>();
+  private readonly source: MoveSource;
+  private readonly destination: MoveDestination;
   readonly cursorLogs = new PartitionCursorLogs<PartitionLog>();
   private readonly timers: Record<WriteTimer, NodeJS.Timeout | null> = { flush: null, sync: null, retention: null };
-  private readonly syncWaiters = new Map<number, () => void>();
-  private nextSyncWaiter = 1;
+  private readonly syncWaiters = new SyncWaiters();
   /** Read-path closers of deleted topics, in the order the core destroys them. */
   private readonly retiring: (() => Promise<void>)[] = [];
   private shuttingDownFlag = false;
@@ -51,15 +60,18 @@ class PartitionWorker implements ConsumeHost {
   ) {
     assert(Number.isSafeInteger(data.workerCount) && data.workerCount > 0, `workerCount ${data.workerCount}`);
     assert(data.workerIndex >= 0 && data.workerIndex < data.workerCount, `workerIndex ${data.workerIndex}`);
+    this.nodeId = data.nodeId;
     this.workerCount = data.workerCount;
     this.ackFlushIntervalMs = data.ackFlushIntervalMs;
     this.logger = createLogger(data.logLevel, process.stdout).child({ component: 'partition-worker', worker: data.workerIndex });
     sealedHandlesOnCloseFailure((dir, err) => this.logger.warn({ err, dir }, 'sealed segment handles: close failed'));
     this.table = new PartitionTable(data);
-    this.staging = new DispatchStaging(this.table, data.nodeId);
+    this.staging = new DispatchStaging(this.table, data.nodeId, this.frozen);
     this.core = new PartitionWriteCore(data);
     this.routes = new ConsumeRoutes(this);
-    this.copier = this.copierNew();
+    this.copier = workerCopier({
+      table: this.table, core: this.core, run: (cmd) => this.run(cmd), copyRoute: () => this.copyRoute, failStop: (what, err) => this.failStop(what, err),
+    });
     this.copyRoute = new FanoutCopyRoute({
       nodeId: data.nodeId,
       table: this.table,
@@ -67,50 +79,44 @@ class PartitionWorker implements ConsumeHost {
       post: (msg, transfer) => this.port.postMessage(msg, transfer),
       answer: (answer) => this.copier.copied(answer),
     });
+    this.source = new MoveSource(this);
+    this.destination = new MoveDestination(this);
   }
 
-  private copierNew(): FanoutCopier<PartitionLog> {
-    const table = this.table;
-    const core = this.core;
-    return new FanoutCopier<PartitionLog>({
-      linksOf: (topicId) => table.fanoutLinksOf(topicId),
-      keyOf: (log) => table.keyOf(log),
-      logOf: (topicId, partition) => table.logOf(topicId, partition),
-      logsOfTopic: (topicId) => table.logsOfTopic(topicId),
-      committedOf: (log) => core.committedOffset(log),
-      oldestOffset: (log) => log.oldestOffset,
-      read: (log, offsets) => log.readMany(offsets, { fromTail: true }),
-      cursorOffset: (log, name) => core.cursorOffset(log, name),
-      cursorNames: (log) => core.cursorNames(log),
-      cursorSet: (log, name, offset) => this.run({ kind: 'cursorSet', log, name, offset }),
-      cursorDrop: (log, name) => this.run({ kind: 'cursorDrop', log, name }),
-      copy: (batch) => this.copyRoute.copy(batch),
-      copyRoute: (childId, partition) => this.copyRoute.routeOf(childId, partition),
-      failStop: (what, err) => this.failStop(what, err),
-    });
+  /** The write core's named cursors of a log (fan-out copy cursors), as a move's final chunk carries them. */
+  namedCursors(log: PartitionLog): { name: string; offset: number }[] {
+    return this.core.cursorNames(log).map((name) => ({ name, offset: this.core.cursorOffset(log, name)! }));
+  }
+
+  ackStateOf(log: PartitionLog): AckState | null {
+    return this.routes.ackStateOf(log);
   }
 
   /** Opens every partition directory this worker owns, so no later dispatch creates one that exists. */
   async start(): Promise<void> {
     const jobs = await this.table.ownedOnDisk();
     const opener = async (): Promise<void> => {
-      for (let job = jobs.pop(); job !== undefined; job = jobs.pop()) {
-        const dir = this.table.dirOf(job.topicId, job.partition);
-        const log = await PartitionLog.open({ dir, segmentBytesMax: this.data.segmentBytesMax });
-        const restored = await this.cursorLogs.restore(log);
-        this.routes.restore(log, restored.acks);
-        this.table.logSet(job.topicId, job.partition, log);
-        this.run({ kind: 'opened', log, highWatermark: log.offsets.highWatermark, cursors: restored.cursors });
-        this.copier.opened(log, log.offsets.highWatermark);
-      }
+      for (let job = jobs.pop(); job !== undefined; job = jobs.pop()) await this.partitionOpen(job.topicId, job.partition);
     };
     await Promise.all(Array.from({ length: startOpenConcurrency }, opener));
+    await this.destination.scan();
     // Listening only now: both ports queue what arrives meanwhile, so nothing sees a half-opened worker.
     this.data.metadataPort.on('message', (msg: FromMetadata) => this.onMetadata(msg));
     this.port.on('message', (msg: ToWorker) => this.onMessage(msg));
     this.data.linkPort?.on('message', (msg: ToWorker) => this.onLinkMessage(msg));
     this.run({ kind: 'start' });
     this.post({ kind: 'ready' });
+  }
+
+  /** Opens a partition directory found on disk (at start, or a moved partition's copy after its flip). */
+  async partitionOpen(topicId: string, partition: number): Promise<void> {
+    const dir = this.table.dirOf(topicId, partition);
+    const log = await PartitionLog.open({ dir, segmentBytesMax: this.data.segmentBytesMax });
+    const restored = await this.cursorLogs.restore(log);
+    this.routes.restore(log, restored.acks);
+    this.table.logSet(topicId, partition, log);
+    this.run({ kind: 'opened', log, highWatermark: log.offsets.highWatermark, cursors: restored.cursors });
+    this.copier.opened(log, log.offsets.highWatermark);
   }
 
   private onMessage(msg: ToWorker): void {
@@ -135,11 +141,13 @@ class PartitionWorker implements ConsumeHost {
       case 'fanoutCopied':
         return this.copier.copied(msg);
       case 'moveRead':
+        return this.source.onRead(msg);
       case 'moveRelease':
+        return this.source.onRelease(msg);
       case 'moveWrite':
+        return this.destination.onWrite(msg);
       case 'moveDiscard':
-        // The worker side of partition moves lands next (issue 41); until then a move cannot copy.
-        return this.post({ kind: 'failed', reqId: msg.reqId, refusal: { id: 'partitionUnreadable', args: [] } });
+        return this.destination.onDiscard(msg);
       case 'shutdown':
         if (this.shuttingDownFlag) return;
         this.shuttingDownFlag = true;
@@ -200,8 +208,35 @@ class PartitionWorker implements ConsumeHost {
   private replicaChanged(change: ReplicaChange): void {
     for (const topic of change.configured) this.routes.topicConfigure(topic, this.table.logsOfTopic(topic.id));
     for (const topicId of change.deletedTopicIds) this.topicForget(topicId);
+    for (const [log, key] of this.table.logsMovedAway()) this.partitionRelease(log, key.topicId, key.partition);
+    this.destination.replicaChanged();
+    // Held dispatches stage now: a partition adopted here must be held first, or staging opens an empty log for it.
+    this.frozenRefresh();
     this.run({ kind: 'replicaAdvanced', appliedIndex: this.table.appliedIndex });
+    // Held records are tried again: a freeze may have ended; staging hands back what still touches a frozen partition.
+    this.thaw();
+    this.source.releasesAnswer();
     this.copier.linksChanged(this.table.fanoutParents());
+  }
+
+  thaw(): void {
+    this.frozenRefresh();
+    this.run({ kind: 'thaw' });
+  }
+
+  private frozenRefresh(): void {
+    this.frozen.clear();
+    for (const key of [...this.source.frozenKeys(), ...this.destination.adoptingKeys()]) this.frozen.add(key);
+  }
+
+  /** A move's flip gave the partition away: nothing reads, copies from or stages to it here again; the core sets it
+   *  aside once its rounds in flight end ('release'). */
+  private partitionRelease(log: PartitionLog, topicId: string, partition: number): void {
+    this.table.logRemove(log);
+    this.source.releaseBegun(topicId, partition);
+    this.copier.logForget(log);
+    this.retiring.push(this.routes.partitionForget(topicId, partition, log));
+    this.run({ kind: 'partitionReleased', topicId, partition, log });
   }
 
   /** One command through the core, its effects performed in order. */
@@ -227,7 +262,7 @@ class PartitionWorker implements ConsumeHost {
       case 'durable':
         return this.post({ kind: 'durable', seqUpTo: effect.seqUpTo, metaIndex: this.table.appliedIndex });
       case 'synced':
-        for (const waiter of effect.waiters) this.syncWaiterWake(waiter);
+        for (const waiter of effect.waiters) this.syncWaiters.wake(waiter);
         return;
       case 'handedOff':
         for (const waiter of effect.waiters) {
@@ -235,9 +270,11 @@ class PartitionWorker implements ConsumeHost {
         }
         return;
       case 'retain':
-        return this.complete('retention', this.retentionRound(effect.nowMs), () => ({ kind: 'retentionDone' }));
+        return this.complete('retention', this.table.retentionRound(effect.nowMs, (log, oldest) => this.routes.retained(log, oldest)), () => ({ kind: 'retentionDone' }));
       case 'destroy':
         return this.complete(`delete of topic ${effect.topicId}`, this.destroy(effect.topicId, effect.logs), () => ({ kind: 'destroyed' }));
+      case 'release':
+        return this.complete('set-aside of a moved partition', this.release(effect.topicId, effect.partition, effect.log), () => ({ kind: 'destroyed' }));
       case 'persistCursors':
         return this.complete('cursor persist', this.cursorLogs.persist(effect.log, effect.cursors), () => ({ kind: 'cursorsPersisted', log: effect.log }));
       case 'schedule':
@@ -267,9 +304,10 @@ class PartitionWorker implements ConsumeHost {
   }
 
   private stage(dispatches: readonly Dispatch[]): void {
-    const { logs, handoffs } = this.staging.stage(dispatches);
+    const { logs, handoffs, deferred, refusedCopies } = this.staging.stage(dispatches);
+    for (const waiter of refusedCopies) this.copyRoute.refused(waiter);
     try {
-      this.run({ kind: 'staged', seqUpTo: this.staging.localSeqStaged, logs, handoffs });
+      this.run({ kind: 'staged', seqUpTo: this.staging.localSeqStaged, logs, handoffs, deferred });
     } finally {
       logs.clear();
     }
@@ -281,30 +319,9 @@ class PartitionWorker implements ConsumeHost {
     // The core's view, which the partition simulation checks: every offset a read path has seen was committed
     // through the core, so its synced offset covers an ack state whenever it says the log is synced.
     if (!this.core.logUnsynced(log)) return Promise.resolve();
-    return new Promise((resolve) => {
-      const waiter = this.nextSyncWaiter++;
-      this.syncWaiters.set(waiter, resolve);
-      this.run({ kind: 'syncWait', waiter });
-    });
-  }
-
-  private syncWaiterWake(waiter: number): void {
-    const wake = this.syncWaiters.get(waiter);
-    if (wake === undefined) assert.fail(`sync waiter ${waiter} woken twice`);
-    this.syncWaiters.delete(waiter);
-    wake();
-  }
-
-  /** Spec §1.12: segments whose newest record is older than the topic's retention_ms are deleted. */
-  private async retentionRound(nowMs: number): Promise<void> {
-    for (const [log, key] of this.table.entries()) {
-      const topic = this.table.topicOf(key.topicId);
-      if (topic === undefined || topic.retentionMs === 0 || log.offsets.highWatermark === log.oldestOffset) continue;
-      const cutoffSec = Math.floor((nowMs - topic.retentionMs) / 1000);
-      const before = log.oldestOffset;
-      const { oldestOffset } = await log.retain(cutoffSec);
-      if (oldestOffset !== before) this.routes.retained(log, oldestOffset);
-    }
+    const { waiter, synced } = this.syncWaiters.add();
+    this.run({ kind: 'syncWait', waiter });
+    return synced;
   }
 
   /** A deleted topic's logs leave the maps now (nothing stages or reads them again); the core destroys them once
@@ -325,9 +342,18 @@ class PartitionWorker implements ConsumeHost {
     await this.table.topicDirRemoveIfEmpty(topicId);
   }
 
+  private async release(topicId: string, partition: number, log: PartitionLog): Promise<void> {
+    const readPathClose = this.retiring.shift();
+    assert(readPathClose !== undefined, `set-aside of ${topicId}/${partition} without its read path`);
+    await readPathClose();
+    await this.cursorLogs.close([log]);
+    await this.source.setAside(log, topicId, partition);
+  }
+
   private async shutdownClose(): Promise<void> {
     // Read paths first: their last ack state is written while the logs are still open.
     await this.routes.close();
+    await this.destination.close();
     await this.cursorLogs.closeAll();
     this.logsClosedFlag = true;
     const logs = this.table.removeAll();

@@ -2,24 +2,24 @@
 // here from its front's state; other members' are asked for over the data channel, all at once, within 2 seconds in
 // total, and one that is not read in time becomes a status_error. Front thread; handlers/cluster.ts calls it for the
 // answer, and main.ts hands localMemberReport to the node-link thread for other nodes' asks.
-import type { MemberReportView } from '../protocol/data_messages.js';
+import type { DestinationMoveView, MemberReportView } from '../protocol/data_messages.js';
 import type { RouteServices } from './services.js';
 
 /** Spec §2: the first 100 set-aside copies are listed. */
 const setAsideListedMax = 100;
 
-export function localMemberReport(s: Pick<RouteServices, 'lifecycle' | 'produce' | 'handoff' | 'cluster' | 'replica' | 'nodeId'>): MemberReportView {
+export function localMemberReport(s: Pick<RouteServices, 'lifecycle' | 'produce' | 'handoff' | 'moves' | 'cluster' | 'replica' | 'nodeId'>): MemberReportView {
+  const setAside = s.moves.setAside();
   return {
     // Spec §3: a member being decommissioned drains as a stopping one does.
     draining: s.lifecycle.shuttingDown || s.replica.state.members.get(s.nodeId)?.decommission !== undefined,
     produceRequestsInFlight: s.produce.admitted,
     // The same count as svc_ingress_dispatch_backlog_records: records accepted here that their owner has not confirmed.
     ingressRecordsNotHandedOff: s.handoff.backlogRecords(),
-    // Nothing is set aside and no move runs until partition moves exist (decommission): both are empty.
-    setAsideCount: 0,
-    setAsideBytes: 0,
-    setAside: [],
-    movesAsDestination: [],
+    setAsideCount: setAside.count,
+    setAsideBytes: setAside.bytes,
+    setAside: setAside.copies.slice(0, setAsideListedMax),
+    movesAsDestination: s.moves.movesAsDestination(),
     partitionEnds: s.cluster.localEnds(),
   };
 }
@@ -47,17 +47,22 @@ export function memberReportJson(report: MemberReportView): Record<string, unkno
         modified_at: new Date(copy.modifiedAtMs).toISOString(),
       })),
     },
-    moves_as_destination: report.movesAsDestination.map((move) => ({
-      topic: move.topic,
-      partition: move.partition,
-      source: String(move.source),
-      destination: String(move.destination),
-      started_at: new Date(move.startedAtMs).toISOString(),
-      worker_state: move.workerState,
-      attempts: move.attempts,
-      last_error: move.lastError,
-      bytes_fetched: move.bytesFetched,
-      ...(move.stuckReason === '' ? {} : { stuck_reason: move.stuckReason }),
-    })),
+    moves_as_destination: report.movesAsDestination.map(moveJson),
+  };
+}
+
+/** A destination's move as spec §2 shows it (member detail, GET /v1/cluster/moves). */
+export function moveJson(move: DestinationMoveView): Record<string, unknown> {
+  return {
+    topic: move.topic,
+    partition: move.partition,
+    source: String(move.source),
+    destination: String(move.destination),
+    started_at: new Date(move.startedAtMs).toISOString(),
+    worker_state: move.workerState,
+    attempts: move.attempts,
+    last_error: move.lastError,
+    bytes_fetched: move.bytesFetched,
+    ...(move.stuckReason === '' ? {} : { stuck_reason: move.stuckReason }),
   };
 }

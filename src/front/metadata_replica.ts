@@ -25,6 +25,7 @@ export class MetadataReplica {
   private readonly proposalByIndex = new Map<number, number>();
   /** Replaced, never changed in place, when one is removed: a removal during a call to every listener skips none. */
   private listeners: AppliedListener[] = [];
+  private readonly indexListeners: (() => void)[] = [];
   /** Results of recently applied entries, for a proposal the metadata thread confirms after the front applied it
    *  (a follower hears back from the leader after the entry reached it). */
   private readonly recentResults = new Map<number, ApplyResult>();
@@ -83,6 +84,11 @@ export class MetadataReplica {
     this.listeners.push(listener);
   }
 
+  /** Called whenever appliedIndex moved (Raft's own entries included, which onApplied listeners do not hear of). */
+  onAppliedIndex(listener: () => void): void {
+    this.indexListeners.push(listener);
+  }
+
   /** Commits a command through the metadata log; resolves with the result of applying it. caller: the request's
    *  user (undefined with security off, and for the node's own proposals), which the leader checks again. */
   propose(command: MetadataCommand, caller?: UserRecord): Promise<ApplyResult> {
@@ -110,11 +116,7 @@ export class MetadataReplica {
   async topicForChange(name: string): Promise<TopicRecord> {
     const known = this.state.topics.get(name);
     if (known !== undefined) return known;
-    const reqId = this.nextReqId++;
-    const caughtUp = await new Promise<boolean>((resolve) => {
-      this.catchUpRequests.set(reqId, resolve);
-      this.thread.postMessage({ kind: 'catchUp', reqId } satisfies ToMetadata);
-    });
+    const caughtUp = await this.catchUp();
     const found = this.state.topics.get(name);
     if (found !== undefined) return found;
     if (!caughtUp) throw errors.topicUnconfirmed(name);
@@ -124,6 +126,16 @@ export class MetadataReplica {
   /** Asks the metadata thread to hand its leadership away (a decommissioned leader, issue 41). */
   transferLeadership(): void {
     this.thread.postMessage({ kind: 'transferLeadership' } satisfies ToMetadata);
+  }
+
+  /** Resolves once this replica applied what the leader had committed when asked; false when the leader could not
+   *  be reached to confirm. */
+  catchUp(): Promise<boolean> {
+    const reqId = this.nextReqId++;
+    return new Promise<boolean>((resolve) => {
+      this.catchUpRequests.set(reqId, resolve);
+      this.thread.postMessage({ kind: 'catchUp', reqId } satisfies ToMetadata);
+    });
   }
 
   /** POST /v1/cluster/members/{id}/forget; the metadata thread runs it on the leader. */
@@ -197,6 +209,7 @@ export class MetadataReplica {
     }
     for (const at of [...this.proposalByIndex.keys()]) if (at <= index) this.proposalByIndex.delete(at);
     for (const wake of this.readyWaiters.splice(0)) wake();
+    for (const listener of this.indexListeners) listener();
   }
 
   /** Applies committed entries in index order; a proposal's answer is the result of applying its entry here. */
@@ -218,5 +231,6 @@ export class MetadataReplica {
         this.proposals.delete(reqId);
       }
     }
+    for (const listener of this.indexListeners) listener();
   }
 }

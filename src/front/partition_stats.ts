@@ -4,12 +4,18 @@ import { groupBy } from '../protocol/ownership.js';
 import type { TopicRecord } from '../protocol/metadata_types.js';
 import type { PartitionStatsView } from '../protocol/thread_messages.js';
 import { workerFailure } from './ingress/dispatch.js';
+import { isMoved, retryMoved } from './moved_retry.js';
 import type { RouteServices } from './services.js';
 
 /** Statistics of the partitions asked: local ones from this node's workers, the others from their owners (an owner
  *  that does not answer in time leaves its partitions out: complete is false). Also read by children.ts (attach
  *  point, lag). */
-export async function statsByPartition(s: RouteServices, topic: TopicRecord, partitions: number[]): Promise<{ stats: Map<number, PartitionStatsView>; complete: boolean }> {
+export function statsByPartition(s: RouteServices, topic: TopicRecord, partitions: number[]): Promise<{ stats: Map<number, PartitionStatsView>; complete: boolean }> {
+  // A partition that moved on the way: its old owner here answers 421 and the whole read is asked again.
+  return retryMoved(s, topic, (t) => statsOnce(s, t, partitions));
+}
+
+async function statsOnce(s: RouteServices, topic: TopicRecord, partitions: number[]): Promise<{ stats: Map<number, PartitionStatsView>; complete: boolean }> {
   const local = partitions.filter((p) => topic.owners[p] === s.nodeId);
   const remote = partitions.filter((p) => topic.owners[p] !== s.nodeId);
   const [localStats, remoteStats] = await Promise.all([partitionStats(s, topic, local), remotePartitionStats(s, topic, remote)]);
@@ -22,7 +28,10 @@ export async function statsByPartition(s: RouteServices, topic: TopicRecord, par
 async function remotePartitionStats(s: RouteServices, topic: TopicRecord, partitions: number[]): Promise<PartitionStatsView[]> {
   const byOwner = groupBy(partitions, (p) => topic.owners[p]!);
   const answers = await Promise.all([...byOwner.values()].map((ps) =>
-    s.remote.ask(topic, ps[0]!, { kind: 'stats', topicId: topic.id, partitions: ps }, 'statsResult', ownerStatsMs).then((reply) => reply.stats, () => [])));
+    s.remote.ask(topic, ps[0]!, { kind: 'stats', topicId: topic.id, partitions: ps }, 'statsResult', ownerStatsMs).then((reply) => reply.stats, (error: unknown) => {
+      if (isMoved(error)) throw error;
+      return [];
+    })));
   return answers.flat();
 }
 

@@ -5,6 +5,7 @@
 import { errors, refusalError } from '../errors.js';
 import type { DataMessage, DataReply, DataRequest, MemberReportView } from '../protocol/data_messages.js';
 import type { TopicRecord } from '../protocol/metadata_types.js';
+import type { MoveChunk } from '../protocol/thread_messages.js';
 import { TransportError } from '../transport/peer_transport.js';
 import type { PortChannel } from '../transport/port_channel.js';
 
@@ -59,6 +60,17 @@ export class RemotePartitions {
     const reply = (await this.channel.request(id, { kind: 'memberReport' } satisfies DataRequest, timeoutMs)) as DataReply;
     if (reply.kind !== 'memberReportResult') throw new Error(`member answered ${reply.kind} to memberReport`);
     return reply.report;
+  }
+
+  /** A move's destination reads the next chunk of the partition from its source (issue 41). */
+  async moveRead(topic: TopicRecord, source: number, partition: number, fromOffset: number, maxBytes: number, timeoutMs: number): Promise<MoveChunk> {
+    const body: DataRequest = { kind: 'moveRead', topicId: topic.id, partition, fromOffset, maxBytes };
+    return (await this.askOwner(topic, source, partition, body, 'moveChunk', timeoutMs)).chunk;
+  }
+
+  /** After the flip at metaIndex, the destination asks the source to confirm it let the partition go (issue 41). */
+  async moveRelease(topic: TopicRecord, source: number, partition: number, metaIndex: number, timeoutMs: number): Promise<void> {
+    await this.askOwner(topic, source, partition, { kind: 'moveRelease', topicId: topic.id, partition, metaIndex }, 'moveReleased', timeoutMs);
   }
 
   tell(owner: number, message: DataMessage): void {

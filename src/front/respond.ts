@@ -8,7 +8,7 @@ const statusLines: Record<number, string> = {
   200: '200 OK', 201: '201 Created', 202: '202 Accepted', 204: '204 No Content',
   400: '400 Bad Request', 401: '401 Unauthorized', 403: '403 Forbidden', 404: '404 Not Found',
   405: '405 Method Not Allowed', 409: '409 Conflict', 410: '410 Gone', 413: '413 Payload Too Large',
-  415: '415 Unsupported Media Type', 429: '429 Too Many Requests', 431: '431 Request Header Fields Too Large',
+  415: '415 Unsupported Media Type', 421: '421 Misdirected Request', 429: '429 Too Many Requests', 431: '431 Request Header Fields Too Large',
   500: '500 Internal Server Error', 501: '501 Not Implemented', 502: '502 Bad Gateway', 503: '503 Service Unavailable',
 };
 

@@ -3,6 +3,7 @@
 // (RouteServices, built once by server.ts). Handlers never construct these themselves.
 import type { Piscina } from 'piscina';
 import type { Config } from '../config.js';
+import type { DestinationMoveView, SetAsideCopyView } from '../protocol/data_messages.js';
 import type { Logger } from '../util/log.js';
 import type { ByteBudget } from './body.js';
 import type { RemotePartitions } from './remote_partitions.js';
@@ -42,6 +43,14 @@ export interface FrontServices {
   handoff: Handoff;
   /** Produce-time schema checks and their pool (src/front/schema_validation.ts). */
   schemas: SchemaValidation;
+  /** The moves this node runs as destination and its set-aside copies (issue 41). */
+  moves: MoveReports;
+}
+
+/** What the member report reads of this node's partition moves and set-aside copies (src/front/moves/). */
+export interface MoveReports {
+  movesAsDestination(): DestinationMoveView[];
+  setAside(): { count: number; bytes: number; copies: SetAsideCopyView[] };
 }
 
 /** The second argument of every handler (routes.ts): the services and the routes' own state. */

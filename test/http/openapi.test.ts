@@ -204,4 +204,8 @@ async function usersAndCluster(tt: Test): Promise<void> {
   tt.equal((await call(tt, 'post', '/v1/cluster/members/{id}/decommission/cancel', { params: self, body: {} })).status, 409);
   tt.equal((await call(tt, 'post', '/v1/cluster/rebalance', { body: { dry_run: true } })).status, 200);
   tt.equal((await call(tt, 'post', '/v1/cluster/rebalance', { body: {} })).status, 202);
+  tt.same((await call(tt, 'get', '/v1/cluster/moves')).body, { moves: [] });
+  tt.equal((await call(tt, 'post', '/v1/cluster/moves', { body: { topic: 'no-such-topic', partition: 0, destination: '1' } })).status, 404);
+  tt.equal((await call(tt, 'post', '/v1/cluster/moves', { body: { topic: 'no-such-topic', partition: 0 } })).status, 400);
+  tt.equal((await call(tt, 'post', '/v1/cluster/moves/{topic}/{partition}/abort', { params: { topic: 'no-such-topic', partition: '0' } })).status, 409);
 }

@@ -87,6 +87,8 @@ t.test('defaults', async (t) => {
     'cluster.snapshot_entries': 10000,
     'cluster.handoff_queue_bytes': 64 * 1024 * 1024,
     'cluster.moves_max_per_node': 2,
+    'cluster.move_bytes_per_second': 64 * 1024 * 1024,
+    'cluster.set_aside_retention_ms': 24 * 60 * 60 * 1000,
     'test.fault_points': '',
   });
   t.equal(loaded.adminPassword, undefined, 'no built-in admin password');

@@ -13,6 +13,8 @@ import { partitionRecord, segmentBytesSmall } from '../helpers/segment_log_fixtu
 export interface StoreFactory {
   /** A new empty store of a partition of its own, closed at the test's end. */
   create(t: Test, segmentBytesMax: number): Promise<SegmentStore>;
+  /** A new empty store whose first record gets startOffset, kept durably (the file store's start mark). */
+  createAt(t: Test, segmentBytesMax: number, startOffset: number): Promise<SegmentStore>;
   /** Closes the store cleanly and opens what it left, as a restart does. */
   restart(t: Test, store: SegmentStore): Promise<SegmentStore>;
   /** The process dies now: the store a restart finds. It keeps at least what was synced and at most what was
@@ -66,6 +68,7 @@ export function segmentStoreSuite(t: Test, factory: StoreFactory): void {
   t.test('local records staged before the first foreign one keep their position over a roll', (t) => localBeforeForeign(t, factory));
   t.test('deleting every segment keeps the newest positions of every origin', (t) => originsOverRetentionOfAll(t, factory));
   t.test('stagedSinceOpen counts the records staged since the store was opened', (t) => stagedSinceOpen(t, factory));
+  t.test('a store created at a start offset keeps it over restarts and a crash, empty or not', (t) => startOffset(t, factory));
 }
 
 async function roundTrip(t: Test, factory: StoreFactory): Promise<void> {
@@ -340,4 +343,23 @@ async function stagedSinceOpen(t: Test, factory: StoreFactory): Promise<void> {
   t.equal(reopened.offsets.stagedSinceOpen, 0, 'a restart starts the count again');
   reopened.stage(record(3));
   t.equal(reopened.offsets.stagedSinceOpen, 1);
+}
+
+async function startOffset(t: Test, factory: StoreFactory): Promise<void> {
+  const store = await factory.createAt(t, segmentBytesSmall, 1000);
+  t.same(store.stats(), { segments: 0, oldestOffset: 1000, nextOffset: 1000, highWatermark: 1000, sizeBytes: 0 });
+  t.same(await store.readMany([0, 999, 1000]), ['aged_out', 'aged_out', 'past_end'], 'offsets below the start never held a record');
+  const empty = await factory.restart(t, store);
+  t.equal(empty.offsets.nextOffset, 1000, 'an empty store keeps its start over a restart');
+  const crashedEmpty = await factory.crash(t, empty);
+  t.equal(crashedEmpty.offsets.nextOffset, 1000, 'and over a crash');
+  for (let i = 0; i < 5; i++) t.equal(crashedEmpty.stage(record(i, 100 + i)), 1000 + i);
+  await crashedEmpty.flush();
+  await crashedEmpty.sync();
+  for (let i = 0; i < 5; i++) await expectRecord(t, crashedEmpty, 1000 + i, i, 100 + i);
+  t.ok(crashedEmpty.stats().segments > 1, 'rolled past the first segment at 1000');
+  const reopened = await factory.restart(t, crashedEmpty);
+  t.same([reopened.oldestOffset, reopened.offsets.nextOffset], [1000, 1005]);
+  await expectRecord(t, reopened, 1000, 0, 100);
+  t.same(await reopened.readMany([999]), ['aged_out']);
 }

@@ -17,6 +17,12 @@ async function opened(t: Test, dir: string, segmentBytesMax: number): Promise<Pa
 
 segmentStoreSuite(t, {
   create: async (t: Test, segmentBytesMax: number) => opened(t, await partitionTempDir(t, 'segment-store-file'), segmentBytesMax),
+  createAt: async (t: Test, segmentBytesMax: number, startOffset: number) => {
+    const store = PartitionLog.createEmpty({ dir: await partitionTempDir(t, 'segment-store-file'), segmentBytesMax, startOffset });
+    t.teardown(() => store.close());
+    await store.startMarkWrite();
+    return store;
+  },
   restart: async (t: Test, store: SegmentStore) => {
     await store.close();
     return opened(t, store.dir, store.segmentBytesMax);

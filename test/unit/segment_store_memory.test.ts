@@ -8,8 +8,8 @@ import type { SegmentStore } from '../../workers/store/segment_store.js';
 import { partitionRecord, segmentBytesSmall } from '../helpers/segment_log_fixtures.js';
 import { segmentStoreSuite } from './segment_store.suite.js';
 
-function created(t: Test, segmentBytesMax: number): MemorySegmentStore {
-  const store = MemorySegmentStore.createEmpty({ dir: 'memory/topics/0123456789abcdef/0', segmentBytesMax });
+function created(t: Test, segmentBytesMax: number, startOffset = 0): MemorySegmentStore {
+  const store = MemorySegmentStore.createEmpty({ dir: 'memory/topics/0123456789abcdef/0', segmentBytesMax, startOffset });
   t.teardown(() => store.close());
   return store;
 }
@@ -22,6 +22,7 @@ function asMemory(store: SegmentStore): MemorySegmentStore {
 t.test('the shared suite', async (t) => {
   segmentStoreSuite(t, {
     create: async (t: Test, segmentBytesMax: number) => created(t, segmentBytesMax),
+    createAt: async (t: Test, segmentBytesMax: number, startOffset: number) => created(t, segmentBytesMax, startOffset),
     restart: async (_t: Test, store: SegmentStore) => {
       await store.close();
       return asMemory(store).reopen();

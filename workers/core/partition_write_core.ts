@@ -51,8 +51,16 @@ export type WriteCommand<L, D extends HeldDispatch> =
   /** The metadata replica applied everything up to appliedIndex (snapshot or committed entries). */
   | { kind: 'replicaAdvanced'; appliedIndex: number }
   /** The shell staged the records of the 'stage' effect's dispatches; logs gained staged records. seqUpTo is the last
-   *  seq of this node's ingress log staged; handoffs, the hand-offs among them. */
-  | { kind: 'staged'; seqUpTo: number; logs: Iterable<L>; handoffs?: readonly HandoffStaged<L>[] }
+   *  seq of this node's ingress log staged; handoffs, the hand-offs among them. deferred: the effect's dispatches from
+   *  the first one that touches a frozen partition on (a partition move, issue 41), not staged: they are held again,
+   *  with everything after them, until 'thaw'. */
+  | { kind: 'staged'; seqUpTo: number; logs: Iterable<L>; handoffs?: readonly HandoffStaged<L>[]; deferred?: readonly D[] }
+  /** A partition froze for a move has thawed (unfrozen, aborted, flipped away or adopted): held dispatches are tried
+   *  again. */
+  | { kind: 'thaw' }
+  /** The partition's log left this worker (a move's flip gave it to another node): it takes nothing more and is set
+   *  aside ('release') once the rounds in flight end. */
+  | { kind: 'partitionReleased'; topicId: string; partition: number; log: L }
   /** The 'append' effect's flush round ended; one position per log it named. */
   | { kind: 'flushDone'; logs: readonly LogPosition<L>[] }
   /** The 'sync' effect's sync round ended; one position per log it named. */
@@ -95,6 +103,8 @@ export type WriteEffect<L, D extends HeldDispatch> =
   | { kind: 'retain'; nowMs: number }
   /** Close and remove these logs (and the topic directory if empty); then 'destroyed'. */
   | { kind: 'destroy'; topicId: string; logs: L[] }
+  /** Close this log and set its directory aside (a moved partition); then 'destroyed'. */
+  | { kind: 'release'; topicId: string; partition: number; log: L }
   /** Write this log's cursor table durably; every offset in it is synced. Then 'cursorsPersisted'. */
   | { kind: 'persistCursors'; log: L; cursors: CursorEntry[] }
   /** (Re)arm the named timer to fire 'timerFired' at atMs, replacing an earlier arming. */
@@ -118,7 +128,11 @@ interface LogState {
 }
 
 interface Deletion<L> {
+  /** destroy: a deleted topic's logs; release: one partition moved away. */
+  kind: 'destroy' | 'release';
   topicId: string;
+  /** The released partition; -1 for a destroy. */
+  partition: number;
   logs: L[];
   /** The rounds in flight when the deletion arrived: it waits for them to end. */
   afterRoundId: number;
@@ -141,8 +155,11 @@ export class PartitionWriteCore<L, D extends HeldDispatch> {
   private readonly states = new Map<L, LogState>();
   private appliedIndex: number | null = null;
   private held: D[] = [];
-  /** A 'stage' effect was emitted and its 'staged' has not come back. */
+  /** A 'stage' effect was emitted and its 'staged' has not come back; stagingCount: its dispatches. */
   private stagePending = false;
+  private stagingCount = 0;
+  /** A dispatch touching a frozen partition came back deferred: everything held waits for 'thaw'. */
+  private frozenHold = false;
   /** Logs with staged records no flush round has taken yet, and the lastSeq of the last staged dispatch. */
   private readonly dirty = new Set<L>();
   private uncoveredSeq: number | null = null;
@@ -230,8 +247,14 @@ export class PartitionWriteCore<L, D extends HeldDispatch> {
         this.appliedIndex = cmd.appliedIndex;
         return this.heldRelease();
       case 'staged':
-        this.onStaged(cmd.seqUpTo, cmd.logs);
+        this.onStaged(cmd.seqUpTo, cmd.logs, cmd.deferred ?? []);
         return this.onHandoffsStaged(cmd.handoffs ?? []);
+      case 'thaw':
+        this.frozenHold = false;
+        return this.heldRelease();
+      case 'partitionReleased':
+        this.logsLeave([cmd.log]);
+        return this.deletionQueue('release', cmd.topicId, cmd.partition, [cmd.log]);
       case 'flushDone':
         return this.onFlushDone(cmd.logs);
       case 'syncDone':
@@ -286,19 +309,27 @@ export class PartitionWriteCore<L, D extends HeldDispatch> {
 
   /** Every held dispatch the replica can judge now goes to staging, in arrival order. */
   private heldRelease(): void {
-    if (this.appliedIndex === null) return;
+    if (this.appliedIndex === null || this.frozenHold) return;
     let count = 0;
     while (count < this.held.length && this.held[count]!.metaIndex <= this.appliedIndex) count++;
     if (count === 0) return;
     const dispatches = this.held.splice(0, count);
     this.stagePending = true;
+    this.stagingCount = count;
     this.effects.push({ kind: 'stage', dispatches });
   }
 
-  private onStaged(seqUpTo: number, logs: Iterable<L>): void {
+  private onStaged(seqUpTo: number, logs: Iterable<L>, deferred: readonly D[]): void {
     check(this.stagePending, 'staged without a stage effect');
     if (this.uncoveredSeq !== null && seqUpTo < this.uncoveredSeq) fail(`staged seq ${seqUpTo} goes back`);
+    if (deferred.length > this.stagingCount) fail(`${deferred.length} deferred of ${this.stagingCount} staged`);
     this.stagePending = false;
+    if (deferred.length > 0) {
+      this.held.unshift(...deferred);
+      this.frozenHold = true;
+      // Nothing staged: no round is owed (a round would report a seq already reported).
+      if (deferred.length === this.stagingCount) return;
+    }
     for (const log of logs) {
       if (!this.states.has(log)) this.states.set(log, this.stateNew(0, []));
       this.dirty.add(log);
@@ -495,6 +526,11 @@ export class PartitionWriteCore<L, D extends HeldDispatch> {
 
   /** The logs leave every set now (nothing stages them again); they are destroyed after the rounds in flight. */
   private onTopicDeleted(topicId: string, logs: readonly L[]): void {
+    this.logsLeave(logs);
+    this.deletionQueue('destroy', topicId, -1, logs);
+  }
+
+  private logsLeave(logs: readonly L[]): void {
     for (const log of logs) {
       this.states.delete(log);
       this.dirty.delete(log);
@@ -502,9 +538,12 @@ export class PartitionWriteCore<L, D extends HeldDispatch> {
       this.unsyncedRoundLogs.delete(log);
       this.cursorsWaitingSync.delete(log);
     }
+  }
+
+  private deletionQueue(kind: Deletion<L>['kind'], topicId: string, partition: number, logs: readonly L[]): void {
     const afterRoundId = this.round?.id ?? 0;
     const afterSyncId = this.syncRound?.id ?? 0;
-    this.deletions.push({ topicId, logs: [...logs], afterRoundId, afterSyncId });
+    this.deletions.push({ kind, topicId, partition, logs: [...logs], afterRoundId, afterSyncId });
   }
 
   /** Deletions run one after another, each once the rounds in flight at its arrival have ended. */
@@ -515,7 +554,8 @@ export class PartitionWriteCore<L, D extends HeldDispatch> {
     if (this.syncRound !== null && this.syncRound.id <= next.afterSyncId) return;
     if (next.logs.some((log) => this.cursorsPersisting.has(log))) return;
     this.destroying = true;
-    this.effects.push({ kind: 'destroy', topicId: next.topicId, logs: next.logs });
+    if (next.kind === 'release') this.effects.push({ kind: 'release', topicId: next.topicId, partition: next.partition, log: next.logs[0]! });
+    else this.effects.push({ kind: 'destroy', topicId: next.topicId, logs: next.logs });
   }
 
   private onCursorSet(log: L, name: string, offset: number): void {
@@ -576,7 +616,7 @@ export class PartitionWriteCore<L, D extends HeldDispatch> {
   /** Checked after every command (TigerBeetle): O(1) but for the cursor persists in flight (a few). */
   private checkInvariants(): void {
     check(!this.shuttingDown || this.held.length === 0, 'held dispatches while shutting down');
-    check(this.stagePending || this.held.length === 0 || this.appliedIndex === null || this.held[0]!.metaIndex > this.appliedIndex,
+    check(this.stagePending || this.frozenHold || this.held.length === 0 || this.appliedIndex === null || this.held[0]!.metaIndex > this.appliedIndex,
       'a held dispatch the replica can judge was not staged');
     check(this.unsyncedSeq === null || this.unsyncedSeq >= this.durableSeq, 'unreported seq at or below a durable one');
     for (const log of this.cursorsPersisting) {

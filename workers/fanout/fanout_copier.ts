@@ -169,6 +169,14 @@ export class FanoutCopier<L> {
     }
   }
 
+  /** The log moved to another node (issue 41): nothing is copied from it here again; its cursors went with it. */
+  logForget(log: L): void {
+    const parent = this.parents.get(log);
+    if (parent === undefined) return;
+    for (const copy of parent.copies.values()) if (copy.timer !== null) clearTimeout(copy.timer);
+    this.parents.delete(log);
+  }
+
   /** Shutdown: no more copies; answers still on their way move no cursor (a restart re-sends, and the child skips
    *  what it holds). */
   close(): void {

@@ -81,6 +81,15 @@ export class FanoutCopyRoute {
     return true;
   }
 
+  /** A local copy staging refused (its child partition moved to another node meanwhile): the copier tries again,
+   *  through the front now. */
+  refused(waiter: number): void {
+    const answer = this.waiting.get(waiter);
+    if (answer === undefined) return;
+    this.waiting.delete(waiter);
+    queueMicrotask(() => this.host.answer({ ...answer, upToOffset: null }));
+  }
+
   /** The child partition the copies go to (spec §1.9: the same index modulo the child's count) when it is this
    *  worker's, else null. */
   private localPartition(childId: string, parentPartition: number): number | null {

@@ -57,8 +57,11 @@ export class MemorySegmentStore implements SegmentStore {
   }
 
   /** An empty partition; dir only names it (the cursor log of a simulated partition may live there). */
-  static createEmpty(opts: { dir: string; segmentBytesMax: number }): MemorySegmentStore {
-    return new MemorySegmentStore(opts.dir, opts.segmentBytesMax, { segments: [], tailMark: null, originsMark: null });
+  static createEmpty(opts: { dir: string; segmentBytesMax: number; startOffset?: number }): MemorySegmentStore {
+    // A start past 0 is kept as the file store's start mark is: a tail mark, so a crash image keeps it.
+    const startOffset = opts.startOffset ?? 0;
+    const tailMark = startOffset > 0 ? { nextOffset: startOffset, lastIngress: null } : null;
+    return new MemorySegmentStore(opts.dir, opts.segmentBytesMax, { segments: [], tailMark, originsMark: null });
   }
 
   get oldestOffset(): number {

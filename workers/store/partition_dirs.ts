@@ -1,5 +1,6 @@
 // The one place that builds and parses on-disk names under a data dir (Redpanda's fs_utils):
-// <dataDir>/topics/<topicId>/<partition>/<baseOffset, 20 digits>.log|.idx. Pure string functions.
+// <dataDir>/topics/<topicId>/<partition>/<baseOffset, 20 digits>.log|.idx, and a moving partition's incoming copy
+// <dataDir>/incoming/<topicId>/<partition>/ (same files, not served until the flip). Pure string functions.
 // Runs on partition worker threads (segment_log.ts, partition_worker.ts); nothing else names these files.
 // The path carries the topic id, not its name, so a recreated topic never inherits old files.
 import assert from 'node:assert/strict';
@@ -27,6 +28,21 @@ export function topicDir(dataDir: string, topicId: string): string {
 export function partitionDir(dataDir: string, topicId: string, partition: number): string {
   assert(Number.isSafeInteger(partition) && partition >= 0, `partition ${partition} is not a natural number`);
   return join(topicDir(dataDir, topicId), String(partition));
+}
+
+/** Where incoming copies of partitions moving here live (issue 41): the same layout as topics/. */
+export function incomingDir(dataDir: string): string {
+  return join(dataDir, 'incoming');
+}
+
+export function incomingTopicDir(dataDir: string, topicId: string): string {
+  assert(topicIdPattern.test(topicId), `topic id ${JSON.stringify(topicId)} is not 16 hex characters`);
+  return join(incomingDir(dataDir), topicId);
+}
+
+export function incomingPartitionDir(dataDir: string, topicId: string, partition: number): string {
+  assert(Number.isSafeInteger(partition) && partition >= 0, `partition ${partition} is not a natural number`);
+  return join(incomingTopicDir(dataDir, topicId), String(partition));
 }
 
 export function segmentFileName(baseOffset: number, kind: SegmentFileKind): string {

@@ -139,9 +139,23 @@ export class PartitionLog implements SegmentStore {
     return log;
   }
 
-  /** A partition known to have no directory yet: no I/O until the first flush creates it. */
-  static createEmpty(opts: { dir: string; segmentBytesMax: number }): PartitionLog {
-    return new PartitionLog(opts.dir, opts.segmentBytesMax);
+  /** A partition known to have no directory yet: no I/O until the first flush creates it. startOffset: the offset its
+   *  first record gets (a partition reassigned from a lost member, an incoming copy that starts past 0), so offsets
+   *  never go back; startMarkWrite keeps it over a restart before any record is written. */
+  static createEmpty(opts: { dir: string; segmentBytesMax: number; startOffset?: number }): PartitionLog {
+    const log = new PartitionLog(opts.dir, opts.segmentBytesMax);
+    const startOffset = opts.startOffset ?? 0;
+    assert(Number.isSafeInteger(startOffset) && startOffset >= 0, `startOffset ${startOffset} invalid`);
+    if (startOffset > 0) log.book.recover({ highWatermark: startOffset, tailMark: null, originsMark: null, activeLocal: null, lastSealed: null });
+    return log;
+  }
+
+  /** Makes the empty log's start offset durable (next_offset.mark, as a retention that deleted every segment
+   *  leaves it), creating its directory: a restart opens it at that offset. */
+  async startMarkWrite(): Promise<void> {
+    assert(this.segments.length === 0 && this.offsets.nextOffset === this.offsets.highWatermark, 'start mark of a log that holds records');
+    await dirCreateDurably(this.dir);
+    await markWrite(this.dir, { nextOffset: this.offsets.highWatermark, lastIngress: null });
   }
 
   /** The first kept offset; with no segment, highWatermark (staged records are not kept yet). */

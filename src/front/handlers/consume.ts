@@ -18,6 +18,7 @@ import { parseJsonObject } from '../json_body.js';
 import { jsonType, type Reply } from '../respond.js';
 import { routeTopic, type RequestContext } from '../request_context.js';
 import type { RouteServices } from '../services.js';
+import { retryMoved, topicAfterMove } from '../moved_retry.js';
 
 const emptyAnswer: Reply = { status: 204 };
 
@@ -36,9 +37,10 @@ export function onConsume(ctx: RequestContext, s: RouteServices): Promise<Reply>
   if (offset !== undefined && partition === undefined) throw errors.invalid('offset', 'requires partition');
   if (max !== undefined && ctx.headers.svcClient === null) throw errors.invalid('max', 'needs the X-Svc-Client header');
   // A pinned partition is served wherever it lives (forwarded to its owner); without one, every owner's in turn.
-  const remote = partition !== undefined && topic.owners[partition] !== s.nodeId;
+  const remote = (t: TopicRecord): boolean => partition !== undefined && t.owners[partition] !== s.nodeId;
   const spread = partition === undefined && localPartitions(topic, s.nodeId).length < topic.partitions;
-  if (offset !== undefined) return remote ? replayRemote(s, topic, partition!, offset) : replay(s, topic, partition!, offset);
+  // A partition that moved while the request was on its way is asked again at its new owner (moved_retry.ts).
+  if (offset !== undefined) return retryMoved(s, topic, (t) => (remote(t) ? replayRemote(s, t, partition!, offset) : replay(s, t, partition!, offset)));
 
   const state = s.consume;
   const headers: Record<string, string> = {};
@@ -51,9 +53,9 @@ export function onConsume(ctx: RequestContext, s: RouteServices): Promise<Reply>
   const taken = state.inFlight.tryTake(ctx.identity, max ?? 1, state.capMax);
   if (taken === null) throw errors.tooManyConsumes(headers['X-Svc-Wait-Clamped'] ?? null);
   ctx.onDone(() => state.inFlight.give(ctx.identity, taken));
-  if (remote) return pollRemote(ctx, s, topic, partition!, max, waitMs, headers);
   if (spread) return pollEverywhere(ctx, s, topic, max, waitMs, headers);
-  return pollUntilAnswered(ctx, s, topic, partition, max, waitMs, headers);
+  return retryMoved(s, topic, (t) => (remote(t) ? pollRemote(ctx, s, t, partition!, max, waitMs, headers)
+    : pollUntilAnswered(ctx, s, t, partition, max, waitMs, headers)));
 }
 
 /** Takes leases round after round until some come, the wait ends, or the client goes away. Bounded: every round
@@ -129,7 +131,7 @@ export async function onAck(ctx: RequestContext, s: RouteServices): Promise<Repl
   if (handleText !== undefined) {
     const partition = receiptHandlePartition(handleText);
     if (partition < 0) throw errors.invalid('receipt_handle', 'not a receipt handle from a consume answer');
-    const { statuses: [status], failures } = await settle(s, topic, mode, [handleText], [partition]);
+    const { statuses: [status], failures } = await settleRetryingMoved(s, topic, mode, [handleText], [partition]);
     if (status === 204) return emptyAnswer;
     const failure = failures.get(0);
     if (failure !== undefined) throw failure;
@@ -137,7 +139,7 @@ export async function onAck(ctx: RequestContext, s: RouteServices): Promise<Repl
   }
   const handles = batchHandles(await ctx.body());
   const partitions = handles.map(receiptHandlePartition);
-  const { statuses, failures } = await settle(s, topic, mode, handles, partitions);
+  const { statuses, failures } = await settleRetryingMoved(s, topic, mode, handles, partitions);
   // The results array as text, exactly what JSON.stringify of {results} gives: nearly every item is {"status":204}.
   const results = statuses.map((status, at) => {
     if (status === 204) return settledResultJson;
@@ -178,6 +180,22 @@ async function settle(s: RouteServices, topic: TopicRecord, mode: SettleMode, ha
     indexes.forEach((i, k) => (statuses[i] = reply.statuses[k]!));
   }));
   return { statuses, failures: await failures };
+}
+
+/** settle, with handles whose partition moved on the way (421) settled once more at the new owner. */
+async function settleRetryingMoved(s: RouteServices, topic: TopicRecord, mode: SettleMode, handles: readonly string[], partitions: readonly number[]):
+  Promise<{ statuses: number[]; failures: Map<number, BrokerError> }> {
+  const first = await retryMoved(s, topic, (t) => settle(s, t, mode, handles, partitions));
+  const moved = first.statuses.flatMap((status, i) => (status === 421 ? [i] : []));
+  if (moved.length === 0) return first;
+  const again = await settle(s, await topicAfterMove(s, topic), mode, moved.map((i) => handles[i]!), moved.map((i) => partitions[i]!));
+  moved.forEach((i, k) => {
+    first.statuses[i] = again.statuses[k]!;
+    const failure = again.failures.get(k);
+    if (failure === undefined) first.failures.delete(i);
+    else first.failures.set(i, failure);
+  });
+  return first;
 }
 
 const noFailures: Promise<Map<number, BrokerError>> = Promise.resolve(new Map());

@@ -75,7 +75,8 @@ async function takeRemote(s: RouteServices, topic: TopicRecord, owner: number, p
     const reply = await s.remote.askOwner(topic, owner, partitions[0]!, { kind: 'take', topicId: topic.id, partitions, max }, 'taken');
     return { count: reply.count, json: reply.messagesJson, handles: reply.handles };
   } catch (error) {
-    if (error instanceof BrokerError && error.status >= 500) return { count: 0, json: '', handles: '' };
+    // 421: the partitions moved on the way; the next round asks their new owners.
+    if (error instanceof BrokerError && (error.status >= 500 || error.status === 421)) return { count: 0, json: '', handles: '' };
     throw error;
   }
 }

@@ -5,6 +5,7 @@ import type { Worker } from 'node:worker_threads';
 import { refusalError, type BrokerError } from '../../errors.js';
 import { groupByWorker, workerForPartition } from '../../protocol/ownership.js';
 import { assertNever, type FromWorker, type ToWorker } from '../../protocol/thread_messages.js';
+import type { AppliedIndex } from './applied_index.js';
 
 type Reply = Extract<FromWorker, { reqId: number }>;
 export type FanoutCopyMessage = Extract<FromWorker, { kind: 'fanoutCopy' }>;
@@ -17,6 +18,8 @@ export class PartitionWorkers {
   private readonly durableSeq: number[];
   private readonly readyWaiters: Promise<void>[];
   private readonly closedWaiters = new Map<number, () => void>();
+  /** Durable reports counted once the front's replica applied their metaIndex (applied_index.ts); null: at once. */
+  appliedIndex: AppliedIndex | null = null;
   /** Called with the highest ingress seq that every worker holds durably. */
   onAllDurable: (seqUpTo: number) => void = () => undefined;
   /** Called when a worker reports messages of a topic became deliverable. */
@@ -127,9 +130,14 @@ export class PartitionWorkers {
   private onMessage(workerIndex: number, message: FromWorker): void {
     switch (message.kind) {
       case 'durable': {
-        // A re-dispatch after a restart may report a lower seq than before; durability never goes back.
-        this.durableSeq[workerIndex] = Math.max(this.durableSeq[workerIndex]!, message.seqUpTo);
-        this.onAllDurable(Math.min(...this.durableSeq));
+        // Reports arrive in order per worker and the waits resolve in index order, so they are counted in order.
+        const counted = (): void => {
+          // A re-dispatch after a restart may report a lower seq than before; durability never goes back.
+          this.durableSeq[workerIndex] = Math.max(this.durableSeq[workerIndex]!, message.seqUpTo);
+          this.onAllDurable(Math.min(...this.durableSeq));
+        };
+        if (this.appliedIndex === null || this.appliedIndex.now() >= message.metaIndex) counted();
+        else void this.appliedIndex.until(message.metaIndex).then(counted);
         return;
       }
       case 'available':

@@ -10,6 +10,7 @@
 // record before it is appended.
 import type { DataReply } from '../../protocol/data_messages.js';
 import type { PortChannel } from '../../transport/port_channel.js';
+import type { AppliedIndex } from './applied_index.js';
 import { IngressReader, type IngressSegments } from './ingress_reader.js';
 import { owedFrames, type OwedPastMark, type RerouteMark } from './reroute.js';
 
@@ -44,6 +45,8 @@ interface OwnerQueue {
   sending: boolean;
   /** Date.now() of the first failure since the last success; null while it answers. */
   failingSinceMs: number | null;
+  /** Issue 41: the owner took over a partition; the retained seqs fromSeq..toSeq go to it again (resendRetained). */
+  resend?: { fromSeq: number; toSeq: number };
   retry: NodeJS.Timeout | null;
   /** What reroute.ts moved elsewhere; applied to groups and spill between sends. */
   reroute: RerouteMark;
@@ -54,9 +57,16 @@ export class Handoff {
   /** owner -> the highest seq of a record noted for it, and records noted since the last group took them. */
   private readonly noted = new Map<number, { maxSeq: number; records: number }>();
   private lastGroupSeq = 0;
+  /** owner -> the last seq appended before an ownership change gave it a partition (resendSynced). */
+  private readonly resendUntil = new Map<number, number>();
   private localDurableSeq = 0;
   private reportedSeq = 0;
   private closed = false;
+
+  /** A handedOff is counted once the front's replica applied its metaIndex (applied_index.ts); null: at once. */
+  appliedIndex: AppliedIndex | null = null;
+  /** Sends frames to this node's own workers, for an ownership change that gave this node a partition. */
+  localResend: { selfId: number; dispatch: (frames: Uint8Array, lastSeq: number) => void } | null = null;
 
   /** Told the highest seq every holder (local workers, owners handed to) keeps durably: the ingress log may drop
    *  segments up to it. */
@@ -89,12 +99,37 @@ export class Handoff {
       noted.records = 0;
     }
     this.lastGroupSeq = Math.max(this.lastGroupSeq, lastSeq);
+    this.resendSynced(frames, firstSeq, lastSeq);
   }
 
   /** At start: retained groups may hold records no owner confirmed; each owner stores what it lacks once. */
   replayed(frames: Uint8Array, firstSeq: number, lastSeq: number, owners: readonly number[]): void {
     for (const owner of owners) this.enqueue(owner, firstSeq, lastSeq, frames, 0);
     this.lastGroupSeq = Math.max(this.lastGroupSeq, lastSeq);
+  }
+
+  /** Issue 41 (MOVES.md "Records accepted elsewhere"): the replica gave owner a partition another node owned. Every
+   *  retained ingress group may hold records of it that the old owner never stored (held while frozen, or not sent
+   *  yet): they all go to owner again, ahead of what it is owed after them, read from the ingress log's files. The
+   *  owner skips what it holds by ingress position. */
+  resendRetained(owner: number): void {
+    // Records noted for the old owner may be in groups not synced yet: those follow as they sync.
+    let notedSeq = 0;
+    for (const noted of this.noted.values()) notedSeq = Math.max(notedSeq, noted.maxSeq);
+    if (notedSeq > this.lastGroupSeq) this.resendUntil.set(owner, Math.max(notedSeq, this.resendUntil.get(owner) ?? 0));
+    const fromSeq = this.reportedSeq + 1;
+    if (fromSeq > this.lastGroupSeq) return;
+    const queue = this.queueOf(owner);
+    queue.resend = { fromSeq: Math.min(fromSeq, queue.resend?.fromSeq ?? fromSeq), toSeq: this.lastGroupSeq };
+    this.pump(owner, queue);
+  }
+
+  /** Groups appended before an ownership change and synced after it go to the new owner too (resendRetained). */
+  private resendSynced(frames: Uint8Array, firstSeq: number, lastSeq: number): void {
+    for (const [owner, untilSeq] of this.resendUntil) {
+      if (firstSeq <= untilSeq) this.enqueue(owner, firstSeq, lastSeq, frames, 0);
+      if (lastSeq >= untilSeq) this.resendUntil.delete(owner);
+    }
   }
 
   localDurable(seqUpTo: number): void {
@@ -129,11 +164,7 @@ export class Handoff {
 
   /** In memory while the owner's queue is under its bound and nothing is on disk before it; else on disk only. */
   private enqueue(owner: number, firstSeq: number, lastSeq: number, frames: Uint8Array, records: number): void {
-    let queue = this.queues.get(owner);
-    if (queue === undefined) {
-      queue = { groups: [], bytes: 0, spill: null, sending: false, failingSinceMs: null, retry: null, reroute: { upTo: 0, kept: [], pending: false } };
-      this.queues.set(owner, queue);
-    }
+    const queue = this.queueOf(owner);
     if (queue.spill !== null) {
       queue.spill.toSeq = lastSeq;
       queue.spill.records += records;
@@ -146,9 +177,34 @@ export class Handoff {
     this.pump(owner, queue);
   }
 
+  private queueOf(owner: number): OwnerQueue {
+    let queue = this.queues.get(owner);
+    if (queue === undefined) {
+      queue = { groups: [], bytes: 0, spill: null, sending: false, failingSinceMs: null, retry: null, reroute: { upTo: 0, kept: [], pending: false } };
+      this.queues.set(owner, queue);
+    }
+    return queue;
+  }
+
+  /** A re-send asked for becomes the queue's backlog on disk, from its first seq (or earlier): whatever the queue
+   *  held is in that range, so the owner gets the seqs in order again. Only between two sends. */
+  private startResend(queue: OwnerQueue): void {
+    const resend = queue.resend!;
+    delete queue.resend;
+    let records = queue.spill?.records ?? 0;
+    for (const group of queue.groups) records += group.records;
+    const fromSeq = Math.min(resend.fromSeq, queue.groups[0]?.firstSeq ?? resend.fromSeq, queue.spill?.fromSeq ?? resend.fromSeq);
+    const toSeq = Math.max(resend.toSeq, queue.groups[queue.groups.length - 1]?.lastSeq ?? 0, queue.spill?.toSeq ?? 0);
+    const reader = queue.spill?.reader ?? new IngressReader(this.segments);
+    queue.groups = [];
+    queue.bytes = 0;
+    queue.spill = { fromSeq, toSeq, records, reader, read: null };
+  }
+
   /** One request per owner at a time, carrying the oldest groups: a hand-off is applied in seq order. An owner failing
    *  with nothing left to send (all rerouted) is still asked, with an empty hand-off, until it answers. */
   private pump(owner: number, queue: OwnerQueue): void {
+    if (!queue.sending && queue.resend !== undefined) this.startResend(queue);
     if (queue.sending || queue.retry !== null || this.closed) return;
     if (queue.groups.length === 0 && queue.spill === null && queue.failingSinceMs === null) return;
     queue.sending = true;
@@ -170,10 +226,10 @@ export class Handoff {
 
   /** Sends the oldest groups in memory, else the next piece of the backlog on disk; false when the owner failed. */
   private async sendNext(owner: number, queue: OwnerQueue): Promise<boolean> {
-    if (queue.groups.length === 0 && queue.spill === null) return this.send(owner, new Uint8Array(0));
+    if (queue.groups.length === 0 && queue.spill === null) return this.send(owner, new Uint8Array(0), 0);
     if (queue.groups.length > 0) {
       const batch = takeBatch(queue.groups);
-      if (!(await this.send(owner, batch.length === 1 ? batch[0]!.frames : joinFrames(batch)))) return false;
+      if (!(await this.send(owner, batch.length === 1 ? batch[0]!.frames : joinFrames(batch), batch[batch.length - 1]!.lastSeq))) return false;
       queue.groups.splice(0, batch.length);
       for (const group of batch) queue.bytes -= group.frames.byteLength;
       return true;
@@ -185,7 +241,7 @@ export class Handoff {
     }
     // Synced groups are on disk until every holder confirmed them: none found in the range means none is owed.
     if (spill.read !== null) {
-      if (!(await this.send(owner, spill.read.frames))) return false;
+      if (!(await this.send(owner, spill.read.frames, spill.read.lastSeq))) return false;
       spill.fromSeq = spill.read.lastSeq + 1;
       spill.read = null;
       if (spill.fromSeq <= spill.toSeq) return true;
@@ -195,13 +251,19 @@ export class Handoff {
     return true;
   }
 
-  private async send(owner: number, owed: Uint8Array): Promise<boolean> {
-    if (this.channel === null) return false;
+  private async send(owner: number, owed: Uint8Array, lastSeq: number): Promise<boolean> {
     const rerouted = this.queues.get(owner)?.reroute;
     const frames = rerouted === undefined ? owed : owedFrames(owed, rerouted);
+    if (owner === this.localResend?.selfId) {
+      this.localResend.dispatch(frames, lastSeq);
+      return true;
+    }
+    if (this.channel === null) return false;
     try {
       const reply = (await this.channel.request(owner, { kind: 'handoff', metaIndex: this.metaIndexNow(), frames }, answerMs)) as DataReply;
-      return reply.kind === 'handedOff';
+      if (reply.kind !== 'handedOff') return false;
+      await this.appliedIndex?.until(reply.metaIndex);
+      return true;
     } catch {
       // Unreachable, no answer in time or refused: the owner may have stored some of it, which it skips next time.
       return false;

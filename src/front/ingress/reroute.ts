@@ -94,7 +94,7 @@ export interface ReroutePlacement {
 export interface RerouteParts {
   nodeId: number;
   placement: ReroutePlacement;
-  replica: MetadataView;
+  replica: Pick<MetadataView, 'state' | 'appliedIndex' | 'clusterStatus'>;
   ingress: IngressLog;
   handoff: Handoff;
   log: Logger;

@@ -5,10 +5,11 @@
 // Front thread; opened once at start (front_start.ts) after the workers and the metadata replica are ready.
 import { join } from 'node:path';
 import type { Config } from '../../config.js';
-import type { MetadataState } from '../../protocol/metadata_types.js';
+import type { MetadataCommand, MetadataState } from '../../protocol/metadata_types.js';
 import type { PortChannel } from '../../transport/port_channel.js';
 import type { Logger } from '../../util/log.js';
 import type { PartitionWorkers } from './dispatch.js';
+import { AppliedIndex } from './applied_index.js';
 import { FanoutCopies } from './fanout_copies.js';
 import { Handoff } from './handoff.js';
 import { IngressLog } from './ingress_log.js';
@@ -20,6 +21,8 @@ export interface MetadataView {
   readonly appliedIndex: number;
   /** The liveness view and the leader it comes from: records of a member it marks dead are rerouted (reroute.ts). */
   readonly clusterStatus?: { readonly deadMembers: readonly number[]; readonly leader: number } | null;
+  onApplied(listener: (command: MetadataCommand, result: { ok: boolean }) => void): void;
+  onAppliedIndex(listener: () => void): void;
 }
 
 export interface WritePathParts {
@@ -58,6 +61,7 @@ export async function openWritePath(parts: WritePathParts): Promise<WritePath> {
     workers.dispatch(group, lastSeq, replica.appliedIndex);
   };
   workers.onAllDurable = (seqUpTo) => handoff.localDurable(seqUpTo);
+  followOwnerChanges(replica, workers, handoff, nodeId);
   handoff.onDurable = (seqUpTo) => ingress.markDurable(seqUpTo);
   // Records answered 202 before a crash but not yet stored by their partition: the workers and other owners skip
   // what they hold.
@@ -72,6 +76,23 @@ export async function openWritePath(parts: WritePathParts): Promise<WritePath> {
   const reroute = new Reroute({ nodeId, placement, replica, ingress, handoff, log });
   reroute.start();
   return { ingress, handoff, reroute };
+}
+
+/** Issue 41 (MOVES.md "Records accepted elsewhere"): confirmations count once this replica applied what the
+ *  confirmer had, and a partition given to another owner (move.flip, partition.reassign) has every retained ingress
+ *  group sent to that owner again (to this node's own workers when it is this node). */
+function followOwnerChanges(replica: MetadataView, workers: PartitionWorkers, handoff: Handoff, nodeId: number): void {
+  const applied = new AppliedIndex(() => replica.appliedIndex);
+  replica.onAppliedIndex(() => applied.advanced());
+  workers.appliedIndex = applied;
+  handoff.appliedIndex = applied;
+  // The reader's frames may share a buffer the hand-off keeps; the workers take theirs.
+  handoff.localResend = { selfId: nodeId, dispatch: (frames, lastSeq) => workers.dispatch(frames.slice(), lastSeq, replica.appliedIndex) };
+  replica.onApplied((command, result) => {
+    if (!result.ok) return;
+    if (command.type === 'move.flip') handoff.resendRetained(command.destination);
+    else if (command.type === 'partition.reassign') handoff.resendRetained(command.to);
+  });
 }
 
 /** Graceful stop: the reroute ends its batch, the ingress log closes (every pending group synced or failed), then

@@ -14,6 +14,7 @@ import { closeWritePath, openWritePath } from '../ingress/write_path.js';
 import { MetadataReplica } from '../metadata_replica.js';
 import { Metrics } from '../metrics.js';
 import { reroutePartition } from '../partition_owners.js';
+import { NodeMoves } from '../moves/node_moves.js';
 import { RemotePartitions } from '../remote_partitions.js';
 import { rootAdminHint } from '../root_admin.js';
 import type { SchemaValidation } from '../schema_validation.js';
@@ -44,11 +45,14 @@ export async function startFront(start: FrontStart): Promise<{ stop: () => Promi
   await Promise.all([replica.whenReady(), workers.whenReady()]);
   const placement = { partition: reroutePartition };
   const writePath = await openWritePath({ config, dataDir, log, replica, workers, channel: nodeLink?.dataChannel ?? null, nodeId, placement });
+  const remote = new RemotePartitions(nodeLink?.dataChannel ?? null);
+  const moves = new NodeMoves({ nodeId, config, log, replica, workers, remote }, dataDir);
   const services: FrontServices = {
-    config, log, nodeId, replica, workers, ...writePath, ...pools,
+    config, log, nodeId, replica, workers, ...writePath, ...pools, remote, moves,
     batchBudget: new ByteBudget(config['http.max_batch_body_bytes_in_flight']),
-    metrics: new Metrics(replica, workers, pools.schemas, writePath.handoff, writePath.reroute), remote: new RemotePartitions(nodeLink?.dataChannel ?? null),
+    metrics: new Metrics(replica, workers, pools.schemas, writePath.handoff, writePath.reroute),
   };
+  moves.start();
   if (clusterTls !== null) services.metrics.reportClusterTls(clusterTls.dates);
   // A one-node cluster leads at once, so its root admin exists before it listens (the first screen shows how to
   // log in). A node of a larger cluster listens first: reads must answer even while no quorum exists.
@@ -74,6 +78,7 @@ export async function startFront(start: FrontStart): Promise<{ stop: () => Promi
   return {
     stop: async () => {
       await server.shutdown();
+      moves.close();
       await closeWritePath(writePath);
       await workers.shutdown();
       return { ingressSyncs: writePath.ingress.syncCount };

@@ -9,6 +9,7 @@ import * as consoleFiles from '../handlers/console.js';
 import * as consume from '../handlers/consume.js';
 import * as health from '../handlers/health.js';
 import * as later from '../handlers/later.js';
+import * as moves from '../handlers/moves.js';
 import * as openapi from '../handlers/openapi.js';
 import * as produce from '../handlers/produce.js';
 import * as topics from '../handlers/topics.js';
@@ -62,6 +63,9 @@ const apiRows: Row[] = [
   ['POST', '/v1/cluster/members/{id}/decommission', cluster.onDecommission, 'admin', body1MiB],
   ['POST', '/v1/cluster/members/{id}/decommission/cancel', cluster.onDecommissionCancel, 'admin', body1MiB],
   ['POST', '/v1/cluster/rebalance', cluster.onRebalance, 'admin', body1MiB],
+  ['GET', '/v1/cluster/moves', moves.onListMoves, 'admin'],
+  ['POST', '/v1/cluster/moves', moves.onStartMove, 'admin', body1MiB],
+  ['POST', '/v1/cluster/moves/{topic}/{partition}/abort', moves.onAbortMove, 'admin', body1MiB],
   ['POST', '/v1/cluster/reencrypt-remotes', later.onRemote, 'remote', bodyRemotes],
   ['POST', '/v1/remotes', later.onRemote, 'remote', bodyRemotes],
   ['GET', '/v1/remotes', later.onRemote, 'remote'],
