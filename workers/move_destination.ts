@@ -5,6 +5,7 @@
 // dispatch_staging.ts). Copies survive a restart: scan() finds them. Partition worker thread; the shell
 // (partition_worker.ts) owns one and feeds it requests and replica changes. Work on one copy runs one step at a time.
 import { mkdir, readdir, rename, stat } from 'node:fs/promises';
+import { dirname } from 'node:path';
 import type { Logger } from 'pino';
 import { moveKey } from '../src/protocol/metadata_types.js';
 import type { FromWorker, ToWorker } from '../src/protocol/thread_messages.js';
@@ -128,7 +129,7 @@ export class MoveDestination {
       await mkdir(topicDir(this.host.table.dataDir(), entry.topicId), { recursive: true });
       await rename(entry.dir, target);
       await dirSync(topicDir(this.host.table.dataDir(), entry.topicId));
-      await dirSync(`${entry.dir}/..`);
+      await dirSync(dirname(entry.dir));
     }
     await this.host.partitionOpen(entry.topicId, entry.partition);
     entry.gone = true;

@@ -25,7 +25,6 @@ import { MoveSource, type MoveSourceHost } from './move_source.js';
 import { MoveDestination, type MoveDestinationHost } from './move_destination.js';
 import { SyncWaiters } from './sync_waiters.js';
 
-
 /** Partitions opened at once at start: each open reads up to a 4 MiB window, so this bounds memory. */
 const startOpenConcurrency = 8;
 
@@ -210,18 +209,24 @@ class PartitionWorker implements ConsumeHost, MoveSourceHost, MoveDestinationHos
     for (const topicId of change.deletedTopicIds) this.topicForget(topicId);
     for (const [log, key] of this.table.logsMovedAway()) this.partitionRelease(log, key.topicId, key.partition);
     this.destination.replicaChanged();
+    // The frozen set first: the dispatches the replica's advance releases are judged against it.
+    this.frozenRecompute();
     this.run({ kind: 'replicaAdvanced', appliedIndex: this.table.appliedIndex });
     // Held records are tried again: a freeze may have ended; staging hands back what still touches a frozen partition.
-    this.thaw();
+    this.run({ kind: 'thaw' });
     this.source.releasesAnswer();
     this.copier.linksChanged(this.table.fanoutParents());
   }
 
   thaw(): void {
+    this.frozenRecompute();
+    this.run({ kind: 'thaw' });
+  }
+
+  private frozenRecompute(): void {
     this.frozen.clear();
     for (const key of this.source.frozenKeys()) this.frozen.add(key);
     for (const key of this.destination.adoptingKeys()) this.frozen.add(key);
-    this.run({ kind: 'thaw' });
   }
 
   /** A move's flip gave the partition away: nothing reads, copies from or stages to it here again; the core sets it
