@@ -286,6 +286,8 @@ t.test('a chunk that fails its crc32 answers copyUnverifiable; an abort discards
   damaged.records[damaged.records.byteLength - 3]! ^= 0x01;
   const refused = await chunkWrite(b, damaged);
   t.same(refused.kind === 'failed' && refused.refusal.id, 'copyUnverifiable', 'a damaged chunk is refused');
+  const misnamed = await chunkWrite(b, { ...chunk, crc32: (chunk.crc32 ^ 1) >>> 0 });
+  t.same(misnamed.kind === 'failed' && misnamed.refusal.id, 'copyUnverifiable', 'intact frames under another crc32 are refused');
   const written = await chunkWrite(b, chunk);
   t.same(written.kind === 'moveWritten' && written.nextOffset, 2, 'the intact chunk is stored');
   t.ok((await stat(join(dirB, 'incoming', topic.id, '0'))).isDirectory());
