@@ -25,7 +25,6 @@ import { MoveSource, type MoveSourceHost } from './move_source.js';
 import { MoveDestination, type MoveDestinationHost } from './move_destination.js';
 import { SyncWaiters } from './sync_waiters.js';
 
-
 /** Partitions opened at once at start: each open reads up to a 4 MiB window, so this bounds memory. */
 const startOpenConcurrency = 8;
 
@@ -214,7 +213,7 @@ class PartitionWorker implements ConsumeHost, MoveSourceHost, MoveDestinationHos
     this.frozenRefresh();
     this.run({ kind: 'replicaAdvanced', appliedIndex: this.table.appliedIndex });
     // Held records are tried again: a freeze may have ended; staging hands back what still touches a frozen partition.
-    this.thaw();
+    this.run({ kind: 'thaw' });
     this.source.releasesAnswer();
     this.copier.linksChanged(this.table.fanoutParents());
   }
