@@ -64,7 +64,9 @@ export class DispatchStaging {
       }
       if (dispatch.kind === 'dispatch') {
         this.dispatchStage(dispatch, 0, null);
-        this.localSeqStaged = dispatch.lastSeq;
+        // A partition moved here has this node's retained groups dispatched again (older seqs): durability reports
+        // never go back.
+        this.localSeqStaged = Math.max(this.localSeqStaged, dispatch.lastSeq);
         continue;
       }
       const touched = new Set<PartitionLog>();

@@ -35,7 +35,8 @@ export class PartitionTable {
   /** topic id -> partition -> whether this worker owns it (see owns()). */
   private readonly ownedByTopic = new Map<string, boolean[]>();
 
-  /** The replica may judge files found on disk: a snapshot past index 0 (or a replaced one) was applied. */
+  /** The replica may judge files found on disk: a snapshot past index 0 (or a replaced one), or entries past it,
+   *  were applied. */
   judged = false;
 
   constructor(private readonly opts: { nodeId: number; dataDir: string; segmentBytesMax: number; workerIndex: number; workerCount: number }) {}
@@ -93,6 +94,9 @@ export class PartitionTable {
       }
     }
     this.topicsByIdRebuild();
+    // A node that joined started from an empty snapshot and holds no files from before: the entries it applied since
+    // are the whole story of what it may own (a restarted node's first snapshot is past index 0 anyway).
+    if (this.appliedIndex > 0) this.judged = true;
     return change;
   }
 

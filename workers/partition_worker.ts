@@ -23,6 +23,7 @@ import { PartitionLog } from './store/segment_log.js';
 import type { AckState } from './store/ack_log.js';
 import { MoveSource, type MoveSourceHost } from './move_source.js';
 import { MoveDestination, type MoveDestinationHost } from './move_destination.js';
+import { AdoptWaits } from './adopt_waits.js';
 import { SyncWaiters } from './sync_waiters.js';
 
 /** Partitions opened at once at start: each open reads up to a 4 MiB window, so this bounds memory. */
@@ -44,6 +45,7 @@ class PartitionWorker implements ConsumeHost, MoveSourceHost, MoveDestinationHos
   private readonly frozen = new Set<string>();
   private readonly source: MoveSource;
   private readonly destination: MoveDestination;
+  private readonly adoptWaits = new AdoptWaits(() => this.destination.adoptingKeys());
   readonly cursorLogs = new PartitionCursorLogs<PartitionLog>();
   private readonly timers: Record<WriteTimer, NodeJS.Timeout | null> = { flush: null, sync: null, retention: null };
   private readonly syncWaiters = new SyncWaiters();
@@ -119,6 +121,7 @@ class PartitionWorker implements ConsumeHost, MoveSourceHost, MoveDestinationHos
   }
 
   private onMessage(msg: ToWorker): void {
+    if (this.adoptWaits.holds(msg)) return;
     switch (msg.kind) {
       case 'dispatch':
       case 'handoff':
@@ -158,8 +161,7 @@ class PartitionWorker implements ConsumeHost, MoveSourceHost, MoveDestinationHos
     }
   }
 
-  /** Requests other nodes forwarded (negative reqIds); dispatch and shutdown come only from the front, hand-offs only
-   *  from the node-link thread. */
+  /** Requests other nodes forwarded (negative reqIds); dispatch and shutdown come only from the front. */
   private onLinkMessage(msg: ToWorker): void {
     if (msg.kind === 'dispatch' || msg.kind === 'shutdown' || msg.kind === 'counters' || msg.kind === 'fanoutCopied') {
       throw new Error(`node-link sent ${msg.kind} to a partition worker`);
@@ -189,8 +191,7 @@ class PartitionWorker implements ConsumeHost, MoveSourceHost, MoveDestinationHos
 
   private onSnapshot(index: number, state: MetadataState): void {
     this.replicaChanged(this.table.onSnapshot(index, state));
-    // One worker sweeps the topics directory (every worker shares it); a snapshot is when the replica is judged
-    // whole, and an empty replica (index 0) judges nothing.
+    // One worker sweeps the shared topics directory, once a snapshot judges the replica whole (index 0 judges nothing).
     if (this.data.workerIndex !== 0 || index === 0) return;
     this.table.orphanTopicDirsRemove().then(
       (removed) => {
@@ -221,6 +222,7 @@ class PartitionWorker implements ConsumeHost, MoveSourceHost, MoveDestinationHos
   thaw(): void {
     this.frozenRefresh();
     this.run({ kind: 'thaw' });
+    for (const held of this.adoptWaits.released()) this.onMessage(held);
   }
 
   private frozenRefresh(): void {
@@ -228,8 +230,7 @@ class PartitionWorker implements ConsumeHost, MoveSourceHost, MoveDestinationHos
     for (const key of [...this.source.frozenKeys(), ...this.destination.adoptingKeys()]) this.frozen.add(key);
   }
 
-  /** A move's flip gave the partition away: nothing reads, copies from or stages to it here again; the core sets it
-   *  aside once its rounds in flight end ('release'). */
+  /** A flip gave the partition away: nothing reads, copies or stages it here; the core sets it aside ('release'). */
   private partitionRelease(log: PartitionLog, topicId: string, partition: number): void {
     this.table.logRemove(log);
     this.source.releaseBegun(topicId, partition);
