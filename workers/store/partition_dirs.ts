@@ -21,13 +21,11 @@ export function topicsDir(dataDir: string): string {
 }
 
 export function topicDir(dataDir: string, topicId: string): string {
-  assert(topicIdPattern.test(topicId), `topic id ${JSON.stringify(topicId)} is not 16 hex characters`);
-  return join(topicsDir(dataDir), topicId);
+  return topicDirUnder(topicsDir(dataDir), topicId);
 }
 
 export function partitionDir(dataDir: string, topicId: string, partition: number): string {
-  assert(Number.isSafeInteger(partition) && partition >= 0, `partition ${partition} is not a natural number`);
-  return join(topicDir(dataDir, topicId), String(partition));
+  return partitionDirUnder(topicsDir(dataDir), topicId, partition);
 }
 
 /** Where incoming copies of partitions moving here live (issue 41): the same layout as topics/. */
@@ -36,13 +34,21 @@ export function incomingDir(dataDir: string): string {
 }
 
 export function incomingTopicDir(dataDir: string, topicId: string): string {
-  assert(topicIdPattern.test(topicId), `topic id ${JSON.stringify(topicId)} is not 16 hex characters`);
-  return join(incomingDir(dataDir), topicId);
+  return topicDirUnder(incomingDir(dataDir), topicId);
 }
 
 export function incomingPartitionDir(dataDir: string, topicId: string, partition: number): string {
+  return partitionDirUnder(incomingDir(dataDir), topicId, partition);
+}
+
+function topicDirUnder(root: string, topicId: string): string {
+  assert(topicIdPattern.test(topicId), `topic id ${JSON.stringify(topicId)} is not 16 hex characters`);
+  return join(root, topicId);
+}
+
+function partitionDirUnder(root: string, topicId: string, partition: number): string {
   assert(Number.isSafeInteger(partition) && partition >= 0, `partition ${partition} is not a natural number`);
-  return join(incomingTopicDir(dataDir, topicId), String(partition));
+  return join(topicDirUnder(root, topicId), String(partition));
 }
 
 export function segmentFileName(baseOffset: number, kind: SegmentFileKind): string {
