@@ -7,6 +7,7 @@
 import t, { type Test } from 'tap';
 import { TestCluster, eventually } from '../helpers/cluster.js';
 import type { Client } from '../helpers/http.js';
+import { partitionPayloads } from '../helpers/partition_replay.js';
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -114,12 +115,7 @@ t.test('a joining node gets partitions only through a rebalance: 12 partitions e
   }, 120_000, 250), 'every node owns 3 of the 12 partitions');
   const seen = new Set<number>();
   for (let p = 0; p < 12; p++) {
-    for (let offset = 0; offset < 100; offset++) {
-      const replay = await cluster.client(4).get(`/v1/topics/dm-rebalance/consume?partition=${p}&offset=${offset}`);
-      if (replay.status === 204) break;
-      t.equal(replay.status, 200, `replay ${p}@${offset}`);
-      seen.add((replay.json() as { payload: { i: number } }).payload.i);
-    }
+    for (const payload of await partitionPayloads(cluster.client(4), 'dm-rebalance', p, 100)) seen.add((payload as { i: number }).i);
   }
   t.equal(seen.size, 120, 'every record is still there, at its offset, after the moves');
 });

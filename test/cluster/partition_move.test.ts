@@ -9,6 +9,7 @@
 import t from 'tap';
 import { TestCluster, eventually } from '../helpers/cluster.js';
 import type { Client, HttpResponse } from '../helpers/http.js';
+import { replayPartition } from '../helpers/partition_replay.js';
 
 interface Stats { index: number; owner_node: string; next_offset: number }
 interface Stored { key?: string; timestamp: unknown; payload: unknown }
@@ -20,15 +21,7 @@ async function ownerOf(client: Client, topic: string, partition: number): Promis
 
 /** Every record of the partition from offset 0, read by replay through client (key, timestamp, payload). */
 async function replayAll(client: Client, topic: string, partition: number, limit: number): Promise<Stored[]> {
-  const stored: Stored[] = [];
-  for (let offset = 0; offset < limit; offset++) {
-    const res = await client.get(`/v1/topics/${topic}/consume?partition=${partition}&offset=${offset}`);
-    if (res.status === 204) return stored;
-    if (res.status !== 200) throw new Error(`replay ${partition}/${offset}: ${res.status} ${res.text}`);
-    const { key, timestamp, payload } = res.json() as Stored;
-    stored.push({ key, timestamp, payload });
-  }
-  return stored;
+  return (await replayPartition(client, topic, partition, limit)).map(({ key, timestamp, payload }) => ({ key, timestamp, payload }) as Stored);
 }
 
 /** Consumes and acks through every node in turn until each comes back empty twice in a row (bounded). */

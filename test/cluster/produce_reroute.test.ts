@@ -10,17 +10,11 @@
 import t, { type Test } from 'tap';
 import { TestCluster, eventually } from '../helpers/cluster.js';
 import type { Client } from '../helpers/http.js';
+import { partitionPayloads } from '../helpers/partition_replay.js';
 
-/** Every payload of the partition, in offset order, read by replay through client (at most limit). */
-async function payloadsOf(client: Client, topic: string, partition: number, limit = 5000): Promise<unknown[]> {
-  const payloads: unknown[] = [];
-  for (let offset = 0; offset < limit; offset++) {
-    const res = await client.get(`/v1/topics/${topic}/consume?partition=${partition}&offset=${offset}`);
-    if (res.status === 204) return payloads;
-    if (res.status !== 200) throw new Error(`replay ${partition}/${offset}: ${res.status} ${res.text}`);
-    payloads.push((res.json() as { payload: unknown }).payload);
-  }
-  return payloads;
+/** Every payload of the partition, in offset order, read by replay through client. */
+function payloadsOf(client: Client, topic: string, partition: number, limit = 5000): Promise<unknown[]> {
+  return partitionPayloads(client, topic, partition, limit);
 }
 
 /** The payloads (as JSON text) of the given partitions, read through client. */
