@@ -39,8 +39,9 @@ export function targetCounts(state: MetadataState): Map<number, number> {
 function avoidedFor(state: MetadataState, topic: TopicRecord): Set<number> {
   const parentId = state.fanoutParentOf.get(topic.id);
   if (parentId === undefined) return new Set();
-  for (const candidate of state.topics.values()) if (candidate.id === parentId) return new Set(candidate.owners);
-  return new Set();
+  // The fan-out entry keeps the parent's name beside its id: no search by id.
+  const parentName = state.fanout.get(parentId)?.parent;
+  return new Set(parentName === undefined ? [] : state.topics.get(parentName)?.owners ?? []);
 }
 
 function fewest(candidates: readonly number[], counts: ReadonlyMap<number, number>): number {

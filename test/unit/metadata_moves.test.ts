@@ -9,6 +9,7 @@ import { applyCommand, emptyMetadataState } from '../../src/metadata/state.js';
 import { decodeMetadataSnapshot, encodeMetadataSnapshot } from '../../src/metadata/snapshot.js';
 import { moveKey, type MetadataCommand, type MetadataState, type PartitionMoveRecord } from '../../src/protocol/metadata_types.js';
 import { movesOff } from '../../src/metadata/moves.js';
+import { decommissionPlan, rebalancePlan } from '../../src/metadata/move_plan.js';
 
 const topicId = '00000000000000a1';
 
@@ -131,4 +132,31 @@ t.test('moves, decommissions and start offsets round-trip through the snapshot; 
   t.same(Buffer.from(encodeMetadataSnapshot(decoded)), Buffer.from(encodeMetadataSnapshot(state)), 'equal bytes again');
   apply(state, { type: 'topic.delete', name: 'orders', id: topicId });
   t.equal(state.moves.size, 0);
+});
+
+t.test('plans: a replica child keeps off its parent\'s nodes, rebalance evens the load', async (t) => {
+  const state = emptyMetadataState();
+  for (const id of [1, 2, 3, 4]) {
+    apply(state, { type: 'member.add', member: { id, apiAddress: `n${id}:7942`, internalAddress: `n${id}:7943`, addedAtMs: 1 } });
+  }
+  const topic = (name: string, id: string, owners: number[]) => ({ name, id, partitions: owners.length, retentionMs: 86_400_000,
+    visibilityTimeoutMs: 30_000, maxInFlightPerPartition: 1000, maxAckedAheadPerPartition: 10_000, createdAtSec: 1, owners });
+  t.ok(apply(state, { type: 'topic.create', topic: topic('parent', '00000000000000b1', [1]) }).ok);
+  t.ok(apply(state, { type: 'topic.create', topic: topic('child', '00000000000000b2', [2, 4, 4]),
+    attach: { parent: 'parent', parentId: '00000000000000b1', epoch: '00000000000000e1', attachOffsets: [0] } }).ok);
+  t.ok(apply(state, { type: 'topic.create', topic: topic('busy', '00000000000000b3', [4, 4, 3, 3]) }).ok);
+  // Member 1 is the target of the fewest partitions, but it holds the parent: the child's partition goes to 3.
+  const plan = decommissionPlan(state, 2, [1, 2, 3, 4], 5);
+  t.same(plan.moves.map((m) => [m.topic, m.partition, m.source, m.destination]), [['child', 0, 2, 3]]);
+  t.same(plan.unplaced, []);
+  t.same(decommissionPlan(state, 2, [2], 5).unplaced, [{ topic: 'child', partition: 0 }], 'no receiver alive');
+  const rebalance = rebalancePlan(state, [1, 2, 3, 4], 5);
+  const counts = new Map<number, number>([[1, 0], [2, 0], [3, 0], [4, 0]]);
+  for (const topicRecord of state.topics.values()) for (const owner of topicRecord.owners) counts.set(owner, counts.get(owner)! + 1);
+  for (const move of rebalance.moves) {
+    counts.set(move.source, counts.get(move.source)! - 1);
+    counts.set(move.destination, counts.get(move.destination)! + 1);
+  }
+  t.ok(Math.max(...counts.values()) - Math.min(...counts.values()) <= 1, `rebalanced counts ${JSON.stringify([...counts])}`);
+  t.ok(rebalance.moves.length > 0 && rebalance.moves.every((m) => m.reason === 'rebalance'));
 });
