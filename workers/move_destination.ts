@@ -4,7 +4,8 @@
 // and opened as the partition (the shell's partitionOpen), its records held until then (adoptingKeys feeds
 // dispatch_staging.ts). Copies survive a restart: scan() finds them. Partition worker thread; the shell
 // (partition_worker.ts) owns one and feeds it requests and replica changes. Work on one copy runs one step at a time.
-import { mkdir, readdir, rename, stat } from 'node:fs/promises';
+import { readdir, rename, stat } from 'node:fs/promises';
+import { dirCreateDurably } from '../src/util/durable_fs.js';
 import { dirname } from 'node:path';
 import type { Logger } from 'pino';
 import { moveKey } from '../src/protocol/metadata_types.js';
@@ -126,7 +127,7 @@ export class MoveDestination {
       if (await stat(target).then(() => true, () => false)) {
         await setAsideMove(this.host.table.dataDir(), target, 'partition', entry.topicId, entry.partition, Date.now());
       }
-      await mkdir(topicDir(this.host.table.dataDir(), entry.topicId), { recursive: true });
+      await dirCreateDurably(topicDir(this.host.table.dataDir(), entry.topicId));
       await rename(entry.dir, target);
       await dirSync(topicDir(this.host.table.dataDir(), entry.topicId));
       await dirSync(dirname(entry.dir));

@@ -3,7 +3,8 @@
 // (partition -1 for a whole topic directory). A partition worker renames a partition it no longer owns there after a
 // move's flip (kind partition), and an incoming copy whose move ended without a flip (kind staging); the front lists
 // them for its member report and removes old ones. Shared: async fs only, so the front may call it.
-import { lstat, mkdir, readdir, rename, stat } from 'node:fs/promises';
+import { lstat, readdir, rename, stat } from 'node:fs/promises';
+import { dirCreateDurably } from './durable_fs.js';
 import { join } from 'node:path';
 import { dirSync } from './durable_fs.js';
 
@@ -49,7 +50,7 @@ export function parseSetAsideName(name: string): Pick<SetAsideEntry, 'kind' | 't
  *  (two set-asides of one partition in one millisecond) gets the next millisecond. */
 export async function setAsideMove(dataDir: string, dir: string, kind: SetAsideKind, topicId: string, partition: number, atMs: number): Promise<string> {
   const root = setAsideRoot(dataDir);
-  await mkdir(root, { recursive: true });
+  await dirCreateDurably(root);
   for (let attempt = 0; attempt < 1000; attempt++) {
     const target = join(root, setAsideName(kind, topicId, partition, atMs + attempt));
     if (await exists(target)) continue;
