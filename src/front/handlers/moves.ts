@@ -48,7 +48,7 @@ export async function onAbortMove(ctx: RequestContext, s: RouteServices): Promis
   if (body.byteLength > 0) parseJsonObject(body, []);
   const topic = s.replica.state.topics.get(name);
   if (topic === undefined) throw errors.moveNotFound(name, partition);
-  const result = await s.replica.propose({ type: 'move.abort', topicId: topic.id, partition });
+  const result = await s.replica.propose({ type: 'move.abort', topicId: topic.id, partition }, ctx.user);
   if (!result.ok) throw refusalError(result.refusal);
   return { status: 204 };
 }
@@ -66,7 +66,7 @@ export async function onStartMove(ctx: RequestContext, s: RouteServices): Promis
   const topic = await s.replica.topicForChange(body.topic);
   if (partition >= topic.partitions) throw errors.invalid('partition', `must be below the topic's ${topic.partitions} partitions`);
   const move = operatorMove(topic, partition, destination);
-  const result = await s.replica.propose({ type: 'move.start', moves: [move] });
+  const result = await s.replica.propose({ type: 'move.start', moves: [move] }, ctx.user);
   if (!result.ok) throw refusalError(result.refusal);
   return jsonReply(202, moveJson(unreportedView(move, '')));
 }
