@@ -113,6 +113,8 @@ export const errors = {
   decommissionNotRunning: (id: number) => new BrokerError(409, `member ${id} is not being decommissioned`),
   /** 409: a decommission that could never complete safely; the answer lists the reasons (spec §7 409, NOTES 16). */
   decommissionNeverCompletes: (id: number, codes: string) => new BrokerError(409, `decommission of member ${id} could never complete safely: ${codes}`),
+  /** 409: forget of a live member being decommissioned that still holds accepted records (spec §3). */
+  decommissionUndrained: (id: number) => new BrokerError(409, `member ${id} is not drained yet: forget it once its accepted records are held by their owners`),
   /** 409: a decommission that is running already. */
   decommissionRunning: (id: number) => new BrokerError(409, `member ${id} is being decommissioned already`),
   /** 409: forget of a member the leader sees alive (spec §4 forget: only a dead member). */

@@ -10,7 +10,7 @@ import { audited } from '../audit.js';
 import { parseJsonObject } from '../json_body.js';
 import { localMemberReport, memberReportJson, memberReports } from '../member_report.js';
 import { recordsOnlyOn } from '../cluster_control.js';
-import { decommissionReasons, neverCompleting } from '../decommission_reasons.js';
+import { decommissionReasons, neverCompleting, type BlockedReason } from '../decommission_reasons.js';
 import { decommissionPlan, reassignPlan, rebalancePlan } from '../../metadata/move_plan.js';
 import { movesOff } from '../../metadata/moves.js';
 import type { MemberReportView } from '../../protocol/data_messages.js';
@@ -157,12 +157,26 @@ export async function onRebalance(ctx: RequestContext, s: RouteServices): Promis
   return jsonReply(202, { moves });
 }
 
+/** Spec §3: a live member being decommissioned is removable only once its unanswered produces and the records it
+ *  accepted but did not hand over are 0, as its own report tells (read now); null when that holds or forget's other
+ *  rules decide (a dead member, one not being decommissioned). */
+async function undrainedReason(s: RouteServices, id: number): Promise<BlockedReason | null> {
+  if (s.replica.state.members.get(id)?.decommission === undefined) return null;
+  if ((await s.replica.members()).find((view) => view.id === id)?.alive !== true) return null;
+  const report = (await s.cluster.reportsOf([id])).get(id);
+  if (typeof report === 'string') return { code: 'node_status_unavailable', message: report };
+  if (report === undefined || (report.produceRequestsInFlight === 0 && report.ingressRecordsNotHandedOff === 0)) return null;
+  return { code: 'dispatch_backlog', message: `${report.produceRequestsInFlight} produce requests unanswered and ${report.ingressRecordsNotHandedOff} accepted records not yet held by their owners` };
+}
+
 export async function onForget(ctx: RequestContext, s: RouteServices): Promise<Reply> {
   const id = pathMemberId(ctx);
   // The route takes no fields: an empty body or {} (strict bodies, spec §2).
   const body = await ctx.body();
   if (body.byteLength > 0) parseJsonObject(body, []);
   return audited(s.log, ctx, 'cluster.forget', String(id), async () => {
+    const undrained = await undrainedReason(s, id);
+    if (undrained !== null) return jsonReply(409, { error: errors.decommissionUndrained(id).message, reasons: [undrained] });
     const answer = await s.replica.forget(id);
     if (answer.ok) return { status: 204 };
     throw refusalError(answer.refusal);
