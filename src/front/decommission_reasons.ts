@@ -17,7 +17,7 @@ export interface BlockedReason {
   message: string;
 }
 
-/** A cluster keeps at least this many members that are not being decommissioned: with one, a lost node loses all. */
+/** A cluster keeps at least this many live voters that are not being decommissioned: with one, a lost node loses all. */
 export const minRemainingMembers = 2;
 
 /** The codes that make a decommission impossible to complete safely: 409 before anything changes. */
@@ -44,9 +44,10 @@ export function decommissionReasons(input: ReasonInput): BlockedReason[] {
 
 function clusterReasons({ state, id, views }: ReasonInput): BlockedReason[] {
   const reasons: BlockedReason[] = [];
-  const staying = [...state.members.values()].filter((m) => m.id !== id && m.decommission === undefined).length;
+  // Live voters that stay: a dead one keeps no quorum after the member is forgotten.
+  const staying = views.filter((view) => view.id !== id && view.voter && view.alive && state.members.get(view.id)?.decommission === undefined).length;
   if (staying < minRemainingMembers) {
-    reasons.push({ code: 'below_min_voters', message: `${staying} members would remain; a cluster keeps at least ${minRemainingMembers}` });
+    reasons.push({ code: 'below_min_voters', message: `${staying} live voters would remain; a cluster keeps at least ${minRemainingMembers}` });
   }
   const voters = views.filter((view) => view.voter);
   const aliveVoters = voters.filter((view) => view.alive).length;
