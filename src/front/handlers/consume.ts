@@ -169,23 +169,34 @@ async function settle(s: RouteServices, topic: TopicRecord, mode: SettleMode, ha
     else local.push(i);
   }
   const failures = remote.length === 0 ? noFailures : settleRemote(s, topic, mode, handles, partitions, remote, statuses);
+  const localFailures = new Map<number, BrokerError>();
   const byWorker = s.workers.groupByOwner(topic.id, local, (i) => partitions[i]!);
   await Promise.all([...byWorker].map(async ([worker, indexes]) => {
     // The handles as the client sent them (each checked by receiptHandlePartition), joined: one string to copy.
     const joined = indexes.map((i) => handles[i]!).join(handleSeparator);
     const reply = await s.workers.request(worker, { kind: 'settle', topicId: topic.id, mode, handles: joined });
+    // A worker's refusal (a partition moved away: 421) answers its own handles only, as an owner node's does in
+    // settleRemote: the other workers' handles are settled already and must not be settled twice.
     const failure = workerFailure(reply);
-    if (failure !== null) throw failure;
+    if (failure !== null) {
+      for (const i of indexes) {
+        statuses[i] = failure.status;
+        localFailures.set(i, failure);
+      }
+      return;
+    }
     if (reply.kind !== 'settledResult') throw errors.internal('unexpected worker answer');
     indexes.forEach((i, k) => (statuses[i] = reply.statuses[k]!));
   }));
-  return { statuses, failures: await failures };
+  const all = await failures;
+  if (localFailures.size === 0) return { statuses, failures: all };
+  return { statuses, failures: new Map([...all, ...localFailures]) };
 }
 
 /** settle, with handles whose partition moved on the way (421) settled once more at the new owner. */
 async function settleRetryingMoved(s: RouteServices, topic: TopicRecord, mode: SettleMode, handles: readonly string[], partitions: readonly number[]):
   Promise<{ statuses: number[]; failures: Map<number, BrokerError> }> {
-  const first = await retryMoved(s, topic, (t) => settle(s, t, mode, handles, partitions));
+  const first = await settle(s, topic, mode, handles, partitions);
   const moved = first.statuses.flatMap((status, i) => (status === 421 ? [i] : []));
   if (moved.length === 0) return first;
   const again = await settle(s, await topicAfterMove(s, topic), mode, moved.map((i) => handles[i]!), moved.map((i) => partitions[i]!));
