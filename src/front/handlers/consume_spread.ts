@@ -15,8 +15,10 @@ import { release, take, type Taken } from '../consume_takes.js';
 
 const emptyAnswer: Reply = { status: 204 };
 
-export async function pollEverywhere(ctx: RequestContext, s: RouteServices, topic: TopicRecord, max: number | undefined,
+export async function pollEverywhere(ctx: RequestContext, s: RouteServices, asked: TopicRecord, max: number | undefined,
   waitMs: number, headers: Record<string, string>): Promise<Reply> {
+  // Each round reads the topic again: a move changes where its partitions are.
+  let topic = asked;
   const deadlineMs = Date.now() + waitMs;
   for (let round = 0; ; round++) {
     const taken = await takeEverywhere(s, topic, max ?? 1);
@@ -33,6 +35,7 @@ export async function pollEverywhere(ctx: RequestContext, s: RouteServices, topi
     if (ctx.aborted) return emptyAnswer;
     const current = s.replica.state.topics.get(topic.name);
     if (current === undefined || current.id !== topic.id) throw errors.topicNotFound(topic.name);
+    topic = current;
   }
 }
 
@@ -58,15 +61,25 @@ async function takeEverywhere(s: RouteServices, topic: TopicRecord, max: number)
   for (const [owner, partitions] of ownersInOrder(s, topic)) {
     const left = max - taken.all.count;
     if (left <= 0) break;
-    const part = owner === s.nodeId
-      ? await take(s, topic, s.workers.groupByOwner(topic.id, partitions, (p) => p), left)
-      : await takeRemote(s, topic, owner, partitions, left);
+    const part = owner === s.nodeId ? await takeLocal(s, topic, partitions, left) : await takeRemote(s, topic, owner, partitions, left);
     if (part.count === 0) continue;
     const separator = taken.all.count === 0 ? '' : handleSeparator;
     taken.all = { count: taken.all.count + part.count, json: taken.all.json + separator + part.json, handles: taken.all.handles + separator + part.handles };
     taken.byOwner.set(owner, part.handles);
   }
   return taken;
+}
+
+const nothingTaken: Taken = { count: 0, json: '', handles: '' };
+
+/** This node's share; nothing from a partition that moved away on the way (the next round asks its new owner). */
+async function takeLocal(s: RouteServices, topic: TopicRecord, partitions: number[], max: number): Promise<Taken> {
+  try {
+    return await take(s, topic, s.workers.groupByOwner(topic.id, partitions, (p) => p), max);
+  } catch (error) {
+    if (error instanceof BrokerError && error.status === 421) return nothingTaken;
+    throw error;
+  }
 }
 
 /** One owner's share; nothing when it cannot be reached or answer (its messages wait for it). */
@@ -76,7 +89,7 @@ async function takeRemote(s: RouteServices, topic: TopicRecord, owner: number, p
     return { count: reply.count, json: reply.messagesJson, handles: reply.handles };
   } catch (error) {
     // 421: the partitions moved on the way; the next round asks their new owners.
-    if (error instanceof BrokerError && (error.status >= 500 || error.status === 421)) return { count: 0, json: '', handles: '' };
+    if (error instanceof BrokerError && (error.status >= 500 || error.status === 421)) return nothingTaken;
     throw error;
   }
 }
